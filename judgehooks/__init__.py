@@ -1,0 +1,49 @@
+"""judgehooks: grade every live agno Agent and Team run with an LLM judge, in post_hooks.
+
+Importing this package does not import litellm (seconds); the first judge call does.
+"""
+
+from __future__ import annotations
+
+from ._background import adrain, drain
+from ._context import EvalContext, ToolCall
+from ._core import RetryPolicy
+from ._errors import JudgehooksError, JudgeUnavailable, MalformedVerdict, StoreError
+from ._eval import AgentAsJudgeEval
+from ._judge import AgnoJudge, Judge, JudgeReply, LiteLLMJudge
+from ._prompt import JudgeRequest
+from ._record import EvalRecord
+from ._result import AgentAsJudgeResult
+from ._verdict import Verdict, parse_verdict
+from .stores import MemoryStore, SQLiteStore, Store
+from .stores._agno import AgnoDbStore, FanoutStore
+
+__version__ = "0.1.0"
+
+__all__ = (
+    "AgentAsJudgeEval",
+    "AgentAsJudgeResult",
+    "AgnoDbStore",
+    "AgnoJudge",
+    "EvalContext",
+    "EvalRecord",
+    "FanoutStore",
+    "Judge",
+    "JudgeReply",
+    "JudgeRequest",
+    "JudgeUnavailable",
+    "JudgehooksError",
+    "LiteLLMJudge",
+    "MalformedVerdict",
+    "MemoryStore",
+    "RetryPolicy",
+    "SQLiteStore",
+    "Store",
+    "StoreError",
+    "ToolCall",
+    "Verdict",
+    "__version__",
+    "adrain",
+    "drain",
+    "parse_verdict",
+)

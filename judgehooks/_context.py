@@ -1,0 +1,112 @@
+"""EvalContext: a frozen snapshot of one agno run, taken on the hook path.
+
+Evaluators read only this snapshot, never agno's live `RunOutput`, so a run that goes on mutating
+its output (or a deferred grading on another thread) cannot change what is judged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the run made: what was called, with what, and what came back."""
+
+    name: str
+    arguments: Mapping[str, Any] | None = None
+    result: str | None = None
+    error: bool = False
+    agent_id: str | None = None  # the member agent that made it, in a team run
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": dict(self.arguments or {}), "result": self.result,
+                "error": self.error, "agent_id": self.agent_id}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalContext:
+    """Everything an evaluator may look at for one judged run (or one offline case)."""
+
+    input: str
+    output: str
+    run_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    agent_name: str | None = None
+    team_id: str | None = None
+    team_name: str | None = None
+    expected: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    run_status: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    case_index: int | None = None  # position in an offline batch
+
+
+def render_content(content: Any) -> str:
+    """The run's output as the judge should read it: pydantic models and containers as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    dump = getattr(content, "model_dump_json", None)
+    if callable(dump):
+        return dump()
+    try:
+        return json.dumps(content, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(content)
+
+
+def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+
+    def collect(output: Any) -> None:
+        agent_id = getattr(output, "agent_id", None)
+        for tool in getattr(output, "tools", None) or ():
+            calls.append(ToolCall(
+                name=tool.tool_name or "", arguments=dict(tool.tool_args or {}),
+                result=None if tool.result is None else str(tool.result),
+                error=bool(tool.tool_call_error), agent_id=agent_id))
+        for member in getattr(output, "member_responses", None) or ():
+            collect(member)
+
+    collect(run_output)
+    return tuple(calls)
+
+
+def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
+                 metadata: Mapping[str, Any] | None = None, with_tools: bool = False) -> EvalContext:
+    """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run."""
+    is_team = hasattr(run_output, "team_id") and not hasattr(run_output, "agent_id")
+    run_input = getattr(run_output, "input", None)
+    status = getattr(run_output, "status", None)
+    merged: dict[str, Any] = dict(getattr(run_output, "metadata", None) or {})
+    merged.update(metadata or {})
+    if is_team:
+        agent_id = agent_name = None
+        team_id = getattr(run_output, "team_id", None) or getattr(team, "id", None)
+        team_name = getattr(run_output, "team_name", None) or getattr(team, "name", None)
+    else:
+        agent_id = run_output.agent_id or getattr(agent, "id", None)
+        agent_name = run_output.agent_name or getattr(agent, "name", None)
+        # A member agent's run inside a team carries the team in its parent context.
+        team_id = getattr(run_output, "team_id", None) or getattr(agent, "team_id", None)
+        team_name = None
+    return EvalContext(
+        input=run_input.input_content_string() if run_input is not None else "",
+        output=render_content(run_output.content),
+        run_id=run_output.run_id,
+        session_id=run_output.session_id,
+        user_id=user_id or run_output.user_id,
+        agent_id=agent_id,
+        agent_name=agent_name,
+        team_id=team_id,
+        team_name=team_name,
+        tool_calls=_tool_calls(run_output) if with_tools else (),
+        run_status=getattr(status, "value", status),
+        metadata=merged,
+    )

@@ -1,0 +1,21 @@
+"""Exceptions. Judge failures become `error` records; these names end up in `error_type`."""
+
+from __future__ import annotations
+
+
+class JudgehooksError(Exception):
+    """Base class of judgehooks' own errors."""
+
+
+class MalformedVerdict(JudgehooksError):
+    """The judge answered, but not with a verdict we can read."""
+
+
+class JudgeUnavailable(JudgehooksError):
+    """The judge could not be reached or refused the request (after retries)."""
+
+
+class StoreError(JudgehooksError):
+    """A store could not write or read records (after retries). `records` holds what was not written."""
+
+    records: list = []

@@ -1,0 +1,59 @@
+"""Grading every run whichever of run()/arun() an agent used first.
+
+agno normalises `post_hooks` once, on an agent's first run, into either sync or async callables.
+After `arun()` first, a later `run()` skips the async hook with a warning; after `run()` first,
+`arun()` calls the sync hook on its event loop. Our hooks therefore replace (never mutate) the
+owner's normalised list with a `DualHookList` the first time they are called: its entries are the
+sync hooks, and when the code iterating it is a coroutine or async generator (agno's async hook
+executor) it hands out the async twins instead. Runs already in flight keep the list they read.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from functools import partial
+from typing import Any, Iterator
+
+ASYNC_TWIN = "_judgehooks_async_twin"
+_ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_METHODS = ("post_check", "async_post_check")
+
+
+class DualHookList(list):
+    """A normalised agno hook list that serves sync or async hooks to whoever iterates it."""
+
+    def __iter__(self) -> Iterator[Any]:
+        caller = sys._getframe(1).f_code
+        if caller.co_flags & _ASYNC_CODE:
+            return iter([getattr(hook, ASYNC_TWIN, hook) for hook in list.__iter__(self)])
+        return list.__iter__(self)
+
+
+def _named(fn: Any) -> partial:
+    from agno.hooks.decorator import HOOK_RUN_IN_BACKGROUND_ATTR
+
+    wrapped = partial(fn)
+    wrapped.__name__ = fn.__name__  # type: ignore[attr-defined]
+    # We hand off to our own dispatcher; agno must always call us inline.
+    setattr(wrapped, HOOK_RUN_IN_BACKGROUND_ATTR, False)
+    return wrapped
+
+
+def dual_entry(hook: Any, owner_type: type) -> Any:
+    """The DualHookList entry for one normalised hook: ours become sync hooks with async twins."""
+    method = getattr(hook, "func", None)
+    target = getattr(method, "__self__", None)
+    if not isinstance(target, owner_type) or getattr(method, "__name__", None) not in _METHODS:
+        return hook
+    entry = _named(target.post_check)
+    setattr(entry, ASYNC_TWIN, _named(target.async_post_check))
+    return entry
+
+
+def ensure_dual_hooks(owner: Any, owner_type: type) -> None:
+    """Swap `owner.post_hooks` for a DualHookList once agno has normalised it."""
+    hooks = getattr(owner, "post_hooks", None)
+    if not hooks or isinstance(hooks, DualHookList) or not getattr(owner, "_hooks_normalised", False):
+        return
+    owner.post_hooks = DualHookList(dual_entry(hook, owner_type) for hook in list.__iter__(hooks))

@@ -1,0 +1,49 @@
+"""The one long-lived event loop that sync callers reach the async core through.
+
+litellm and the OpenAI client cache HTTP clients per event loop and break across loops, so the
+sync shell never calls `asyncio.run()` per evaluation: it hands coroutines to this loop, which
+lives on a daemon thread for the life of the process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from contextlib import ExitStack
+from typing import Any, Awaitable, Callable, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_portal: BlockingPortal | None = None
+_stack: ExitStack | None = None
+
+
+def get_portal() -> BlockingPortal:
+    """The process-wide portal, started on first use."""
+    global _portal, _stack
+    if _portal is None:
+        with _lock:
+            if _portal is None:
+                stack = ExitStack()
+                portal = stack.enter_context(start_blocking_portal(name="judgehooks-loop"))
+                _stack = stack
+                _portal = portal
+                atexit.register(shutdown)
+    return _portal
+
+
+def call(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Run an async function on the judgehooks loop and wait for its result (from a sync caller)."""
+    return get_portal().call(fn, *args)
+
+
+def shutdown() -> None:
+    """Stop the loop thread. Runs at interpreter exit; safe to call twice."""
+    global _portal, _stack
+    with _lock:
+        stack, _stack, _portal = _stack, None, None
+    if stack is not None:
+        stack.close()

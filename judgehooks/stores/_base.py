@@ -1,0 +1,62 @@
+"""The Store protocol and the retry policy every write goes through."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime
+from typing import Protocol, Sequence, runtime_checkable
+
+import anyio
+
+from .._errors import StoreError
+from .._log import log
+from .._record import EvalRecord
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Batch writes and filtered reads of EvalRecords. Writes are idempotent on ``record.id``."""
+
+    async def write(self, records: Sequence[EvalRecord]) -> None: ...
+
+    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
+                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    limit: int | None = 1000) -> list[EvalRecord]: ...
+
+    async def aclose(self) -> None: ...
+
+
+async def write_with_retry(store: Store, records: Sequence[EvalRecord], *, attempts: int = 4,
+                           backoff: float = 0.05) -> None:
+    """Write, retrying transient failures with jittered exponential backoff; then raise StoreError.
+
+    Every failed attempt is logged; the final failure carries the record ids so nothing vanishes
+    without a trace.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            await store.write(records)
+            return
+        except Exception as exc:
+            last = exc
+            log.warning("store_write_retry", store=type(store).__name__, attempt=attempt, attempts=attempts,
+                        error_type=type(exc).__name__, error=str(exc), records=len(records))
+            if attempt < attempts:
+                await anyio.sleep(backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
+    log.error("store_write_failed", store=type(store).__name__, error_type=type(last).__name__, error=str(last),
+              record_ids=[r.id for r in records], records=[r.model_dump(mode="json") for r in records])
+    raise StoreError(f"{type(store).__name__} could not write {len(records)} record(s) after {attempts} "
+                     f"attempts: {type(last).__name__}: {last}") from last
+
+
+def matches(record: EvalRecord, *, agent_id: str | None, team_id: str | None, evaluator: str | None,
+            status: str | None, run_id: str | None, since: datetime | None, until: datetime | None) -> bool:
+    """The query filter, for stores that filter in Python."""
+    return ((agent_id is None or record.agent_id == agent_id)
+            and (team_id is None or record.team_id == team_id)
+            and (evaluator is None or record.evaluator == evaluator)
+            and (status is None or record.status == status)
+            and (run_id is None or record.run_id == run_id)
+            and (since is None or record.created_at >= since)
+            and (until is None or record.created_at < until))

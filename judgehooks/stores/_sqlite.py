@@ -1,0 +1,153 @@
+"""SQLiteStore: the embedded default. One WAL-mode file, one table, one column per record field."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import anyio.to_thread
+
+from .._record import FIELDS, EvalRecord
+
+TABLE = "eval_records"
+_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
+          "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER"}
+_COLUMNS = ",\n  ".join(
+    "id TEXT PRIMARY KEY" if f == "id" else f"{f} {_TYPES.get(f, 'TEXT')}" for f in FIELDS)
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (\n  {_COLUMNS}\n)",
+    f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_agent ON {TABLE} (agent_id, created_at)",
+    f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_team ON {TABLE} (team_id, created_at)",
+    f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_created ON {TABLE} (created_at)",
+)
+_INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
+
+
+def _ts(value: datetime) -> str:
+    # Fixed-width UTC text sorts in time order, so range queries can use the indexes.
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _row(record: EvalRecord) -> tuple[Any, ...]:
+    values = []
+    for name in FIELDS:
+        value = getattr(record, name)
+        if name == "created_at":
+            value = _ts(value)
+        elif name == "metadata":
+            value = json.dumps(value, default=str, ensure_ascii=False)
+        elif name == "passed" and value is not None:
+            value = int(value)
+        values.append(value)
+    return tuple(values)
+
+
+def _record(row: sqlite3.Row) -> EvalRecord:
+    data = dict(zip(FIELDS, row))
+    data["metadata"] = json.loads(data["metadata"] or "{}")
+    if data["passed"] is not None:
+        data["passed"] = bool(data["passed"])
+    return EvalRecord.model_validate(data)
+
+
+class SQLiteStore:
+    """Embedded store: a SQLite file in WAL mode, writes batched and idempotent on record id.
+
+    The connection opens on first use; blocking calls run on a worker thread, never on the event
+    loop. ``path`` may be ``":memory:"`` for a throwaway database.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = "judgehooks.db", *, timeout: float = 30.0) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise ValueError(f"SQLiteStore path {self.path!r}: directory {str(parent)!r} does not exist")
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(self.path, timeout=self._timeout, check_same_thread=False,
+                                   isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=%d" % int(self._timeout * 1000))
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            self._conn = conn
+        return self._conn
+
+    def _write(self, rows: list[tuple[Any, ...]]) -> None:
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(_INSERT, rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def write_sync(self, records: Sequence[EvalRecord]) -> None:
+        """Blocking write, for scripts and threads without an event loop."""
+        if records:
+            self._write([_row(r) for r in records])
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        if records:
+            rows = [_row(r) for r in records]
+            await anyio.to_thread.run_sync(self._write, rows)
+
+    def query_sync(self, *, agent_id: str | None = None, team_id: str | None = None,
+                   evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None,
+                   limit: int | None = 1000) -> list[EvalRecord]:
+        """Newest first. Blocking; `query` is the async form."""
+        where, args = [], []
+        for column, value in (("agent_id", agent_id), ("team_id", team_id), ("evaluator", evaluator),
+                              ("status", status), ("run_id", run_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if since is not None:
+            where.append("created_at >= ?")
+            args.append(_ts(since))
+        if until is not None:
+            where.append("created_at < ?")
+            args.append(_ts(until))
+        sql = f"SELECT {', '.join(FIELDS)} FROM {TABLE}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._connect().execute(sql, args).fetchall()
+        return [_record(row) for row in rows]
+
+    async def query(self, **filters: Any) -> list[EvalRecord]:
+        return await anyio.to_thread.run_sync(lambda: self.query_sync(**filters))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+
+def default_store() -> SQLiteStore:
+    """The store used when none is given: $JUDGEHOOKS_DB, else ./judgehooks.db."""
+    return SQLiteStore(os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db")

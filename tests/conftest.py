@@ -1,0 +1,92 @@
+"""Shared fixtures: the loopback OpenAI-compatible server, agents and judges that talk to it."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import gc
+import time
+from typing import Any, Callable
+
+import pytest
+from agno.agent import Agent
+from agno.models.openai.like import OpenAILike
+from agno.team import Team
+
+from judgehooks import AgentAsJudgeEval, MemoryStore
+from judgehooks.testing import StubLLMServer
+
+
+@pytest.fixture(scope="session")
+def server() -> StubLLMServer:
+    with StubLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _fresh_server(server: StubLLMServer) -> None:
+    server.reset()
+    yield
+    # openai's AsyncClient.__del__ schedules aclose() on whatever loop is running when it is
+    # collected; collect this test's clients now, while no loop runs, not inside the next test.
+    gc.collect()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def make_judge(server: StubLLMServer, store: MemoryStore) -> Callable[..., AgentAsJudgeEval]:
+    def make(**kwargs: Any) -> AgentAsJudgeEval:
+        settings: dict[str, Any] = {
+            "criteria": "The answer echoes the question.",
+            "model": "openai/judge",
+            "api_base": server.base_url,
+            "api_key": "test-key",
+            "store": store,
+            "retry_backoff": 0.01,
+            "timeout": 10,
+        }
+        settings.update(kwargs)
+        return AgentAsJudgeEval(**settings)
+
+    return make
+
+
+def model(server: StubLLMServer) -> OpenAILike:
+    return OpenAILike(id="agent", base_url=server.base_url, api_key="test-key")
+
+
+@pytest.fixture
+def make_agent(server: StubLLMServer) -> Callable[..., Agent]:
+    def make(*hooks: Any, **kwargs: Any) -> Agent:
+        return Agent(model=model(server), post_hooks=list(hooks), telemetry=False, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def make_team(server: StubLLMServer) -> Callable[..., Team]:
+    def make(*hooks: Any, **kwargs: Any) -> Team:
+        member = Agent(model=model(server), name="member", telemetry=False)
+        return Team(members=[member], model=model(server), post_hooks=list(hooks), telemetry=False, **kwargs)
+
+    return make
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll until predicate() is true (for callbacks that run on worker threads)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within timeout")
+        time.sleep(0.01)
