@@ -1,7 +1,38 @@
-"""The library's one logger. judgehooks never configures logging; the application does."""
+"""The library's one logger. judgehooks never configures logging; the application does.
+
+When the application has configured structlog, events go through its configuration. When it has
+not, structlog's default would print every event to stdout, so events go instead to the stdlib
+logger ``judgehooks`` as key=value lines: silent below WARNING until the application sets up
+logging, like any well-behaved library.
+"""
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import structlog
 
-log = structlog.get_logger("judgehooks")
+_fallback = structlog.wrap_logger(
+    logging.getLogger("judgehooks"),
+    wrapper_class=structlog.stdlib.BoundLogger,
+    processors=[
+        structlog.stdlib.filter_by_level,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso"),
+        structlog.processors.format_exc_info,
+        structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
+    ],
+)
+_configured = structlog.get_logger("judgehooks")
+
+
+class _Logger:
+    """Routes each call to structlog's configuration if there is one, else to stdlib logging."""
+
+    def __getattr__(self, name: str) -> Any:
+        target = _configured if structlog.is_configured() else _fallback
+        return getattr(target, name)
+
+
+log: Any = _Logger()

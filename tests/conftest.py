@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable
 
 import pytest
+import structlog
 from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 from agno.team import Team
@@ -28,6 +29,7 @@ def server() -> StubLLMServer:
 @pytest.fixture(autouse=True)
 def _fresh_server(server: StubLLMServer) -> None:
     server.reset()
+    structlog.reset_defaults()  # capture_logs() leaves structlog marked as configured
     yield
     # openai's AsyncClient.__del__ schedules aclose() on whatever loop is running when it is
     # collected; collect this test's clients now, while no loop runs, not inside the next test.

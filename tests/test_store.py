@@ -1,0 +1,93 @@
+"""The SQLite store on disk, and what happens when a store is down."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from structlog.testing import capture_logs
+
+from judgehooks import EvalRecord, SQLiteStore, StoreError
+from judgehooks._record import FIELDS
+
+
+def rec(i: int, **kw) -> EvalRecord:
+    base = dict(id=f"id-{i}", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0,
+                passed=True, agent_id="a", run_id=f"run-{i}", metadata={"k": i})
+    base.update(kw)
+    return EvalRecord(**base)
+
+
+@pytest.mark.anyio
+async def test_schema_is_one_table_one_column_per_field_with_indexes(tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    await store.write([rec(1)])
+    conn = sqlite3.connect(tmp_path / "evals.db")
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(eval_records)")]
+    assert columns == list(FIELDS)
+    indexes = {row[1]: [c[2] for c in conn.execute(f"PRAGMA index_info({row[1]})")]
+               for row in conn.execute("PRAGMA index_list(eval_records)")}
+    assert ["agent_id", "created_at"] in indexes.values() and ["team_id", "created_at"] in indexes.values()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.anyio
+async def test_writes_are_idempotent_on_id_and_round_trip(tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    await store.write([rec(1), rec(2)])
+    await store.write([rec(1, status="failed"), rec(3)])
+    records = await store.query(limit=None)
+    assert sorted(r.id for r in records) == ["id-1", "id-2", "id-3"]
+    one = next(r for r in records if r.id == "id-1")
+    assert one == rec(1, created_at=one.created_at) and one.status == "passed" and one.metadata == {"k": 1}
+
+
+@pytest.mark.anyio
+async def test_query_filters(tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    now = datetime.now(timezone.utc)
+    await store.write([
+        rec(1, created_at=now - timedelta(hours=2)),
+        rec(2, agent_id=None, team_id="t", status="failed", passed=False),
+        rec(3, evaluator="other", status="error", passed=None, score=None, error_type="Timeout"),
+    ])
+    assert [r.id for r in await store.query(agent_id="a")] == ["id-3", "id-1"]
+    assert [r.id for r in await store.query(team_id="t")] == ["id-2"]
+    assert [r.id for r in await store.query(status="error")] == ["id-3"]
+    assert [r.id for r in await store.query(evaluator="e", since=now - timedelta(hours=1))] == ["id-2"]
+    assert [r.id for r in await store.query(until=now - timedelta(hours=1))] == ["id-1"]
+    assert len(await store.query(limit=2)) == 2
+
+
+def test_hook_records_land_in_a_real_sqlite_file(make_judge, make_agent, tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    agent = make_agent(make_judge(store=store), id="agent-x")
+    run_ids = [agent.run(f"q{i}").run_id for i in range(3)]
+    stored = store.query_sync(agent_id="agent-x")
+    assert sorted(r.run_id for r in stored) == sorted(run_ids)
+
+
+def test_dead_store_on_the_hook_path_keeps_the_run_and_logs_the_record(make_judge, make_agent, tmp_path):
+    (tmp_path / "not-a-file.db").mkdir()
+    failed = []
+    agent = make_agent(make_judge(store=SQLiteStore(tmp_path / "not-a-file.db"), on_fail=failed.append))
+    with capture_logs() as logs:
+        out = agent.run("q [[fail]]")
+    assert out.status.value == "COMPLETED" and out.content.startswith("ECHO")
+    retries = [e for e in logs if e["event"] == "store_write_retry"]
+    [final] = [e for e in logs if e["event"] == "store_write_failed"]
+    assert len(retries) == 4 and final["records"][0]["run_id"] == out.run_id
+    assert final["records"][0]["status"] == "failed" and len(failed) == 1
+    [event] = [e for e in logs if e["event"] == "evaluation"]
+    assert event["stored"] is False
+
+
+def test_dead_store_offline_raises_naming_the_store_and_keeps_the_results(make_judge, tmp_path):
+    (tmp_path / "dir.db").mkdir()
+    judge = make_judge(store=SQLiteStore(tmp_path / "dir.db"))
+    with pytest.raises(StoreError, match="SQLiteStore could not write") as info:
+        judge.run(cases=[{"input": "a", "output": "b"}, {"input": "c", "output": "d [[fail]]"}])
+    result = info.value.result
+    assert [r.status for r in result.records] == ["passed", "failed"]
+    assert len(info.value.records) == 2
