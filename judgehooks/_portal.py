@@ -10,21 +10,24 @@ from __future__ import annotations
 import atexit
 import threading
 from contextlib import ExitStack
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
 
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_portal: BlockingPortal | None = None
+_portal: "BlockingPortal | None" = None
 _stack: ExitStack | None = None
 
 
-def get_portal() -> BlockingPortal:
+def get_portal() -> "BlockingPortal":
     """The process-wide portal, started on first use."""
     global _portal, _stack
     if _portal is None:
+        from anyio.from_thread import start_blocking_portal
+
         with _lock:
             if _portal is None:
                 stack = ExitStack()

@@ -1,0 +1,40 @@
+"""The examples run as written (they use the scripted loopback server: no key, no network)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run(name: str) -> str:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("JUDGEHOOKS_MODEL", None)
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=180,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_quickstart():
+    out = run("quickstart.py")
+    assert "5 verdicts stored" in out and "pass rate 75% over 4 graded runs; 1 judge error(s)" in out
+    assert "ALERT  helpful scored 3/10" in out
+
+
+@pytest.mark.slow
+def test_offline_batch():
+    out = run("offline_batch.py")
+    assert "graded=3 pass_rate=67% errors=1" in out
+
+
+@pytest.mark.slow
+def test_team_judge():
+    out = run("team_judge.py")
+    assert "team Support failed" in out and "support-team Support passed" in out
