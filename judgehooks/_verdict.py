@@ -17,7 +17,7 @@ from ._record import Mode
 
 _SCORE_LINE = re.compile(r"^\W*score\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
 _PASSED_LINE = re.compile(r"^\W*(?:passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)", re.IGNORECASE | re.MULTILINE)
-_REASON_LINE = re.compile(r"^\W*(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE | re.MULTILINE)
+_REASON_LINE = re.compile(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE)
 _TRUE = {"true", "yes", "pass", "passed", "1"}
 _FALSE = {"false", "no", "fail", "failed", "0"}
 

@@ -56,3 +56,7 @@ def test_unreadable_numeric_replies_raise_naming_the_problem(text, message):
 def test_unreadable_binary_replies_raise(text):
     with pytest.raises(MalformedVerdict):
         parse_verdict(text, "binary")
+
+
+def test_reason_after_prose_on_the_same_line():
+    assert parse_verdict("Sure. REASONING: clear answer\nPASSED: true", "binary").reason == "clear answer"

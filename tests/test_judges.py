@@ -1,0 +1,50 @@
+"""Judges other than a litellm model string: env-configured litellm, agno Models, evaluator agents; db=."""
+
+from __future__ import annotations
+
+from agno.agent import Agent
+from agno.models.openai.like import OpenAILike
+
+from judgehooks import AgentAsJudgeEval
+
+
+def test_litellm_provider_environment_variables_work(make_agent, store, server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    judge = AgentAsJudgeEval(criteria="c", model="openai/judge", store=store, retry_backoff=0.01)
+    out = make_agent(judge).run("q [[fail]]")
+    [r] = store.records
+    assert (r.run_id, r.status) == (out.run_id, "failed")
+
+
+def test_an_agno_model_can_judge(make_agent, store, server):
+    judge = AgentAsJudgeEval(criteria="c", scoring_strategy="numeric", threshold=6, store=store,
+                             model=OpenAILike(id="judge", base_url=server.base_url, api_key="k"))
+    out = make_agent(judge).run("q [[score=5]]")
+    [r] = store.records
+    assert (r.run_id, r.status, r.score) == (out.run_id, "failed", 5)
+    assert r.judge_model.endswith("/judge")
+
+
+def test_an_evaluator_agent_can_judge(make_agent, store, server):
+    evaluator = Agent(model=OpenAILike(id="judge", base_url=server.base_url, api_key="k"), telemetry=False)
+    judge = AgentAsJudgeEval(criteria="c", evaluator_agent=evaluator, store=store)
+    make_agent(judge).run("q")
+    [r] = store.records
+    assert r.status == "passed" and r.reason.startswith("stub judge says")
+    assert evaluator.output_schema is None  # the caller's agent is not mutated
+
+
+def test_db_parameter_mirrors_verdicts_into_agnos_eval_table(make_judge, make_agent, store, tmp_path):
+    from agno.db.sqlite import SqliteDb
+
+    db = SqliteDb(db_file=str(tmp_path / "agno.db"))
+    agent = make_agent(make_judge(db=db, name="helpful"), id="agent-db")
+    out = agent.run("q [[fail]]")
+    [r] = store.records
+    runs = db.get_eval_runs(agent_id="agent-db")
+    assert len(runs) == 1
+    run = runs[0]
+    assert (run.run_id, run.name, run.eval_type.value) == (r.id, "helpful", "agent_as_judge")
+    assert run.eval_data["judged_run_id"] == out.run_id and run.eval_data["status"] == "failed"
+    assert run.eval_data["results"][0]["passed"] is False
