@@ -110,3 +110,22 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         run_status=getattr(status, "value", status),
         metadata=merged,
     )
+
+
+def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
+    """A JSON-ready dict of the context, for the durable outbox."""
+    return {
+        "input": ctx.input, "output": ctx.output, "run_id": ctx.run_id, "session_id": ctx.session_id,
+        "user_id": ctx.user_id, "agent_id": ctx.agent_id, "agent_name": ctx.agent_name,
+        "team_id": ctx.team_id, "team_name": ctx.team_name, "expected": ctx.expected,
+        "tool_calls": [c.as_dict() for c in ctx.tool_calls], "run_status": ctx.run_status,
+        "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
+    }
+
+
+def context_from_dict(data: Mapping[str, Any]) -> EvalContext:
+    calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments"), result=c.get("result"),
+                           error=bool(c.get("error")), agent_id=c.get("agent_id"))
+                  for c in data.get("tool_calls") or ())
+    fields = {k: v for k, v in data.items() if k != "tool_calls"}
+    return EvalContext(**fields, tool_calls=calls)

@@ -58,6 +58,9 @@ class Grading:
         return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
                              include_tools=self.include_tools)
 
+    def record_id(self, ctx: EvalContext) -> str:
+        return record_id(self.evaluator, ctx.run_id or "offline", ctx.case_index)
+
     def decide(self, verdict: Verdict) -> bool:
         if self.mode == "numeric":
             assert verdict.score is not None and self.threshold is not None
@@ -68,16 +71,16 @@ class Grading:
 
 def make_record(ctx: EvalContext, grading: Grading, *, judge_model: str | None, verdict: Verdict | None,
                 reply: JudgeReply | None, error: BaseException | None, attempts: int, latency_ms: float,
-                prompt_tokens: int | None, completion_tokens: int | None, cost_usd: float | None) -> EvalRecord:
+                prompt_tokens: int | None, completion_tokens: int | None, cost_usd: float | None,
+                sample_rate: float = 1.0) -> EvalRecord:
     """Pure: the record for one finished evaluation, passed/failed from a verdict, else error."""
     if verdict is not None:
         passed = grading.decide(verdict)
         status = "passed" if passed else "failed"
     else:
         passed, status = None, "error"
-    run_key = ctx.run_id or "offline"
     return EvalRecord(
-        id=record_id(grading.evaluator, run_key, ctx.case_index),
+        id=grading.record_id(ctx),
         status=status,
         evaluator=grading.evaluator,
         mode=grading.mode,
@@ -92,8 +95,20 @@ def make_record(ctx: EvalContext, grading: Grading, *, judge_model: str | None, 
         latency_ms=round(latency_ms, 3),
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost_usd,
         attempts=attempts,
+        sample_rate=sample_rate,
         error_type=None if error is None else error_name(error),
         error_message=None if error is None else describe(error),
+        metadata={**ctx.metadata, "criteria": grading.criteria},
+    )
+
+
+def make_skipped(ctx: EvalContext, grading: Grading, reason: str, sample_rate: float = 1.0) -> EvalRecord:
+    """Pure: the record of an evaluation that was not graded (shed under load), with the reason."""
+    return EvalRecord(
+        id=grading.record_id(ctx), status="skipped", evaluator=grading.evaluator, mode=grading.mode,
+        threshold=grading.threshold, reason=reason, agent_id=ctx.agent_id, agent_name=ctx.agent_name,
+        team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
+        user_id=ctx.user_id, input=ctx.input, output=ctx.output, sample_rate=sample_rate,
         metadata={**ctx.metadata, "criteria": grading.criteria},
     )
 
@@ -111,7 +126,7 @@ class Pipeline:
     on_fail: AsyncCallback | None = None
     on_error: AsyncCallback | None = None
 
-    async def judge_once(self, ctx: EvalContext) -> EvalRecord:
+    async def judge_once(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Ask the judge, with retries; return the unsaved record (never raises for judge trouble)."""
         g = self.grading
         request = g.request(ctx)
@@ -141,11 +156,12 @@ class Pipeline:
                 await anyio.sleep(delay)
         return make_record(ctx, g, judge_model=self.judge.model, verdict=verdict, reply=reply, error=error,
                            attempts=attempts, latency_ms=(time.perf_counter() - started) * 1000,
-                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
+                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
+                           sample_rate=sample_rate)
 
-    async def evaluate(self, ctx: EvalContext) -> EvalRecord:
+    async def evaluate(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Grade, store, call back, log. Raises StoreError (after callbacks) if the store is down."""
-        record = await self.judge_once(ctx)
+        record = await self.judge_once(ctx, sample_rate)
         return await self.finish(record)
 
     async def finish(self, record: EvalRecord) -> EvalRecord:
@@ -155,6 +171,13 @@ class Pipeline:
         except StoreError as exc:
             exc.records = [record]
             store_error = exc
+        await self.notify(record, stored=store_error is None)
+        if store_error is not None:
+            raise store_error
+        return record
+
+    async def notify(self, record: EvalRecord, *, stored: bool) -> None:
+        """Callbacks, then the one structured event for this evaluation."""
         if record.status == "failed" and self.on_fail is not None:
             await self.on_fail(record)
         elif record.status == "error" and self.on_error is not None:
@@ -162,11 +185,7 @@ class Pipeline:
         log.info("evaluation", evaluator=record.evaluator, status=record.status, score=record.score,
                  agent_id=record.agent_id, team_id=record.team_id, run_id=record.run_id,
                  session_id=record.session_id, user_id=record.user_id, latency_ms=record.latency_ms,
-                 attempts=record.attempts, error_type=record.error_type, record_id=record.id,
-                 stored=store_error is None)
-        if store_error is not None:
-            raise store_error
-        return record
+                 attempts=record.attempts, error_type=record.error_type, record_id=record.id, stored=stored)
 
     async def evaluate_many(self, contexts: Sequence[EvalContext], limit: int) -> list[EvalRecord | BaseException]:
         """Grade many contexts, at most `limit` at once; results in input order (StoreErrors as values)."""

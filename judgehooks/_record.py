@@ -59,6 +59,7 @@ class EvalRecord(BaseModel):
     completion_tokens: int | None = None
     cost_usd: float | None = None
     attempts: int = 0
+    sample_rate: float = 1.0  # the probability this run was sampled with: weight pass rates by 1/sample_rate
     error_type: str | None = None
     error_message: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

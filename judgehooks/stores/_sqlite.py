@@ -16,7 +16,8 @@ from .._record import FIELDS, EvalRecord
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
-          "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER"}
+          "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER",
+          "sample_rate": "REAL"}
 _COLUMNS = ",\n  ".join(
     "id TEXT PRIMARY KEY" if f == "id" else f"{f} {_TYPES.get(f, 'TEXT')}" for f in FIELDS)
 _SCHEMA = (

@@ -1,0 +1,191 @@
+"""The outbox: evaluations persisted on the hook path, before the hand-off, so a crash loses none.
+
+A small SQLite file (WAL, synchronous=NORMAL: a committed job survives the process being killed).
+Each job row is deleted once its record is in the store. Jobs are owned by the process that
+wrote them; a process that starts a dispatcher claims the jobs of owners that are gone (same
+host and the pid is dead, or no heartbeat for `stale_after` seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS eval_jobs (
+        id TEXT PRIMARY KEY,
+        evaluator TEXT NOT NULL,
+        spec TEXT,
+        context TEXT NOT NULL,
+        sample_rate REAL NOT NULL DEFAULT 1.0,
+        created_at REAL NOT NULL,
+        owner TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS ix_eval_jobs_evaluator ON eval_jobs (evaluator, created_at)",
+    """CREATE TABLE IF NOT EXISTS eval_owners (
+        owner TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL
+    )""",
+)
+
+HOST = socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One pending evaluation: which evaluator, what to judge, with what sampling probability."""
+
+    id: str
+    evaluator: str
+    context: dict[str, Any]
+    sample_rate: float = 1.0
+    spec: dict[str, Any] | None = None
+    created_at: float = 0.0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Outbox:
+    """Durable pending jobs in one SQLite file. Thread-safe; every call is short and blocking."""
+
+    def __init__(self, path: str | os.PathLike[str], *, stale_after: float = 30.0) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise ValueError(f"outbox path {self.path!r}: directory {str(parent)!r} does not exist")
+        self.stale_after = stale_after
+        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"Outbox({self.path!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            if self._pid != os.getpid():  # forked: a new owner, a new connection
+                self._pid = os.getpid()
+                self.owner = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:8]}"
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
+                         (self.owner, HOST, self._pid, time.time()))
+            self._conn = conn
+        return self._conn
+
+    def put(self, job: Job) -> None:
+        """Persist one job (the hook path). Idempotent on the job id."""
+        row = (job.id, job.evaluator, None if job.spec is None else json.dumps(job.spec),
+               json.dumps(job.context, default=str, ensure_ascii=False), job.sample_rate, job.created_at or time.time(),
+               self.owner)
+        with self._lock:
+            self._connect().execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(i,) for i in ids])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def heartbeat(self) -> None:
+        with self._lock:
+            self._connect().execute("UPDATE eval_owners SET heartbeat = ? WHERE owner = ?", (time.time(), self.owner))
+
+    def _dead_owners(self, conn: sqlite3.Connection) -> list[str]:
+        now = time.time()
+        dead = []
+        known = set()
+        for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM eval_owners"):
+            known.add(owner)
+            if owner == self.owner:
+                continue
+            if (host == HOST and not _pid_alive(pid)) or now - beat > self.stale_after:
+                dead.append(owner)
+        orphans = [row[0] for row in conn.execute("SELECT DISTINCT owner FROM eval_jobs")
+                   if row[0] not in known and row[0] != self.owner]
+        return dead + orphans
+
+    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
+        """Take over the pending jobs of owners that are gone (for `evaluators`, or all), oldest first."""
+        names = None if evaluators is None else list(evaluators)
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                dead = self._dead_owners(conn)
+                if not dead:
+                    conn.execute("COMMIT")
+                    return []
+                marks = ",".join("?" * len(dead))
+                sql = f"SELECT id, evaluator, spec, context, sample_rate, created_at FROM eval_jobs WHERE owner IN ({marks})"
+                args: list[Any] = list(dead)
+                if names is not None:
+                    sql += f" AND evaluator IN ({','.join('?' * len(names))})"
+                    args += names
+                sql += " ORDER BY created_at"
+                if limit is not None:
+                    sql += f" LIMIT {int(limit)}"
+                rows = conn.execute(sql, args).fetchall()
+                conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
+                remaining = {r[0] for r in conn.execute(f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})",
+                                                        dead)}
+                conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return [Job(id=r[0], evaluator=r[1], spec=None if r[2] is None else json.loads(r[2]),
+                    context=json.loads(r[3]), sample_rate=r[4], created_at=r[5]) for r in rows]
+
+    def pending(self, owner: str | None = None) -> int:
+        with self._lock:
+            conn = self._connect()
+            if owner is None:
+                return conn.execute("SELECT COUNT(*) FROM eval_jobs").fetchone()[0]
+            return conn.execute("SELECT COUNT(*) FROM eval_jobs WHERE owner = ?", (owner,)).fetchone()[0]
+
+    def oldest_age(self) -> float | None:
+        with self._lock:
+            oldest = self._connect().execute("SELECT MIN(created_at) FROM eval_jobs WHERE owner = ?",
+                                             (self.owner,)).fetchone()[0]
+        return None if oldest is None else max(0.0, time.time() - oldest)
+
+    def release(self) -> None:
+        """At a clean exit: leave our unfinished jobs claimable at once by the next process."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.execute("UPDATE eval_owners SET heartbeat = 0 WHERE owner = ?", (self.owner,))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
