@@ -5,7 +5,7 @@ Importing this package does not import litellm (seconds); the first judge call d
 
 from __future__ import annotations
 
-from ._background import adrain, drain
+from ._background import adrain, drain, stats
 from ._context import EvalContext, ToolCall
 from ._core import RetryPolicy
 from ._errors import JudgehooksError, JudgeUnavailable, MalformedVerdict, StoreError
@@ -46,4 +46,5 @@ __all__ = (
     "adrain",
     "drain",
     "parse_verdict",
+    "stats",
 )

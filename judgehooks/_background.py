@@ -1,7 +1,9 @@
-"""Deferred grading on the judgehooks loop: the hook returns at once, the verdict lands later.
+"""Work handed to the judgehooks loop, and the process-wide drain() / adrain() / stats().
 
-This is the in-process hand-off (not yet durable across a crash): pending evaluations are tracked
-so `drain()` / `adrain()` and the interpreter-exit drain can wait for them.
+Inline grading from async callers and offline batches are tracked futures; background grading
+lives in dispatchers (judgehooks.dispatch). `drain` waits for both; at interpreter exit it runs with
+a deadline ($JUDGEHOOKS_EXIT_DRAIN_TIMEOUT, default 30 s), and whatever is unfinished stays in
+the outbox for the next process.
 """
 
 from __future__ import annotations
@@ -24,13 +26,10 @@ _exit_hook_installed = False
 
 def submit(fn: Callable[..., Awaitable[Any]], *args: Any) -> concurrent.futures.Future[Any]:
     """Start `fn(*args)` on the judgehooks loop without waiting for it."""
-    global _exit_hook_installed
     future = _portal.get_portal().start_task_soon(fn, *args)
     with _lock:
         _pending.add(future)
-        if not _exit_hook_installed:
-            atexit.register(_drain_at_exit)  # after the portal's: atexit runs it first
-            _exit_hook_installed = True
+    install_exit_drain()
     future.add_done_callback(_done)
     return future
 
@@ -49,8 +48,32 @@ def pending() -> int:
 
 
 def drain(timeout: float | None = None) -> bool:
-    """Wait until every submitted evaluation is finished; False if `timeout` passed first."""
+    """Wait until every submitted evaluation is graded and stored; False if `timeout` passed first.
+
+    What is not done by then is not lost: background jobs stay in the outbox."""
+    from .dispatch._dispatcher import _registry
+
     deadline = None if timeout is None else time.monotonic() + timeout
+    if not _drain_futures(deadline, timeout):
+        return False
+    for dispatcher in _registry.all():
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not dispatcher.drain(left):
+            log.warning("drain_timeout", evaluator=dispatcher.pipeline.grading.evaluator,
+                        queue_depth=dispatcher.stats()["queue_depth"], timeout_s=timeout)
+            return False
+    return True
+
+
+def stats() -> dict[str, dict[str, Any]]:
+    """Counters per background evaluator: queue depth, in flight, done, errors, dropped, retries,
+    sampled out, resumed, age of the oldest pending job."""
+    from .dispatch._dispatcher import _registry
+
+    return {d.pipeline.grading.evaluator: d.stats() for d in _registry.all()}
+
+
+def _drain_futures(deadline: float | None, timeout: float | None) -> bool:
     while True:
         with _lock:
             waiting = list(_pending)
@@ -69,7 +92,27 @@ async def adrain(timeout: float | None = None) -> bool:
 
 
 def _drain_at_exit() -> None:
+    from .dispatch._dispatcher import _registry
+
     timeout = float(os.environ.get("JUDGEHOOKS_EXIT_DRAIN_TIMEOUT", "30"))
-    if pending():
-        log.info("drain_at_exit", pending=pending(), timeout_s=timeout)
-        drain(timeout)
+    dispatchers = _registry.all()
+    if pending() or dispatchers:
+        log.info("drain_at_exit", pending=pending(), dispatchers=len(dispatchers), timeout_s=timeout)
+        done = drain(timeout)
+        for dispatcher in dispatchers:
+            if dispatcher.outbox is not None:
+                try:
+                    dispatcher.outbox.release()
+                except Exception:
+                    log.exception("outbox_release_failed", outbox=dispatcher.outbox.path)
+        if not done:
+            log.warning("drain_at_exit_incomplete", note="unfinished evaluations stay in the outbox")
+
+
+def install_exit_drain() -> None:
+    """Register the exit drain once, after the portal's own exit hook (atexit runs it first)."""
+    global _exit_hook_installed
+    with _lock:
+        if not _exit_hook_installed:
+            atexit.register(_drain_at_exit)
+            _exit_hook_installed = True

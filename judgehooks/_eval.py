@@ -26,7 +26,9 @@ from ._judge import AgnoJudge, Judge, LiteLLMJudge
 from ._log import log
 from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
-from .stores import Store, default_store
+from ._sampling import SampleRate, Sampler
+from .dispatch import OVERLOAD_POLICIES, Dispatcher, Outbox
+from .stores import SQLiteStore, Store, default_store
 
 DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
 
@@ -52,6 +54,19 @@ def _guidelines(value: str | Sequence[str] | None) -> tuple[str, ...]:
 def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
     digest = hashlib.sha1(f"{criteria}\x1f{mode}\x1f{threshold}".encode()).hexdigest()[:10]
     return f"agent_as_judge-{digest}"
+
+
+def _outbox_for(outbox: Any, store: Store) -> Outbox | None:
+    """The outbox file: explicit path; False for none; else beside a SQLite store, or from
+    $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
+    if outbox is False:
+        return None
+    if isinstance(outbox, (str, os.PathLike)):
+        return Outbox(outbox)
+    if isinstance(store, SQLiteStore) and store.path != ":memory:":
+        base = store.path[:-3] if store.path.endswith(".db") else store.path
+        return Outbox(f"{base}.outbox.db")
+    return Outbox(os.environ.get("JUDGEHOOKS_OUTBOX") or "judgehooks.outbox.db")
 
 
 class AgentAsJudgeEval(BaseEval):
@@ -99,6 +114,14 @@ class AgentAsJudgeEval(BaseEval):
         include_tool_calls: bool = False,
         max_concurrency: int = 32,
         judge: Judge | None = None,
+        sample_rate: SampleRate = 1.0,
+        when: Callable[[EvalContext], bool] | None = None,
+        max_queue: int = 10_000,
+        overload: str = "block",
+        block_timeout: float = 5.0,
+        on_drop: Callable[[EvalRecord], Any] | None = None,
+        outbox: str | os.PathLike[str] | bool | None = None,
+        requests_per_minute: float | None = None,
     ) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError("criteria must be a non-empty string saying what a good output is, "
@@ -120,6 +143,16 @@ class AgentAsJudgeEval(BaseEval):
             raise TypeError(f"store must implement judgehooks.stores.Store (write, query), got {type(store).__name__}")
         if judge is not None and not hasattr(judge, "complete"):
             raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
+        Sampler.validate(sample_rate, when)
+        _check_number("max_queue", max_queue, minimum=1, allow_equal=True, integer=True)
+        _check_number("block_timeout", block_timeout, minimum=0, allow_equal=True)
+        if overload not in OVERLOAD_POLICIES:
+            raise ValueError(f"overload must be one of {', '.join(map(repr, OVERLOAD_POLICIES))}, got {overload!r}")
+        if requests_per_minute is not None:
+            _check_number("requests_per_minute", requests_per_minute, minimum=0, allow_equal=False)
+        if outbox is not None and not isinstance(outbox, (bool, str, os.PathLike)):
+            raise TypeError(f"outbox must be a path, True/None (next to the store) or False (no outbox), "
+                            f"got {type(outbox).__name__}")
 
         # agno's public attributes, same names and meaning.
         self.criteria = criteria
@@ -141,6 +174,12 @@ class AgentAsJudgeEval(BaseEval):
         self.run_in_background = run_in_background
         self.include_tool_calls = include_tool_calls
         self.max_concurrency = max_concurrency
+        self.sample_rate = sample_rate
+        self.when = when
+        self.max_queue = max_queue
+        self.overload = overload
+        self.on_drop = on_drop
+        self._sampler = Sampler(sample_rate, when)
 
         mode_threshold = threshold if scoring_strategy == "numeric" else None
         self.evaluator = name or _default_name(criteria, scoring_strategy, mode_threshold)
@@ -169,6 +208,15 @@ class AgentAsJudgeEval(BaseEval):
             on_fail=wrap_callback("on_fail", on_fail),
             on_error=wrap_callback("on_error", on_error),
         )
+        self._dispatcher: Dispatcher | None = None
+        if run_in_background:
+            self._dispatcher = Dispatcher(
+                self._pipeline, outbox=_outbox_for(outbox, self.store), max_queue=max_queue,
+                max_concurrency=max_concurrency, overload=overload, block_timeout=block_timeout,  # type: ignore[arg-type]
+                on_drop=wrap_callback("on_drop", on_drop), requests_per_minute=requests_per_minute,
+                spec=self._spec(judge, api_base, timeout, retries, retry_backoff, temperature, structured_output),
+                sampling=self._sampler.counts)
+            self._dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
 
     def __repr__(self) -> str:
         return (f"AgentAsJudgeEval(name={self.evaluator!r}, scoring_strategy={self.scoring_strategy!r}, "
@@ -199,25 +247,33 @@ class AgentAsJudgeEval(BaseEval):
 
     def post_check(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> None:
-        """agno's sync post hook: grade this run (or hand it off when run_in_background)."""
+        """agno's sync post hook: grade this run inline, or persist it and hand it off."""
         ctx = self._context(run_output, agent, team, user_id, metadata)
-        if self.run_in_background:
-            _background.submit(self._grade_quietly, ctx)
+        rate = self._sampler.decide(ctx)
+        if rate is None:
+            return
+        if self._dispatcher is not None:
+            self._dispatcher.submit(ctx, rate)
         else:
-            _portal.call(self._grade_quietly, ctx)
+            _portal.call(self._grade_quietly, ctx, rate)
 
     async def async_post_check(self, run_output: Any, agent: Any = None, team: Any = None,
                                user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> None:
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
         ctx = self._context(run_output, agent, team, user_id, metadata)
-        future = _background.submit(self._grade_quietly, ctx)
-        if not self.run_in_background:
-            # Shielded: a cancelled run must not cancel a verdict that is already being paid for.
-            await asyncio.shield(asyncio.wrap_future(future))
+        rate = self._sampler.decide(ctx)
+        if rate is None:
+            return
+        if self._dispatcher is not None:
+            await self._dispatcher.asubmit(ctx, rate)
+            return
+        future = _background.submit(self._grade_quietly, ctx, rate)
+        # Shielded: a cancelled run must not cancel a verdict that is already being paid for.
+        await asyncio.shield(asyncio.wrap_future(future))
 
-    async def _grade_quietly(self, ctx: EvalContext) -> EvalRecord | None:
+    async def _grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:
-            return await self._pipeline.evaluate(ctx)
+            return await self._pipeline.evaluate(ctx, sample_rate)
         except StoreError:
             return None  # already logged with the full record by the store writer
 
@@ -293,6 +349,23 @@ class AgentAsJudgeEval(BaseEval):
                 expected=None if expected is None else render_content(expected),
                 run_id=run_id, case_index=i, metadata=dict(case.get("metadata") or {})))
         return contexts
+
+    def _spec(self, judge: Judge, api_base: str | None, timeout: float, retries: int, retry_backoff: float,
+              temperature: float | None, structured_output: bool) -> dict[str, Any]:
+        """What `judgehooks resume` needs to rebuild this evaluator in another process (no secrets)."""
+        g = self._pipeline.grading
+        return {"name": g.evaluator, "criteria": g.criteria, "scoring_strategy": g.mode,
+                "threshold": self.threshold, "additional_guidelines": list(g.guidelines),
+                "include_tool_calls": g.include_tools, "model": judge.model if isinstance(judge, LiteLLMJudge) else None,
+                "api_base": api_base, "timeout": timeout, "retries": retries, "retry_backoff": retry_backoff,
+                "temperature": temperature, "structured_output": structured_output}
+
+    def stats(self) -> dict[str, Any]:
+        """This evaluator's counters: sampling, and the background queue when there is one."""
+        if self._dispatcher is not None:
+            return self._dispatcher.stats()
+        counts = self._sampler.counts
+        return {"evaluator": self.evaluator, "sampled_out": counts.sampled_out, "filtered_out": counts.filtered_out}
 
     def _save(self, result: AgentAsJudgeResult) -> None:
         path = Path(self.file_path_to_save_results.format(name=self.evaluator, run_id=result.run_id))

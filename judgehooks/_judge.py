@@ -113,6 +113,10 @@ class LiteLLMJudge:
         kwargs.update(litellm_kwargs or {})
         self._kwargs = kwargs
 
+    def warm_up(self) -> None:
+        """Import litellm now (seconds), e.g. on a side thread before the first grading."""
+        load_litellm()
+
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         litellm = load_litellm()
         messages = list(request.messages)

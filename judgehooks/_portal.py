@@ -47,6 +47,11 @@ def shutdown() -> None:
     """Stop the loop thread. Runs at interpreter exit; safe to call twice."""
     global _portal, _stack
     with _lock:
-        stack, _stack, _portal = _stack, None, None
-    if stack is not None:
+        stack, portal, _stack, _portal = _stack, _portal, None, None
+    if stack is not None and portal is not None:
+        try:
+            # Dispatcher workers run until cancelled; the exit drain has already waited for work.
+            portal.call(portal.stop, True)
+        except RuntimeError:
+            pass
         stack.close()

@@ -231,6 +231,7 @@ class StubLLMServer:
 
         def serve() -> None:
             self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
             self._server = self._loop.run_until_complete(
                 asyncio.start_server(self._connection, "127.0.0.1", self._port, backlog=1024))
             ready.set()
@@ -239,7 +240,8 @@ class StubLLMServer:
             tasks = asyncio.all_tasks(self._loop)
             for task in tasks:
                 task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            if tasks:
+                self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             self._loop.close()
 
         self._thread = threading.Thread(target=serve, name="judgehooks-stub-llm", daemon=True)

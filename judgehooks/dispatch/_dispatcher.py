@@ -1,0 +1,364 @@
+"""The background dispatcher: the hook persists a job and hands it off; grading happens here.
+
+Caller side (any thread, any event loop, ~tens of microseconds): sampling decision, snapshot,
+`Outbox.put`, then `loop.call_soon_threadsafe`. Loop side (the judgehooks loop thread): a bounded
+queue, `max_concurrency` workers, an overload policy, batched store writes, then the outbox row
+is deleted. Every shed job becomes a `skipped` record; every graded one a passed/failed/error record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal
+
+import anyio.to_thread
+
+from .. import _portal
+from .._context import EvalContext, context_from_dict, context_to_dict
+from .._core import Pipeline, make_skipped
+from .._errors import StoreError
+from .._log import log
+from .._record import EvalRecord
+from ..stores import write_with_retry
+from ._outbox import Job, Outbox
+from ._ratelimit import RateLimiter
+
+Overload = Literal["block", "drop_newest", "drop_oldest"]
+OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
+
+
+@dataclass
+class Counters:
+    """What `judgehooks.stats()` reports for one dispatcher."""
+
+    submitted: int = 0
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    dropped: int = 0
+    retries: int = 0
+    resumed: int = 0
+    store_failures: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class Dispatcher:
+    """Grades submitted contexts on the judgehooks loop, bounded and durable."""
+
+    def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, max_queue: int = 10_000,
+                 max_concurrency: int = 32, overload: Overload = "block", block_timeout: float = 5.0,
+                 on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
+                 requests_per_minute: float | None = None, spec: dict[str, Any] | None = None,
+                 batch_size: int = 256, flush_interval: float = 0.02, sampling: Any = None) -> None:
+        self.pipeline = pipeline
+        self.outbox = outbox
+        self.max_queue = max_queue
+        self.max_concurrency = max_concurrency
+        self.overload = overload
+        self.block_timeout = block_timeout
+        self.on_drop = on_drop
+        self.spec = spec
+        self.counters = Counters()
+        self._sampling = sampling
+        self._limiter = RateLimiter.for_model(pipeline.judge.model, requests_per_minute)
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
+        self._lock = threading.Lock()  # counters touched from caller threads
+        self._started = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # loop-side state, touched only on the judgehooks loop
+        self._queue: collections.deque[tuple[Job, EvalContext, bool]] = collections.deque()
+        self._ready: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
+        self._in_flight = 0
+        self._to_write: list[tuple[EvalRecord, str | None]] = []
+        self._flush_wakeup: asyncio.Event | None = None
+        self._writing = 0
+
+    # ---- caller side --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers on the judgehooks loop, and resume this evaluator's orphaned jobs."""
+        if self._started:
+            return
+        with self._lock:
+            if self._started:
+                return
+            portal = _portal.get_portal()
+            portal.call(self._setup)
+            self._loop = portal.call(_running_loop)
+            portal.start_task_soon(self._serve)
+            self._started = True
+            _registry.add(self)
+            warm = getattr(self.pipeline.judge, "warm_up", None)
+            if warm is not None:  # import litellm off the loop before the first job needs it
+                threading.Thread(target=warm, name="judgehooks-warmup", daemon=True).start()
+        from .._background import install_exit_drain
+
+        install_exit_drain()
+
+    def _persist(self, ctx: EvalContext, sample_rate: float) -> Job:
+        self.start()
+        job = Job(id=self.pipeline.grading.record_id(ctx), evaluator=self.pipeline.grading.evaluator,
+                  context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
+        if self.outbox is not None:
+            self.outbox.put(job)
+        with self._lock:
+            self.counters.submitted += 1
+        return job
+
+    def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+        assert self._loop is not None
+        if self.overload == "block" and not holds_slot:
+            reason = f"queue full: no room within {self.block_timeout:g}s (block)"
+            self._loop.call_soon_threadsafe(_spawn, self._shed(job, ctx, reason))
+        else:
+            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
+
+    def submit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
+        """Persist and hand off one evaluation (sync callers). Never blocks past `block_timeout`."""
+        job = self._persist(ctx, sample_rate)
+        holds_slot = self.overload == "block" and self._slots.acquire(timeout=self.block_timeout)
+        self._handoff(job, ctx, holds_slot)
+
+    async def asubmit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
+        """`submit` for callers on an event loop: waiting for room happens off their loop."""
+        job = self._persist(ctx, sample_rate)
+        holds_slot = False
+        if self.overload == "block":
+            holds_slot = self._slots.acquire(blocking=False) or await anyio.to_thread.run_sync(
+                lambda: self._slots.acquire(timeout=self.block_timeout))
+        self._handoff(job, ctx, holds_slot)
+
+    def count(self, what: str) -> None:
+        with self._lock:
+            setattr(self.counters, what, getattr(self.counters, what) + 1)
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(fn, *args)
+
+    # ---- loop side ----------------------------------------------------------------------------
+
+    async def _setup(self) -> None:
+        self._ready = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._flush_wakeup = asyncio.Event()
+
+    def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+        if self.overload != "block" and len(self._queue) >= self.max_queue:
+            if self.overload == "drop_newest":
+                _spawn(self._shed(job, ctx, "queue full: newest dropped (drop_newest)"))
+                return
+            old_job, old_ctx, _ = self._queue.popleft()
+            _spawn(self._shed(old_job, old_ctx, "queue full: oldest dropped (drop_oldest)"))
+        self._queue.append((job, ctx, holds_slot))
+        assert self._ready is not None and self._idle is not None
+        self._idle.clear()
+        self._ready.set()
+
+    async def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
+        record = make_skipped(ctx, self.pipeline.grading, reason, job.sample_rate)
+        with self._lock:
+            self.counters.dropped += 1
+            self.counters.by_reason[reason] = self.counters.by_reason.get(reason, 0) + 1
+        log.warning("evaluation_dropped", evaluator=record.evaluator, run_id=record.run_id, reason=reason,
+                    queue_depth=len(self._queue))
+        self._enqueue_write(record, job.id)
+        if self.on_drop is not None:
+            await self.on_drop(record)
+
+    async def _serve(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.max_concurrency):
+                tg.start_soon(self._worker)
+            tg.start_soon(self._writer)
+            if self.outbox is not None:
+                tg.start_soon(self._resume_and_heartbeat)
+
+    async def _worker(self) -> None:
+        assert self._ready is not None
+        while True:
+            if not self._queue:
+                self._ready.clear()
+                self._maybe_idle()
+                await self._ready.wait()
+                continue
+            job, ctx, holds_slot = self._queue.popleft()
+            if holds_slot:
+                self._slots.release()
+            self._in_flight += 1
+            try:
+                await self._grade(job, ctx)
+            finally:
+                self._in_flight -= 1
+                self._maybe_idle()
+
+    async def _grade(self, job: Job, ctx: EvalContext) -> None:
+        try:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            record = await self.pipeline.judge_once(ctx, job.sample_rate)
+        except Exception as exc:  # a bug, not a judge failure: keep the job in the outbox, say so
+            log.exception("background_evaluation_crashed", evaluator=job.evaluator, job_id=job.id,
+                          error_type=type(exc).__name__)
+            return
+        with self._lock:
+            self.counters.done += 1
+            self.counters.retries += max(0, record.attempts - 1)
+            if record.status == "passed":
+                self.counters.passed += 1
+            elif record.status == "failed":
+                self.counters.failed += 1
+            elif record.status == "error":
+                self.counters.errors += 1
+        self._enqueue_write(record, job.id)
+        await self.pipeline.notify(record, stored=True)
+
+    def _enqueue_write(self, record: EvalRecord, job_id: str | None) -> None:
+        assert self._flush_wakeup is not None and self._idle is not None
+        self._to_write.append((record, job_id))
+        self._idle.clear()
+        if len(self._to_write) >= self._batch_size:
+            self._flush_wakeup.set()
+
+    async def _writer(self) -> None:
+        """Batched store writes; the outbox rows go only once their records are stored."""
+        assert self._flush_wakeup is not None
+        while True:
+            if not self._to_write:
+                self._maybe_idle()
+                with anyio.move_on_after(self._flush_interval):
+                    await self._flush_wakeup.wait()
+                self._flush_wakeup.clear()
+                continue
+            batch, self._to_write = self._to_write[: self._batch_size], self._to_write[self._batch_size:]
+            self._writing += 1
+            try:
+                await write_with_retry(self.pipeline.store, [r for r, _ in batch])
+                if self.outbox is not None:
+                    await anyio.to_thread.run_sync(self.outbox.delete, [j for _, j in batch if j is not None])
+            except StoreError:
+                with self._lock:
+                    self.counters.store_failures += len(batch)
+                # The jobs stay in the outbox: the next process to start a dispatcher regrades them.
+            except Exception:
+                log.exception("outbox_delete_failed", jobs=len(batch))
+            finally:
+                self._writing -= 1
+                self._maybe_idle()
+
+    async def _resume_and_heartbeat(self) -> None:
+        assert self.outbox is not None
+        outbox = self.outbox
+        beat = max(1.0, outbox.stale_after / 3)
+        while True:
+            try:
+                free = self.max_queue - len(self._queue)
+                jobs = await anyio.to_thread.run_sync(
+                    lambda: outbox.claim([self.pipeline.grading.evaluator], limit=max(0, free))) if free > 0 else []
+                for job in jobs:
+                    ctx = context_from_dict(job.context)
+                    with self._lock:
+                        self.counters.resumed += 1
+                    self._queue.append((job, ctx, False))
+                if jobs:
+                    log.info("outbox_resumed", evaluator=self.pipeline.grading.evaluator, jobs=len(jobs))
+                    assert self._ready is not None and self._idle is not None
+                    self._idle.clear()
+                    self._ready.set()
+                    continue
+                await anyio.to_thread.run_sync(outbox.heartbeat)
+            except Exception:
+                log.exception("outbox_maintenance_failed", outbox=outbox.path)
+            await anyio.sleep(beat)
+
+    def _maybe_idle(self) -> None:
+        if self._idle is not None and not self._queue and not self._in_flight and not self._to_write \
+                and not self._writing:
+            self._idle.set()
+
+    # ---- observation and shutdown ---------------------------------------------------------------
+
+    async def _wait_idle(self) -> None:
+        assert self._idle is not None
+        while True:
+            await self._idle.wait()
+            await asyncio.sleep(0)  # let call_soon_threadsafe hand-offs already scheduled land
+            if self._idle.is_set():
+                return
+
+    def drain(self, timeout: float | None) -> bool:
+        if not self._started:
+            return True
+        try:
+            _portal.get_portal().call(_wait_with_timeout, self._wait_idle, timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counters = dict(vars(self.counters))
+            counters["by_reason"] = dict(self.counters.by_reason)
+        if self._sampling is not None:
+            counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
+        counters.update(queue_depth=len(self._queue), in_flight=self._in_flight, evaluator=self.pipeline.grading.evaluator,
+                        oldest_pending_age_s=_safe(self.outbox.oldest_age) if self.outbox is not None else None,
+                        outbox=None if self.outbox is None else self.outbox.path)
+        return counters
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+_background_tasks: set[asyncio.Task[Any]] = set()
+
+
+def _spawn(coro: Awaitable[Any]) -> None:
+    """Start a task on the running loop and keep a reference until it ends."""
+    task = asyncio.ensure_future(coro)
+    _background_tasks.add(task)
+    task.add_done_callback(_background_tasks.discard)
+
+
+async def _running_loop() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
+
+
+async def _wait_with_timeout(fn: Callable[[], Awaitable[None]], timeout: float | None) -> None:
+    if timeout is None:
+        await fn()
+    else:
+        with anyio.fail_after(timeout):
+            await fn()
+
+
+class _Registry:
+    """Every started dispatcher in the process, for drain() and stats()."""
+
+    def __init__(self) -> None:
+        self._dispatchers: list[Dispatcher] = []
+        self._lock = threading.Lock()
+
+    def add(self, dispatcher: Dispatcher) -> None:
+        with self._lock:
+            self._dispatchers.append(dispatcher)
+
+    def all(self) -> list[Dispatcher]:
+        with self._lock:
+            return list(self._dispatchers)
+
+
+_registry = _Registry()
