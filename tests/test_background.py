@@ -234,3 +234,61 @@ def test_pending_evaluations_are_drained_at_interpreter_exit(server, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "EXITING" in done.stdout, done.stderr[-3000:]
     assert len(SQLiteStore(db).query_sync(limit=None)) == 20
+
+
+@pytest.mark.slow
+def test_judgehooks_resume_from_the_shell_grades_what_a_dead_process_left(server, tmp_path):
+    db = str(tmp_path / "shell.db")
+    producer = subprocess.Popen([sys.executable, _script(tmp_path, "producer.py", PRODUCER), server.base_url, db,
+                                 "50"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert producer.stdout.readline().strip() == "SUBMITTED"
+        os.kill(producer.pid, signal.SIGKILL)
+    finally:
+        producer.wait(30)
+    env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
+                           "--timeout", "120"], capture_output=True, text=True, timeout=200, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "all done" in done.stdout
+    records = SQLiteStore(db).query_sync(limit=None)
+    assert len(records) == 50 and len({r.run_id for r in records}) == 50
+    assert all(r.evaluator == "crashy" for r in records)
+
+
+def test_resume_with_nothing_pending(tmp_path):
+    from judgehooks._cli import main
+
+    assert main(["resume", "--store", str(tmp_path / "none.db")]) == 0
+
+
+def test_a_bad_store_url_names_the_scheme():
+    from judgehooks._cli import store_from_url
+
+    with pytest.raises(SystemExit, match="unsupported store URL scheme 'mongodb'"):
+        store_from_url("mongodb://x")
+
+
+def test_retry_after_is_honoured(make_judge, make_agent, store, server):
+    from structlog.testing import capture_logs
+
+    server.configure(judge_fail_next=1, judge_fail_status=429, retry_after_s=0.25)
+    with capture_logs() as logs:
+        make_agent(make_judge(retry_backoff=5.0)).run("q")
+    [retry] = [e for e in logs if e["event"] == "judge_retry"]
+    assert retry["delay_s"] == 0.25 and retry["error_type"] == "RateLimitError"
+    assert store.records[0].status == "passed" and store.records[0].attempts == 2
+
+
+@pytest.mark.anyio
+async def test_requests_per_minute_spaces_judge_calls():
+    from judgehooks.dispatch._ratelimit import RateLimiter
+
+    limiter = RateLimiter(6000)  # one call per 10 ms
+    await limiter.acquire()
+    first_slot_end = limiter._next
+    for _ in range(4):
+        await limiter.acquire()  # each waits for its own slot: back-to-back calls are spaced, not bunched
+    assert limiter._next - first_slot_end == pytest.approx(4 * limiter.interval)
+    assert RateLimiter.for_model("m", 6000) is RateLimiter.for_model("m", 6000)
+    assert RateLimiter.for_model("m", None) is None
