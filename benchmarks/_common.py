@@ -9,14 +9,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @contextmanager
-def stub_server(judge_delay_ms: float = 0.0) -> Iterator["StubProcess"]:
+def stub_server(judge_delay_ms: float = 0.0) -> Iterator[StubProcess]:
     """The loopback OpenAI-compatible server in a separate process, so its CPU is not ours."""
     proc = subprocess.Popen([sys.executable, "-m", "judgehooks.testing", "--port", "0",
                              "--judge-delay-ms", str(judge_delay_ms)], stdout=subprocess.PIPE, text=True)
@@ -51,10 +51,10 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -
     cells = [list(map(str, header))] + [[_fmt(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     print(f"\n### {title}\n")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths)) + " |")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in cells[1:]:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
     sys.stdout.flush()
 
 

@@ -28,8 +28,12 @@ from agno.eval import AgentAsJudgeEval as AgnoEval  # noqa: E402
 from agno.models.openai.like import OpenAILike  # noqa: E402
 
 import judgehooks  # noqa: E402
-from judgehooks import AgentAsJudgeEval, MemoryStore, SQLiteStore  # noqa: E402
-from judgehooks import _portal  # noqa: E402
+from judgehooks import (  # noqa: E402
+    AgentAsJudgeEval,
+    MemoryStore,
+    SQLiteStore,
+    _portal,  # noqa: E402
+)
 from judgehooks.testing import FakeJudge  # noqa: E402
 
 CRITERIA = "The answer echoes the question."

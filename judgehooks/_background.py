@@ -14,7 +14,8 @@ import concurrent.futures
 import os
 import threading
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from . import _portal
 from ._log import log
@@ -107,6 +108,9 @@ def _drain_at_exit() -> None:
                     log.exception("outbox_release_failed", outbox=dispatcher.outbox.path)
         if not done:
             log.warning("drain_at_exit_incomplete", note="unfinished evaluations stay in the outbox")
+    from ._judgeproc import close_all
+
+    close_all()
 
 
 def install_exit_drain() -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio.to_thread
 
@@ -21,7 +22,7 @@ def wrap_callback(name: str, fn: Callback | None) -> AsyncCallback | None:
         return None
     if not callable(fn):
         raise TypeError(f"{name} must be a callable taking the EvalRecord (sync or async), got {type(fn).__name__}")
-    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
     async def call(record: Any) -> None:
         try:

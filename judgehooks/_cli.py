@@ -8,7 +8,8 @@ import json
 import os
 import sqlite3
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -7,8 +7,9 @@ its output (or a deferred grading on another thread) cannot change what is judge
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)

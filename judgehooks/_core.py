@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 import anyio
 

@@ -11,8 +11,9 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from agno.eval.base import BaseEval
 
@@ -23,10 +24,11 @@ from ._core import Grading, Pipeline, RetryPolicy
 from ._errors import StoreError
 from ._hooklist import ensure_dual_hooks
 from ._judge import AgnoJudge, Judge, LiteLLMJudge
+from ._judgeproc import ProcessJudge
 from ._log import log
 from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
-from ._sampling import SampleRate, Sampler
+from ._sampling import Sampler, SampleRate
 from .dispatch import OVERLOAD_POLICIES, Dispatcher, Outbox
 from .stores import SQLiteStore, Store, default_store
 
@@ -122,6 +124,7 @@ class AgentAsJudgeEval(BaseEval):
         on_drop: Callable[[EvalRecord], Any] | None = None,
         outbox: str | os.PathLike[str] | bool | None = None,
         requests_per_minute: float | None = None,
+        judge_process: bool | None = None,
     ) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError("criteria must be a non-empty string saying what a good output is, "
@@ -192,6 +195,13 @@ class AgentAsJudgeEval(BaseEval):
                 judge = LiteLLMJudge(model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL,
                                      api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
                                      structured_output=structured_output, litellm_kwargs=litellm_kwargs)
+        if judge_process is None:
+            judge_process = run_in_background and isinstance(judge, LiteLLMJudge)
+        if judge_process:
+            if not isinstance(judge, LiteLLMJudge):
+                raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
+                                 "evaluator_agent or custom judge")
+            judge = ProcessJudge(judge)
         self.store: Store = store if store is not None else default_store()
         sink: Store = self.store
         if db is not None:
@@ -356,7 +366,8 @@ class AgentAsJudgeEval(BaseEval):
         g = self._pipeline.grading
         return {"name": g.evaluator, "criteria": g.criteria, "scoring_strategy": g.mode,
                 "threshold": self.threshold, "additional_guidelines": list(g.guidelines),
-                "include_tool_calls": g.include_tools, "model": judge.model if isinstance(judge, LiteLLMJudge) else None,
+                "include_tool_calls": g.include_tools,
+                "model": judge.model if isinstance(judge, (LiteLLMJudge, ProcessJudge)) else None,
                 "api_base": api_base, "timeout": timeout, "retries": retries, "retry_backoff": retry_backoff,
                 "temperature": temperature, "structured_output": structured_output}
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Iterator
 from functools import partial
-from typing import Any, Iterator
+from typing import Any
 
 ASYNC_TWIN = "_judgehooks_async_twin"
 _ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE

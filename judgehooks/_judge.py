@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._errors import MalformedVerdict
 from ._prompt import JudgeRequest, verdict_schema
@@ -58,15 +59,19 @@ def _status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+_RETRYABLE_NAMES = frozenset({
+    "JudgeProcessDied", "Timeout", "APITimeoutError", "APIConnectionError", "RateLimitError", "InternalServerError",
+    "ServiceUnavailableError", "BadGatewayError", "ConnectError", "ReadTimeout", "RemoteProtocolError"})
+
+
 def is_retryable(exc: BaseException) -> bool:
     """429, 5xx, timeouts, connection errors and unreadable replies are worth another attempt."""
     if isinstance(exc, MalformedVerdict):
         return True
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return True
-    name = type(exc).__name__
-    if name in {"Timeout", "APITimeoutError", "APIConnectionError", "RateLimitError", "InternalServerError",
-                "ServiceUnavailableError", "BadGatewayError", "ConnectError", "ReadTimeout", "RemoteProtocolError"}:
+    name = error_name(exc)
+    if name in _RETRYABLE_NAMES:
         return True
     status = _status_of(exc)
     return status is not None and (status == 429 or status >= 500)
@@ -194,8 +199,9 @@ class AgnoJudge:
 
 
 def error_name(exc: BaseException) -> str:
-    """A stable error_type: the exception's class name (litellm's names are informative)."""
-    return type(exc).__name__
+    """A stable error_type: the exception's class name (litellm's names are informative), or the
+    original's name for an error raised in the judge process."""
+    return getattr(exc, "remote_type", None) or type(exc).__name__
 
 
 def describe(exc: BaseException) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -18,11 +19,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_portal: "BlockingPortal | None" = None
+_portal: BlockingPortal | None = None
 _stack: ExitStack | None = None
 
 
-def get_portal() -> "BlockingPortal":
+def get_portal() -> BlockingPortal:
     """The process-wide portal, started on first use."""
     global _portal, _stack
     if _portal is None:

@@ -208,7 +208,8 @@ def test_sigkill_with_500_pending_then_a_new_process_resumes_exactly_once(server
     assert {r.input for r in records} == {f"question {i} [[judge_delay=200]]" for i in range(500)}
     import sqlite3
 
-    assert sqlite3.connect(str(tmp_path / "crash.outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+    outbox = sqlite3.connect(str(tmp_path / "crash.outbox.db"))
+    assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
 
 
 EXITER = """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from structlog.testing import capture_logs
@@ -46,7 +46,7 @@ async def test_writes_are_idempotent_on_id_and_round_trip(tmp_path):
 @pytest.mark.anyio
 async def test_query_filters(tmp_path):
     store = SQLiteStore(tmp_path / "evals.db")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     await store.write([
         rec(1, created_at=now - timedelta(hours=2)),
         rec(2, agent_id=None, team_id="t", status="failed", passed=False),

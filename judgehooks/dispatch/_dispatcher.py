@@ -12,8 +12,9 @@ import asyncio
 import collections
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 import anyio.to_thread
 
@@ -262,8 +263,8 @@ class Dispatcher:
         while True:
             try:
                 free = self.max_queue - len(self._queue)
-                jobs = await anyio.to_thread.run_sync(
-                    lambda: outbox.claim([self.pipeline.grading.evaluator], limit=max(0, free))) if free > 0 else []
+                jobs = (await anyio.to_thread.run_sync(outbox.claim, [self.pipeline.grading.evaluator], free)
+                        if free > 0 else [])
                 for job in jobs:
                     ctx = context_from_dict(job.context)
                     with self._lock:
@@ -310,7 +311,8 @@ class Dispatcher:
             counters["by_reason"] = dict(self.counters.by_reason)
         if self._sampling is not None:
             counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
-        counters.update(queue_depth=len(self._queue), in_flight=self._in_flight, evaluator=self.pipeline.grading.evaluator,
+        counters.update(queue_depth=len(self._queue), in_flight=self._in_flight,
+                        evaluator=self.pipeline.grading.evaluator,
                         oldest_pending_age_s=_safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)
         return counters

@@ -15,9 +15,10 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -145,7 +146,8 @@ class Outbox:
                     conn.execute("COMMIT")
                     return []
                 marks = ",".join("?" * len(dead))
-                sql = f"SELECT id, evaluator, spec, context, sample_rate, created_at FROM eval_jobs WHERE owner IN ({marks})"
+                sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at FROM eval_jobs "
+                       f"WHERE owner IN ({marks})")
                 args: list[Any] = list(dead)
                 if names is not None:
                     sql += f" AND evaluator IN ({','.join('?' * len(names))})"
@@ -155,8 +157,8 @@ class Outbox:
                     sql += f" LIMIT {int(limit)}"
                 rows = conn.execute(sql, args).fetchall()
                 conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
-                remaining = {r[0] for r in conn.execute(f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})",
-                                                        dead)}
+                remaining = {r[0] for r in conn.execute(
+                    f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
                 conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
                 conn.execute("COMMIT")
             except BaseException:

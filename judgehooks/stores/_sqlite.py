@@ -6,9 +6,10 @@ import json
 import os
 import sqlite3
 import threading
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import anyio.to_thread
 
@@ -31,7 +32,7 @@ _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.jo
 
 def _ts(value: datetime) -> str:
     # Fixed-width UTC text sorts in time order, so range queries can use the indexes.
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
 def _row(record: EvalRecord) -> tuple[Any, ...]:
@@ -49,7 +50,7 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
 
 
 def _record(row: sqlite3.Row) -> EvalRecord:
-    data = dict(zip(FIELDS, row))
+    data = dict(zip(FIELDS, row, strict=True))
     data["metadata"] = json.loads(data["metadata"] or "{}")
     if data["passed"] is not None:
         data["passed"] = bool(data["passed"])
@@ -82,7 +83,7 @@ class SQLiteStore:
                                    isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=%d" % int(self._timeout * 1000))
+            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
             for statement in _SCHEMA:
                 conn.execute(statement)
             self._conn = conn

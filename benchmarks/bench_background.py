@@ -1,0 +1,146 @@
+"""Background benchmark: what the hook costs the agent's caller, and sustained grading throughput.
+
+    python benchmarks/bench_background.py            # full run (10,000 evaluations, a few minutes)
+    python benchmarks/bench_background.py --quick    # 2,000 evaluations
+
+Tables: added latency per run with a 500 ms judge (ours in background, with and without the
+outbox, beside agno's own eval with run_in_background=True); sustained throughput, drops and RSS
+growth for N runs against a 200 ms judge with max_concurrency=64. Not a test: no asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import stub_server, table  # noqa: E402
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from agno.agent import Agent  # noqa: E402
+from agno.eval import AgentAsJudgeEval as AgnoEval  # noqa: E402
+from agno.models.openai.like import OpenAILike  # noqa: E402
+
+import judgehooks  # noqa: E402
+from judgehooks import AgentAsJudgeEval, SQLiteStore  # noqa: E402
+
+CRITERIA = "The answer echoes the question."
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def ours(base_url: str, tmp: str, name: str, outbox: bool, **kw) -> AgentAsJudgeEval:
+    return AgentAsJudgeEval(criteria=CRITERIA, name=name, model="openai/judge", api_base=base_url, api_key="bench",
+                            store=SQLiteStore(f"{tmp}/{name}.db"), run_in_background=True,
+                            outbox=(f"{tmp}/{name}.outbox.db" if outbox else False), **kw)
+
+
+def sample(base_url: str):
+    agent = Agent(model=OpenAILike(id="agent", base_url=base_url, api_key="bench"), id="bench-agent", telemetry=False)
+    return agent, agent.run("What is the capital of France?")
+
+
+def hook_latency(base_url: str, tmp: str, n: int) -> None:
+    agent, run_output = sample(base_url)
+    rows = []
+
+    def timed_sync(evaluator, count: int) -> list[float]:
+        times = []
+        for i in range(count):
+            run_output.run_id = f"{evaluator.evaluator}-sync-{i}"
+            start = time.perf_counter()
+            evaluator.post_check(run_output, agent=agent)
+            times.append((time.perf_counter() - start) * 1000)
+        return times
+
+    async def timed_async(evaluator, count: int) -> list[float]:
+        times = []
+        for i in range(count):
+            run_output.run_id = f"{evaluator.evaluator}-async-{i}"
+            start = time.perf_counter()
+            await evaluator.async_post_check(run_output, agent=agent)
+            times.append((time.perf_counter() - start) * 1000)
+            await asyncio.sleep(0)
+        return times
+
+    agno_eval = AgnoEval(criteria=CRITERIA, model=OpenAILike(id="judge", base_url=base_url, api_key="bench"),
+                         telemetry=False, show_spinner=False, run_in_background=True)
+    agno_times = [timed(lambda: agno_eval.post_check(run_output)) for _ in range(5)]
+    rows.append(["agno AgentAsJudgeEval(run_in_background=True)", "run()", 5, statistics.median(agno_times),
+                 max(agno_times)])
+    for outbox in (True, False):
+        evaluator = ours(base_url, tmp, f"latency-outbox-{outbox}", outbox, max_queue=100_000)
+        timed_sync(evaluator, 50)  # warm up
+        sync = timed_sync(evaluator, n)
+        asyncio.run(timed_async(evaluator, 50))
+        async_ = asyncio.run(timed_async(evaluator, n))
+        label = f"judgehooks background, outbox {'on' if outbox else 'off'}"
+        rows.append([label, "run()", n, statistics.median(sync), percentile(sync, 0.99)])
+        rows.append([label, "arun()", n, statistics.median(async_), percentile(async_, 0.99)])
+    table("Added latency per run (the post hook's own time), 500 ms judge, ms",
+          ["evaluator", "path", "runs", "median ms", "p99 ms (agno: max)"], rows)
+    print("\n(draining the latency runs...)", flush=True)
+    judgehooks.drain(600)
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def throughput(base_url: str, tmp: str, n: int) -> None:
+    agent, run_output = sample(base_url)
+    evaluator = ours(base_url, tmp, "throughput", True, max_concurrency=64, max_queue=n)
+    evaluator._dispatcher.pipeline.judge.warm_up()
+    rss_before = rss_mb()
+    start = time.perf_counter()
+    submit_ms = []
+    for i in range(n):
+        run_output.run_id = f"throughput-{i}"
+        t = time.perf_counter()
+        evaluator.post_check(run_output, agent=agent)
+        submit_ms.append((time.perf_counter() - t) * 1000)
+    submitted = time.perf_counter() - start
+    rss_peak = rss_mb()
+    judgehooks.drain(3600)
+    elapsed = time.perf_counter() - start
+    stats = evaluator.stats()
+    stored = len(evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None))
+    table(f"{n:,} runs, 200 ms judge, max_concurrency=64 (submitted in {submitted:.1f} s)",
+          ["evaluations", "stored", "passed", "errors", "dropped", "lost", "seconds", "evals/s",
+           "submit median ms", "RSS growth MB (peak/after)"],
+          [[n, stored, stats["passed"], stats["errors"], stats["dropped"], n - stored, elapsed, n / elapsed,
+            statistics.median(submit_ms), f"{rss_peak - rss_before:.0f} / {rss_mb() - rss_before:.0f}"]])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    print(f"judgehooks {judgehooks.__version__}; cores={os.cpu_count()}; python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as tmp, stub_server(500) as server:
+        hook_latency(server.base_url, tmp, 200 if args.quick else 1000)
+    with tempfile.TemporaryDirectory() as tmp, stub_server(200) as server:
+        throughput(server.base_url, tmp, 2000 if args.quick else 10_000)
+
+
+if __name__ == "__main__":
+    main()
