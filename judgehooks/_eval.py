@@ -125,6 +125,7 @@ class AgentAsJudgeEval(BaseEval):
         outbox: str | os.PathLike[str] | bool | None = None,
         requests_per_minute: float | None = None,
         judge_process: bool | None = None,
+        judge_processes: int | None = None,
     ) -> None:
         if not isinstance(criteria, str) or not criteria.strip():
             raise ValueError("criteria must be a non-empty string saying what a good output is, "
@@ -147,6 +148,8 @@ class AgentAsJudgeEval(BaseEval):
         if judge is not None and not hasattr(judge, "complete"):
             raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
         Sampler.validate(sample_rate, when)
+        if judge_processes is not None:
+            _check_number("judge_processes", judge_processes, minimum=1, allow_equal=True, integer=True)
         _check_number("max_queue", max_queue, minimum=1, allow_equal=True, integer=True)
         _check_number("block_timeout", block_timeout, minimum=0, allow_equal=True)
         if overload not in OVERLOAD_POLICIES:
@@ -201,7 +204,7 @@ class AgentAsJudgeEval(BaseEval):
             if not isinstance(judge, LiteLLMJudge):
                 raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
                                  "evaluator_agent or custom judge")
-            judge = ProcessJudge(judge)
+            judge = ProcessJudge(judge, judge_processes or min(2, os.cpu_count() or 1))
         self.store: Store = store if store is not None else default_store()
         sink: Store = self.store
         if db is not None:

@@ -54,6 +54,10 @@ class _Child:
         self.alive = True
         threading.Thread(target=self._read, name="judgehooks-judgeproc-reader", daemon=True).start()
 
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
     def send(self, payload: dict[str, Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
@@ -103,24 +107,28 @@ def _resolve(future: asyncio.Future[Any], reply: dict[str, Any]) -> None:
         future.set_result(reply)
 
 
-_children: dict[str, _Child] = {}
+_children: dict[str, list[_Child]] = {}
 _children_lock = threading.Lock()
 
 
-def _child_for(config: dict[str, Any]) -> _Child:
-    """One judge process per distinct judge configuration, shared by every evaluator using it."""
+def _child_for(config: dict[str, Any], processes: int) -> _Child:
+    """Up to `processes` judge processes per distinct judge configuration, shared by every evaluator
+    using it; each call goes to the one with the fewest calls in flight."""
     key = json.dumps(config, sort_keys=True, default=str)
     with _children_lock:
-        child = _children.get(key)
-        if child is None or not child.alive:
-            child = _children[key] = _Child(config)
-        return child
+        pool = [child for child in _children.get(key, []) if child.alive]
+        if len(pool) < processes:
+            idle = [child for child in pool if not child.in_flight]
+            if not idle:
+                pool.append(_Child(config))
+        _children[key] = pool
+        return min(pool, key=lambda child: child.in_flight)
 
 
 def close_all() -> None:
     """Stop every judge process (their stdin closes; each finishes its in-flight calls and exits)."""
     with _children_lock:
-        children = list(_children.values())
+        children = [child for pool in _children.values() for child in pool]
         _children.clear()
     for child in children:
         child.close()
@@ -129,13 +137,14 @@ def close_all() -> None:
 class ProcessJudge:
     """A `LiteLLMJudge` that runs in a helper process. Same settings, same results."""
 
-    def __init__(self, judge: LiteLLMJudge) -> None:
+    def __init__(self, judge: LiteLLMJudge, processes: int = 1) -> None:
         self.model = judge.model
+        self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge._kwargs}
 
     def _ensure(self) -> _Child:
-        return _child_for(self._config)
+        return _child_for(self._config, self.processes)
 
     def warm_up(self) -> None:
         self._ensure()
