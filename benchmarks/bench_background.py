@@ -61,41 +61,45 @@ def hook_latency(base_url: str, tmp: str, n: int) -> None:
     agent, run_output = sample(base_url)
     rows = []
 
-    def timed_sync(evaluator, count: int) -> list[float]:
+    def timed_sync(evaluator, count: int, gap: float) -> list[float]:
         times = []
         for i in range(count):
-            run_output.run_id = f"{evaluator.evaluator}-sync-{i}"
+            run_output.run_id = f"{evaluator.evaluator}-sync-{gap}-{i}"
             start = time.perf_counter()
             evaluator.post_check(run_output, agent=agent)
             times.append((time.perf_counter() - start) * 1000)
+            time.sleep(gap)
         return times
 
-    async def timed_async(evaluator, count: int) -> list[float]:
+    async def timed_async(evaluator, count: int, gap: float) -> list[float]:
         times = []
         for i in range(count):
-            run_output.run_id = f"{evaluator.evaluator}-async-{i}"
+            run_output.run_id = f"{evaluator.evaluator}-async-{gap}-{i}"
             start = time.perf_counter()
             await evaluator.async_post_check(run_output, agent=agent)
             times.append((time.perf_counter() - start) * 1000)
-            await asyncio.sleep(0)
+            await asyncio.sleep(gap)
         return times
 
     agno_eval = AgnoEval(criteria=CRITERIA, model=OpenAILike(id="judge", base_url=base_url, api_key="bench"),
                          telemetry=False, show_spinner=False, run_in_background=True)
     agno_times = [timed(lambda: agno_eval.post_check(run_output)) for _ in range(5)]
-    rows.append(["agno AgentAsJudgeEval(run_in_background=True)", "run()", 5, statistics.median(agno_times),
+    rows.append(["agno AgentAsJudgeEval(run_in_background=True)", "one at a time", "run()", 5,
+                 statistics.median(agno_times),
                  max(agno_times)])
     for outbox in (True, False):
         evaluator = ours(base_url, tmp, f"latency-outbox-{outbox}", outbox, max_queue=100_000)
-        timed_sync(evaluator, 50)  # warm up
-        sync = timed_sync(evaluator, n)
-        asyncio.run(timed_async(evaluator, 50))
-        async_ = asyncio.run(timed_async(evaluator, n))
+        timed_sync(evaluator, 50, 0.0)  # warm up: judge processes, tables
+        judgehooks.drain(60)
         label = f"judgehooks background, outbox {'on' if outbox else 'off'}"
-        rows.append([label, "run()", n, statistics.median(sync), percentile(sync, 0.99)])
-        rows.append([label, "arun()", n, statistics.median(async_), percentile(async_, 0.99)])
+        for gap, arrival in ((0.01, "100 runs/s"), (0.0, "burst")):
+            sync = timed_sync(evaluator, n, gap)
+            async_ = asyncio.run(timed_async(evaluator, n, gap))
+            rows.append([label, arrival, "run()", n, statistics.median(sync), percentile(sync, 0.99)])
+            rows.append([label, arrival, "arun()", n, statistics.median(async_), percentile(async_, 0.99)])
+            judgehooks.drain(600)
     table("Added latency per run (the post hook's own time), 500 ms judge, ms",
-          ["evaluator", "path", "runs", "median ms", "p99 ms (agno: max)"], rows)
+          ["evaluator", "arrivals", "path", "runs", "median ms", "p99 ms (agno: max)"], rows)
     print("\n(draining the latency runs...)", flush=True)
     judgehooks.drain(600)
 
@@ -134,10 +138,13 @@ def throughput(base_url: str, tmp: str, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--latency-only", action="store_true")
     args = parser.parse_args()
     print(f"judgehooks {judgehooks.__version__}; cores={os.cpu_count()}; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory() as tmp, stub_server(500) as server:
         hook_latency(server.base_url, tmp, 200 if args.quick else 1000)
+    if args.latency_only:
+        return
     with tempfile.TemporaryDirectory() as tmp, stub_server(200) as server:
         throughput(server.base_url, tmp, 2000 if args.quick else 10_000)
 

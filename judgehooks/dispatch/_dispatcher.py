@@ -55,7 +55,7 @@ class Dispatcher:
                  max_concurrency: int = 32, overload: Overload = "block", block_timeout: float = 5.0,
                  on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
                  requests_per_minute: float | None = None, spec: dict[str, Any] | None = None,
-                 batch_size: int = 256, flush_interval: float = 0.02, sampling: Any = None) -> None:
+                 batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None) -> None:
         self.pipeline = pipeline
         self.outbox = outbox
         self.max_queue = max_queue
@@ -260,6 +260,7 @@ class Dispatcher:
         assert self.outbox is not None
         outbox = self.outbox
         beat = max(1.0, outbox.stale_after / 3)
+        next_beat = 0.0
         while True:
             try:
                 free = self.max_queue - len(self._queue)
@@ -276,10 +277,13 @@ class Dispatcher:
                     self._idle.clear()
                     self._ready.set()
                     continue
-                await anyio.to_thread.run_sync(outbox.heartbeat)
+                if time.monotonic() >= next_beat:
+                    await anyio.to_thread.run_sync(outbox.heartbeat)
+                    next_beat = time.monotonic() + beat
+                await anyio.to_thread.run_sync(outbox.checkpoint)
             except Exception:
                 log.exception("outbox_maintenance_failed", outbox=outbox.path)
-            await anyio.sleep(beat)
+            await anyio.sleep(1.0)
 
     def _maybe_idle(self) -> None:
         if self._idle is not None and not self._queue and not self._in_flight and not self._to_write \
