@@ -112,13 +112,14 @@ async def batch_rates(base_url: str, n_cases: int) -> list[list[object]]:
     result = await agno_eval.arun(cases=cases)
     agno_s = time.perf_counter() - start
     rows.append(["agno AgentAsJudgeEval.arun", n_cases, len(result.results), agno_s, n_cases / agno_s, 1.0])
-    for concurrency in (32, 64):
-        evaluator = ours(base_url, max_concurrency=concurrency)
-        await evaluator.arun(cases=cases[:10])  # warm up
+    for concurrency, in_process in ((32, True), (64, True), (64, False)):
+        evaluator = ours(base_url, max_concurrency=concurrency, judge_process=not in_process)
+        await evaluator.arun(cases=cases[:20])  # warm up (and start the judge processes)
         start = time.perf_counter()
         result = await evaluator.arun(cases=cases)
         s = time.perf_counter() - start
-        rows.append([f"judgehooks arun, max_concurrency={concurrency}", n_cases, result.graded_count, s,
+        where = "litellm in-process" if in_process else "litellm in 2 judge processes"
+        rows.append([f"judgehooks arun, max_concurrency={concurrency}, {where}", n_cases, result.graded_count, s,
                      n_cases / s, (n_cases / s) / (n_cases / agno_s)])
     return rows
 

@@ -38,3 +38,12 @@ def test_offline_batch():
 def test_team_judge():
     out = run("team_judge.py")
     assert "team Support failed" in out and "support-team Support passed" in out
+
+
+@pytest.mark.slow
+def test_background():
+    out = run("background.py")
+    assert "20 runs returned in" in out and "after drain: graded" in out
+    graded = int(out.split("after drain: graded ")[1].split(",")[0])
+    sampled_out = int(out.split("sampled out ")[1].split(",")[0])
+    assert graded + sampled_out == 20 and f"{graded} records in" in out
