@@ -113,7 +113,8 @@ async def batch_rates(base_url: str, n_cases: int) -> list[list[object]]:
     agno_s = time.perf_counter() - start
     rows.append(["agno AgentAsJudgeEval.arun", n_cases, len(result.results), agno_s, n_cases / agno_s, 1.0])
     for concurrency, in_process in ((32, True), (64, True), (64, False)):
-        evaluator = ours(base_url, max_concurrency=concurrency, judge_process=not in_process)
+        evaluator = ours(base_url, max_concurrency=concurrency, judge_process=not in_process,
+                         judge_processes=None if in_process else 2)
         await evaluator.arun(cases=cases[:20])  # warm up (and start the judge processes)
         start = time.perf_counter()
         result = await evaluator.arun(cases=cases)

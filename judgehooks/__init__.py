@@ -5,6 +5,7 @@ Importing this package does not import litellm (seconds); the first judge call d
 
 from __future__ import annotations
 
+from . import _fork  # noqa: F401  (resets loop state in forked children)
 from ._background import adrain, drain, stats
 from ._context import EvalContext, ToolCall
 from ._core import RetryPolicy

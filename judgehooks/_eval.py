@@ -204,7 +204,7 @@ class AgentAsJudgeEval(BaseEval):
             if not isinstance(judge, LiteLLMJudge):
                 raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
                                  "evaluator_agent or custom judge")
-            judge = ProcessJudge(judge, judge_processes or min(2, os.cpu_count() or 1))
+            judge = ProcessJudge(judge, judge_processes or 1)
         self.store: Store = store if store is not None else default_store()
         sink: Store = self.store
         if db is not None:

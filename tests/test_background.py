@@ -293,3 +293,24 @@ async def test_requests_per_minute_spaces_judge_calls():
     assert limiter._next - first_slot_end == pytest.approx(4 * limiter.interval)
     assert RateLimiter.for_model("m", 6000) is RateLimiter.for_model("m", 6000)
     assert RateLimiter.for_model("m", None) is None
+
+
+@pytest.mark.slow
+def test_a_forked_child_grades_its_own_runs(make_bg, make_agent, store, tmp_path):
+    """gunicorn --preload style: the eval (and its dispatcher) exist before the fork."""
+    db = str(tmp_path / "forked.db")
+    judge = make_bg(store=SQLiteStore(db), name="forked")
+    make_agent(judge).run("parent run")  # the parent's loop thread is running now
+    pid = os.fork()
+    if pid == 0:  # the child: no loop thread was inherited
+        signal.alarm(60)  # never leave a hung child behind
+        code = 1
+        try:
+            make_agent(judge).run("child run")
+            code = 0 if judgehooks.drain(30) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert judgehooks.drain(30)
+    assert sorted(r.input for r in SQLiteStore(db).query_sync(limit=None)) == ["child run", "parent run"]

@@ -290,6 +290,20 @@ class Dispatcher:
                 and not self._writing:
             self._idle.set()
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: forget the parent's loop and in-memory queue; start afresh on next use."""
+        self._started = False
+        self._loop = None
+        self._queue.clear()
+        self._in_flight = 0
+        self._to_write = []
+        self._writing = 0
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.max_queue)
+        self.counters = Counters()
+        if self.outbox is not None:
+            self.outbox.reset_after_fork()
+
     # ---- observation and shutdown ---------------------------------------------------------------
 
     async def _wait_idle(self) -> None:

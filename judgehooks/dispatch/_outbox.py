@@ -84,9 +84,10 @@ class Outbox:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
-            if self._pid != os.getpid():  # forked: a new owner, a new connection
+            if self._pid != os.getpid():  # forked: a new owner, new connections
                 self._pid = os.getpid()
                 self.owner = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:8]}"
+                self._maint_conn = None
             conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -100,6 +101,10 @@ class Outbox:
                          (self.owner, HOST, self._pid, time.time()))
             self._conn = conn
         return self._conn
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: fresh locks (a parent thread may have held them); connections reopen."""
+        self._lock, self._maint_lock = threading.Lock(), threading.Lock()
 
     def put(self, job: Job) -> None:
         """Persist one job (the hook path). Idempotent on the job id."""

@@ -73,9 +73,15 @@ class SQLiteStore:
         self._timeout = timeout
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+    def _fork_check(self) -> None:
+        # A connection (or a held lock) inherited through fork() must not be used by the child.
+        if self._pid != os.getpid():
+            self._pid, self._conn, self._lock = os.getpid(), None, threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -90,6 +96,7 @@ class SQLiteStore:
         return self._conn
 
     def _write(self, rows: list[tuple[Any, ...]]) -> None:
+        self._fork_check()
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
@@ -133,6 +140,7 @@ class SQLiteStore:
         sql += " ORDER BY created_at DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
+        self._fork_check()
         with self._lock:
             rows = self._connect().execute(sql, args).fetchall()
         return [_record(row) for row in rows]
