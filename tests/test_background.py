@@ -187,16 +187,21 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
     return str(path)
 
 
-@pytest.mark.slow
-def test_sigkill_with_500_pending_then_a_new_process_resumes_exactly_once(server, tmp_path):
-    db = str(tmp_path / "crash.db")
+def _produce_then_sigkill(server, tmp_path: Path, db: str, runs: int) -> None:
+    """A process runs `runs` agent runs with background grading, then dies by SIGKILL."""
     producer = subprocess.Popen([sys.executable, _script(tmp_path, "producer.py", PRODUCER), server.base_url, db,
-                                 "500"], stdout=subprocess.PIPE, text=True)
+                                 str(runs)], stdout=subprocess.PIPE, text=True)
     try:
         assert producer.stdout.readline().strip() == "SUBMITTED"
         os.kill(producer.pid, signal.SIGKILL)
     finally:
         producer.wait(30)
+
+
+@pytest.mark.slow
+def test_sigkill_with_500_pending_then_a_new_process_resumes_exactly_once(server, tmp_path):
+    db = str(tmp_path / "crash.db")
+    _produce_then_sigkill(server, tmp_path, db, 500)
     graded_before = len(SQLiteStore(db).query_sync(limit=None))
     assert graded_before < 500  # most evaluations were still pending when the process died
     done = subprocess.run([sys.executable, _script(tmp_path, "resumer.py", RESUMER), server.base_url, db],
@@ -240,13 +245,7 @@ def test_pending_evaluations_are_drained_at_interpreter_exit(server, tmp_path):
 @pytest.mark.slow
 def test_judgehooks_resume_from_the_shell_grades_what_a_dead_process_left(server, tmp_path):
     db = str(tmp_path / "shell.db")
-    producer = subprocess.Popen([sys.executable, _script(tmp_path, "producer.py", PRODUCER), server.base_url, db,
-                                 "50"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert producer.stdout.readline().strip() == "SUBMITTED"
-        os.kill(producer.pid, signal.SIGKILL)
-    finally:
-        producer.wait(30)
+    _produce_then_sigkill(server, tmp_path, db, 50)
     env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
                            "--timeout", "120"], capture_output=True, text=True, timeout=200, env=env)
