@@ -31,13 +31,6 @@ def store_from_url(url: str) -> Any:
     return SQLiteStore(url)
 
 
-def _default_outbox(store: Any) -> str:
-    path = getattr(store, "path", None)
-    if path and path != ":memory:":
-        return f"{path[:-3] if path.endswith('.db') else path}.outbox.db"
-    return os.environ.get("JUDGEHOOKS_OUTBOX") or "judgehooks.outbox.db"
-
-
 def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
     conn = sqlite3.connect(outbox_path)
     try:
@@ -54,9 +47,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     import judgehooks
     from judgehooks import AgentAsJudgeEval
     from judgehooks.dispatch._dispatcher import _registry
+    from judgehooks.stores._sqlite import outbox_path_for
 
     store = store_from_url(args.store)
-    outbox = args.outbox or _default_outbox(store)
+    outbox = args.outbox or outbox_path_for(store)
     if not os.path.exists(outbox):
         print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
         return 0

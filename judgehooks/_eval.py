@@ -30,7 +30,8 @@ from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
 from ._sampling import Sampler, SampleRate
 from .dispatch import OVERLOAD_POLICIES, Dispatcher, Outbox
-from .stores import SQLiteStore, Store, default_store
+from .stores import Store, default_store
+from .stores._sqlite import outbox_path_for
 
 DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
 
@@ -63,12 +64,7 @@ def _outbox_for(outbox: Any, store: Store) -> Outbox | None:
     $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
     if outbox is False:
         return None
-    if isinstance(outbox, (str, os.PathLike)):
-        return Outbox(outbox)
-    if isinstance(store, SQLiteStore) and store.path != ":memory:":
-        base = store.path[:-3] if store.path.endswith(".db") else store.path
-        return Outbox(f"{base}.outbox.db")
-    return Outbox(os.environ.get("JUDGEHOOKS_OUTBOX") or "judgehooks.outbox.db")
+    return Outbox(outbox if isinstance(outbox, (str, os.PathLike)) else outbox_path_for(store))
 
 
 class AgentAsJudgeEval(BaseEval):

@@ -9,7 +9,6 @@ no hidden SDK retries on top of ours.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -207,8 +206,4 @@ def error_name(exc: BaseException) -> str:
 def describe(exc: BaseException) -> str:
     text = str(exc) or repr(exc)
     return text if len(text) <= 500 else text[:497] + "..."
-
-
-def monotonic_ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000.0
 

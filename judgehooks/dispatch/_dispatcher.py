@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -63,7 +64,7 @@ class Dispatcher:
         self.overload = overload
         self.block_timeout = block_timeout
         self.on_drop = on_drop
-        self.spec = spec
+        self.spec = None if spec is None else json.dumps(spec)  # once, not on every hook call
         self.counters = Counters()
         self._sampling = sampling
         self._limiter = RateLimiter.for_model(pipeline.judge.model, requests_per_minute)
@@ -136,14 +137,6 @@ class Dispatcher:
             holds_slot = self._slots.acquire(blocking=False) or await anyio.to_thread.run_sync(
                 lambda: self._slots.acquire(timeout=self.block_timeout))
         self._handoff(job, ctx, holds_slot)
-
-    def count(self, what: str) -> None:
-        with self._lock:
-            setattr(self.counters, what, getattr(self.counters, what) + 1)
-
-    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(fn, *args)
 
     # ---- loop side ----------------------------------------------------------------------------
 

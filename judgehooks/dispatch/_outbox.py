@@ -17,8 +17,9 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from .._sqlitefile import checked_path, connect_wal
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -47,7 +48,7 @@ class Job:
     evaluator: str
     context: dict[str, Any]
     sample_rate: float = 1.0
-    spec: dict[str, Any] | None = None
+    spec: str | None = None  # the evaluator's settings as JSON, serialised once per evaluator
     created_at: float = 0.0
 
 
@@ -65,11 +66,7 @@ class Outbox:
     """Durable pending jobs in one SQLite file. Thread-safe; every call is short and blocking."""
 
     def __init__(self, path: str | os.PathLike[str], *, stale_after: float = 30.0) -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            parent = Path(self.path).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise ValueError(f"outbox path {self.path!r}: directory {str(parent)!r} does not exist")
+        self.path = checked_path(path, "outbox")
         self.stale_after = stale_after
         self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()
@@ -88,13 +85,9 @@ class Outbox:
                 self._pid = os.getpid()
                 self.owner = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:8]}"
                 self._maint_conn = None
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
             # Checkpoints copy the WAL into the database and fsync: never on the hook path.
             # `checkpoint()` runs them from the dispatcher's maintenance task instead.
-            conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn = connect_wal(self.path, 30.0, autocheckpoint=False)
             for statement in _SCHEMA:
                 conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
@@ -108,7 +101,7 @@ class Outbox:
 
     def put(self, job: Job) -> None:
         """Persist one job (the hook path). Idempotent on the job id."""
-        row = (job.id, job.evaluator, None if job.spec is None else json.dumps(job.spec),
+        row = (job.id, job.evaluator, job.spec,
                json.dumps(job.context, default=str, ensure_ascii=False), job.sample_rate, job.created_at or time.time(),
                self.owner)
         with self._lock:
@@ -125,7 +118,7 @@ class Outbox:
         if self._maint_conn is None:
             with self._lock:
                 self._connect()  # schema first
-            self._maint_conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+            self._maint_conn = connect_wal(self.path, 30.0, autocheckpoint=False)
         return self._maint_conn
 
     def checkpoint(self) -> None:
@@ -184,15 +177,8 @@ class Outbox:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return [Job(id=r[0], evaluator=r[1], spec=None if r[2] is None else json.loads(r[2]),
+        return [Job(id=r[0], evaluator=r[1], spec=r[2],
                     context=json.loads(r[3]), sample_rate=r[4], created_at=r[5]) for r in rows]
-
-    def pending(self, owner: str | None = None) -> int:
-        with self._lock:
-            conn = self._connect()
-            if owner is None:
-                return conn.execute("SELECT COUNT(*) FROM eval_jobs").fetchone()[0]
-            return conn.execute("SELECT COUNT(*) FROM eval_jobs WHERE owner = ?", (owner,)).fetchone()[0]
 
     def oldest_age(self) -> float | None:
         with self._lock:

@@ -8,12 +8,12 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 
 from .._record import FIELDS, EvalRecord
+from .._sqlitefile import checked_path, connect_wal
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
@@ -65,11 +65,7 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] = "judgehooks.db", *, timeout: float = 30.0) -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            parent = Path(self.path).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise ValueError(f"SQLiteStore path {self.path!r}: directory {str(parent)!r} does not exist")
+        self.path = checked_path(path, "SQLiteStore")
         self._timeout = timeout
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -85,11 +81,7 @@ class SQLiteStore:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout, check_same_thread=False,
-                                   isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+            conn = connect_wal(self.path, self._timeout)
             for statement in _SCHEMA:
                 conn.execute(statement)
             self._conn = conn
@@ -106,11 +98,6 @@ class SQLiteStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-
-    def write_sync(self, records: Sequence[EvalRecord]) -> None:
-        """Blocking write, for scripts and threads without an event loop."""
-        if records:
-            self._write([_row(r) for r in records])
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         if records:
@@ -156,6 +143,15 @@ class SQLiteStore:
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
+
+
+def outbox_path_for(store: object) -> str:
+    """Where background jobs wait: beside a SQLite store file (evals.db -> evals.outbox.db), else
+    $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
+    path = store.path if isinstance(store, SQLiteStore) else None
+    if path and path != ":memory:":
+        return f"{path[:-3] if path.endswith('.db') else path}.outbox.db"
+    return os.environ.get("JUDGEHOOKS_OUTBOX") or "judgehooks.outbox.db"
 
 
 def default_store() -> SQLiteStore:
