@@ -128,9 +128,9 @@ class Pipeline:
     on_error: AsyncCallback | None = None
 
     async def judge_once(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
-        """Ask the judge, with retries; return the unsaved record (never raises for judge trouble)."""
+        """Ask the judge, with retries; return the unsaved record. Never raises: whatever fails
+        between the context and the verdict ends as an `error` record."""
         g = self.grading
-        request = g.request(ctx)
         started = time.perf_counter()
         attempts = 0
         prompt_tokens = completion_tokens = None
@@ -139,6 +139,7 @@ class Pipeline:
         while True:
             attempts += 1
             try:
+                request = g.request(ctx)  # a fresh nonce per attempt
                 with anyio.fail_after(g.timeout):
                     reply = await self.judge.complete(request)
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)

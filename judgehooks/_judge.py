@@ -117,6 +117,11 @@ class LiteLLMJudge:
         kwargs.update(litellm_kwargs or {})
         self._kwargs = kwargs
 
+    @property
+    def call_kwargs(self) -> dict[str, Any]:
+        """Everything passed to `litellm.acompletion` besides model and messages."""
+        return dict(self._kwargs)
+
     def warm_up(self) -> None:
         """Import litellm now (seconds), e.g. on a side thread before the first grading."""
         load_litellm()

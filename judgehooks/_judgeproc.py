@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from ._judge import JudgeReply, LiteLLMJudge
+from ._log import log
 from ._prompt import JudgeRequest
 
 
@@ -61,6 +62,10 @@ class _Child:
     def send(self, payload: dict[str, Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
+        if not self.alive:  # died between choosing it and now: fail now, not at the timeout
+            future.set_result({"error": {"type": "JudgeProcessDied", "message": "judge process is gone",
+                                         "status": 503}})
+            return future
         call_id = next(self._ids)
         with self._lock:
             self._pending[call_id] = (loop, future)
@@ -76,7 +81,12 @@ class _Child:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
-            reply = json.loads(raw)
+            try:
+                reply = json.loads(raw)
+                reply["id"]
+            except (ValueError, KeyError, TypeError):
+                log.warning("judge_process_bad_line", line=raw[:200].decode("utf-8", "replace"))
+                continue
             with self._lock:
                 waiter = self._pending.pop(reply["id"], None)
             if waiter is not None:
@@ -141,7 +151,7 @@ class ProcessJudge:
         self.model = judge.model
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
-                        "kwargs": judge._kwargs}
+                        "kwargs": judge.call_kwargs}
 
     def _ensure(self) -> _Child:
         return _child_for(self._config, self.processes)

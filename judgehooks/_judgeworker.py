@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 from typing import Any
@@ -15,8 +16,7 @@ from judgehooks._judge import LiteLLMJudge, _status_of, retry_after_seconds
 from judgehooks._prompt import JudgeRequest
 
 
-async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None]) -> None:
-    out = sys.stdout.buffer
+async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: Any) -> None:
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(message: dict[str, Any]) -> None:
@@ -45,9 +45,13 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None]) -> Non
 
 
 def _main() -> None:  # pragma: no cover - runs in the child process
+    # Replies travel on the original stdout; anything a library prints goes to stderr instead.
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     config = json.loads(sys.stdin.buffer.readline())
-    judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"])
-    judge._kwargs = config["kwargs"]
+    judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"],
+                         litellm_kwargs=config["kwargs"])
     judge.warm_up()
     loop = asyncio.new_event_loop()
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -58,7 +62,7 @@ def _main() -> None:  # pragma: no cover - runs in the child process
         loop.call_soon_threadsafe(lines.put_nowait, None)
 
     threading.Thread(target=reader, daemon=True).start()
-    loop.run_until_complete(_serve(judge, lines))
+    loop.run_until_complete(_serve(judge, lines, out))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -313,3 +313,31 @@ def test_a_forked_child_grades_its_own_runs(make_bg, make_agent, store, tmp_path
     assert os.waitstatus_to_exitcode(status) == 0
     assert judgehooks.drain(30)
     assert sorted(r.input for r in SQLiteStore(db).query_sync(limit=None)) == ["child run", "parent run"]
+
+
+def test_background_callbacks_run_after_the_record_is_stored(make_bg, make_agent, tmp_path):
+    store = SQLiteStore(tmp_path / "ordered.db")
+    seen_in_store = []
+
+    def on_fail(record):
+        seen_in_store.append([r.id for r in store.query_sync(run_id=record.run_id)] == [record.id])
+
+    make_agent(make_bg(store=store, on_fail=on_fail)).run("q [[fail]]")
+    assert judgehooks.drain(30)
+    assert seen_in_store == [True]
+
+
+def test_background_with_a_dead_store_says_so_and_keeps_the_job(make_bg, make_agent, tmp_path):
+    from structlog.testing import capture_logs
+
+    (tmp_path / "dir.db").mkdir()
+    judge = make_bg(store=SQLiteStore(tmp_path / "dir.db"))
+    with capture_logs() as logs:
+        make_agent(judge).run("q")
+        assert judgehooks.drain(30)
+    [event] = [e for e in logs if e["event"] == "evaluation"]
+    assert event["stored"] is False and judge.stats()["store_failures"] == 1
+    import sqlite3
+
+    jobs = sqlite3.connect(str(tmp_path / "outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
+    assert jobs == (1,)  # not lost: the next process regrades it

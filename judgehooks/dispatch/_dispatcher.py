@@ -79,7 +79,8 @@ class Dispatcher:
         self._ready: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
         self._in_flight = 0
-        self._to_write: list[tuple[EvalRecord, str | None]] = []
+        self._to_write: list[tuple[EvalRecord, str | None, bool]] = []
+        self._notifying = 0
         self._flush_wakeup: asyncio.Event | None = None
         self._writing = 0
 
@@ -191,19 +192,16 @@ class Dispatcher:
             self._in_flight += 1
             try:
                 await self._grade(job, ctx)
+            except Exception:  # a bug, never judge trouble (that is an error record): the job stays
+                log.exception("background_evaluation_crashed", evaluator=job.evaluator, job_id=job.id)
             finally:
                 self._in_flight -= 1
                 self._maybe_idle()
 
     async def _grade(self, job: Job, ctx: EvalContext) -> None:
-        try:
-            if self._limiter is not None:
-                await self._limiter.acquire()
-            record = await self.pipeline.judge_once(ctx, job.sample_rate)
-        except Exception as exc:  # a bug, not a judge failure: keep the job in the outbox, say so
-            log.exception("background_evaluation_crashed", evaluator=job.evaluator, job_id=job.id,
-                          error_type=type(exc).__name__)
-            return
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        record = await self.pipeline.judge_once(ctx, job.sample_rate)
         with self._lock:
             self.counters.done += 1
             self.counters.retries += max(0, record.attempts - 1)
@@ -213,12 +211,11 @@ class Dispatcher:
                 self.counters.failed += 1
             elif record.status == "error":
                 self.counters.errors += 1
-        self._enqueue_write(record, job.id)
-        await self.pipeline.notify(record, stored=True)
+        self._enqueue_write(record, job.id, notify=True)
 
-    def _enqueue_write(self, record: EvalRecord, job_id: str | None) -> None:
+    def _enqueue_write(self, record: EvalRecord, job_id: str | None, *, notify: bool = False) -> None:
         assert self._flush_wakeup is not None and self._idle is not None
-        self._to_write.append((record, job_id))
+        self._to_write.append((record, job_id, notify))
         self._idle.clear()
         if len(self._to_write) >= self._batch_size:
             self._flush_wakeup.set()
@@ -235,10 +232,12 @@ class Dispatcher:
                 continue
             batch, self._to_write = self._to_write[: self._batch_size], self._to_write[self._batch_size:]
             self._writing += 1
+            stored = False
             try:
-                await write_with_retry(self.pipeline.store, [r for r, _ in batch])
+                await write_with_retry(self.pipeline.store, [r for r, _, _ in batch])
+                stored = True
                 if self.outbox is not None:
-                    await anyio.to_thread.run_sync(self.outbox.delete, [j for _, j in batch if j is not None])
+                    await anyio.to_thread.run_sync(self.outbox.delete, [j for _, j, _ in batch if j is not None])
             except StoreError:
                 with self._lock:
                     self.counters.store_failures += len(batch)
@@ -247,7 +246,19 @@ class Dispatcher:
                 log.exception("outbox_delete_failed", jobs=len(batch))
             finally:
                 self._writing -= 1
-                self._maybe_idle()
+            # As inline: store, then callbacks and the evaluation event (saying whether it was stored).
+            for record, _, notify in batch:
+                if notify:
+                    self._notifying += 1
+                    _spawn(self._notify(record, stored))
+            self._maybe_idle()
+
+    async def _notify(self, record: EvalRecord, stored: bool) -> None:
+        try:
+            await self.pipeline.notify(record, stored=stored)
+        finally:
+            self._notifying -= 1
+            self._maybe_idle()
 
     async def _resume_and_heartbeat(self) -> None:
         assert self.outbox is not None
@@ -280,7 +291,7 @@ class Dispatcher:
 
     def _maybe_idle(self) -> None:
         if self._idle is not None and not self._queue and not self._in_flight and not self._to_write \
-                and not self._writing:
+                and not self._writing and not self._notifying:
             self._idle.set()
 
     def reset_after_fork(self) -> None:
@@ -291,6 +302,7 @@ class Dispatcher:
         self._in_flight = 0
         self._to_write = []
         self._writing = 0
+        self._notifying = 0
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.max_queue)
         self.counters = Counters()
