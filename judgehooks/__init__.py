@@ -16,7 +16,7 @@ from ._prompt import JudgeRequest
 from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
 from ._verdict import Verdict, parse_verdict
-from .stores import MemoryStore, SQLiteStore, Store
+from .stores import JsonlStore, MemoryStore, SQLiteStore, Store
 from .stores._agno import AgnoDbStore, FanoutStore
 
 __version__ = "0.1.0"
@@ -34,9 +34,11 @@ __all__ = (
     "JudgeRequest",
     "JudgeUnavailable",
     "JudgehooksError",
+    "JsonlStore",
     "LiteLLMJudge",
     "MalformedVerdict",
     "MemoryStore",
+    "PostgresStore",
     "RetryPolicy",
     "SQLiteStore",
     "Store",
@@ -49,3 +51,12 @@ __all__ = (
     "parse_verdict",
     "stats",
 )
+
+
+def __getattr__(name: str) -> object:
+    # PostgresStore needs the optional psycopg extra: imported on first use, not with the package.
+    if name == "PostgresStore":
+        from .stores._postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@ import anyio.to_thread
 
 from .._record import FIELDS, EvalRecord
 from .._sqlitefile import checked_path, connect_wal
+from ._base import select_sql
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
@@ -109,24 +110,8 @@ class SQLiteStore:
                    since: datetime | None = None, until: datetime | None = None,
                    limit: int | None = 1000) -> list[EvalRecord]:
         """Newest first. Blocking; `query` is the async form."""
-        where, args = [], []
-        for column, value in (("agent_id", agent_id), ("team_id", team_id), ("evaluator", evaluator),
-                              ("status", status), ("run_id", run_id)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if since is not None:
-            where.append("created_at >= ?")
-            args.append(_ts(since))
-        if until is not None:
-            where.append("created_at < ?")
-            args.append(_ts(until))
-        sql = f"SELECT {', '.join(FIELDS)} FROM {TABLE}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        sql, args = select_sql(TABLE, FIELDS, "?", _ts, agent_id=agent_id, team_id=team_id, evaluator=evaluator,
+                               status=status, run_id=run_id, since=since, until=until, limit=limit)
         self._fork_check()
         with self._lock:
             rows = self._connect().execute(sql, args).fetchall()
