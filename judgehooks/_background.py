@@ -51,8 +51,14 @@ def pending() -> int:
 def drain(timeout: float | None = None) -> bool:
     """Wait until every submitted evaluation is graded and stored; False if `timeout` passed first.
 
-    What is not done by then is not lost: background jobs stay in the outbox."""
+    What is not done by then is not lost: background jobs stay in the outbox, and records that
+    wait for a store that is down stay in its spill."""
+    return _drain(timeout, spills=True)
+
+
+def _drain(timeout: float | None, *, spills: bool) -> bool:
     from .dispatch._dispatcher import _registry
+    from .stores._spill import wait_for_spills
 
     deadline = None if timeout is None else time.monotonic() + timeout
     if not _drain_futures(deadline, timeout):
@@ -63,7 +69,7 @@ def drain(timeout: float | None = None) -> bool:
             log.warning("drain_timeout", evaluator=dispatcher.pipeline.grading.evaluator,
                         queue_depth=dispatcher.stats()["queue_depth"], timeout_s=timeout)
             return False
-    return True
+    return not spills or wait_for_spills(deadline)
 
 
 def stats() -> dict[str, dict[str, Any]]:
@@ -99,7 +105,7 @@ def _drain_at_exit() -> None:
     dispatchers = _registry.all()
     if pending() or dispatchers:
         log.info("drain_at_exit", pending=pending(), dispatchers=len(dispatchers), timeout_s=timeout)
-        done = drain(timeout)
+        done = _drain(timeout, spills=False)  # spilled records are on disk already: no wait at exit
         for dispatcher in dispatchers:
             if dispatcher.outbox is not None:
                 try:

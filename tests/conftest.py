@@ -97,28 +97,46 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
 
 # ---- PostgreSQL: $JUDGEHOOKS_TEST_POSTGRES_DSN (set by .ci/run), else a private server -----------
 
-@pytest.fixture(scope="session")
-def postgres_admin_dsn() -> str:
-    """A superuser DSN on a real PostgreSQL server; skipped locally (failed in CI) without one."""
+def _postgres_server():
+    """A started PostgresServer; skipped locally, and a failure in CI, when PostgreSQL is missing."""
     from _servers import HOW_TO_GET_POSTGRES, PostgresServer, postgres_bindir
 
-    dsn = os.environ.get("JUDGEHOOKS_TEST_POSTGRES_DSN")
-    if dsn:
-        yield dsn
-        return
     if postgres_bindir() is None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but no PostgreSQL: {HOW_TO_GET_POSTGRES}")
         pytest.skip(HOW_TO_GET_POSTGRES)
-    with PostgresServer() as server:
+    return PostgresServer().start()
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_dsn() -> str:
+    """A superuser DSN on a real PostgreSQL server shared by the session."""
+    dsn = os.environ.get("JUDGEHOOKS_TEST_POSTGRES_DSN")
+    if dsn:
+        yield dsn
+        return
+    server = _postgres_server()
+    try:
         yield server.dsn
+    finally:
+        server.close()
 
 
 @pytest.fixture
-def postgres_dsn(postgres_admin_dsn: str, request: pytest.FixtureRequest) -> str:
+def postgres_dsn(postgres_admin_dsn: str) -> str:
     """A fresh database for this test on the shared server."""
     import uuid
 
     from _servers import create_database
 
     return create_database(postgres_admin_dsn, f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def private_postgres():
+    """A PostgreSQL server of this test's own, which the test may stop and restart."""
+    server = _postgres_server()
+    try:
+        yield server
+    finally:
+        server.close()

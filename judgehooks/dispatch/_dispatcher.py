@@ -338,6 +338,9 @@ class Dispatcher:
                         evaluator=self.pipeline.grading.evaluator,
                         oldest_pending_age_s=_safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)
+        spill_stats = getattr(self.pipeline.store, "stats", None)  # a SpillingStore: spilled, redelivered, pending
+        if spill_stats is not None:
+            counters.update(_safe(spill_stats) or {})
         return counters
 
 

@@ -73,7 +73,7 @@ class AgnoDbStore:
         self._async = inspect.iscoroutinefunction(type(db).create_eval_run)
 
     def __repr__(self) -> str:
-        return f"AgnoDbStore({type(self.db).__name__})"
+        return f"AgnoDbStore({type(self.db).__name__} id={getattr(self.db, 'id', None)!r})"
 
     def _eval_run(self, record: EvalRecord) -> Any:
         from agno.db.schemas.evals import EvalRunRecord, EvalType
@@ -125,6 +125,9 @@ class FanoutStore:
 
     def __init__(self, primary: Store, *mirrors: Store) -> None:
         self.stores = (primary, *mirrors)
+
+    def __repr__(self) -> str:
+        return f"FanoutStore({', '.join(map(repr, self.stores))})"
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         errors = []

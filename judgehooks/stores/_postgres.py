@@ -7,7 +7,6 @@ Either way a write is one transaction and idempotent on the record id.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -15,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from .. import _portal
 from .._record import FIELDS, EvalRecord
 from ._base import select_sql
 
@@ -86,36 +86,38 @@ class PostgresStore:
         self.table = table
         self._options = {"min_size": min_size, "max_size": max_size, "timeout": float(timeout)}
         self._connect_timeout = connect_timeout
-        # A pool belongs to the event loop that opened it: one per loop, the judgehooks loop's
-        # for grading, a caller's own for its queries. Pools of closed loops are dropped.
-        self._pools: dict[asyncio.AbstractEventLoop, Any] = {}
+        # A pool belongs to the event loop that opened it: it lives on the judgehooks loop, and
+        # calls from other loops are run there (`_portal.on_loop`).
+        self._pool_: Any = None
         self._schema_ready = False
         self._pid = os.getpid()
 
     def __repr__(self) -> str:
-        return f"PostgresStore(table={self.table!r})"  # the DSN may hold a password
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:  # never the password
+            p = conninfo_to_dict(self.dsn)
+            where = f"{p.get('host', '')}:{p.get('port', '')}/{p.get('dbname', '')}"
+        except Exception:
+            where = "?"
+        return f"PostgresStore({where!r}, table={self.table!r})"
 
     async def _configure(self, conn: Any) -> None:
         await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ({_STAGE_COLUMNS}) ON COMMIT DELETE ROWS")
 
     async def _pool(self) -> Any:
         if self._pid != os.getpid():  # forked: the parent's sockets are not ours
-            self._pid, self._pools, self._schema_ready = os.getpid(), {}, False
-        loop = asyncio.get_running_loop()
-        pool = self._pools.get(loop)
-        if pool is None:
-            for stale in [lp for lp in self._pools if lp.is_closed()]:
-                del self._pools[stale]
+            self._pid, self._pool_, self._schema_ready = os.getpid(), None, False
+        if self._pool_ is None:
             psycopg_pool = _import_psycopg()
-            pool = psycopg_pool.AsyncConnectionPool(
+            self._pool_ = psycopg_pool.AsyncConnectionPool(
                 self.dsn, open=False, configure=self._configure, name=f"judgehooks-{self.table}",
                 kwargs={"autocommit": True, "connect_timeout": int(max(1, self._connect_timeout))},
                 **self._options)
-            self._pools[loop] = pool
-            await pool.open(wait=False)
+            await self._pool_.open(wait=False)
         if not self._schema_ready:
-            await self._create_schema(pool)
-        return pool
+            await self._create_schema(self._pool_)
+        return self._pool_
 
     async def _create_schema(self, pool: Any) -> None:
         t = self.table
@@ -130,9 +132,10 @@ class PostgresStore:
         self._schema_ready = True
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
-        if not records:
-            return
-        rows = [_row(r) for r in records]
+        if records:
+            await _portal.on_loop(self._write, [_row(r) for r in records])
+
+    async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         names = ", ".join(FIELDS)
         pool = await self._pool()
         async with pool.connection() as conn, conn.transaction():
@@ -157,13 +160,19 @@ class PostgresStore:
         sql, args = select_sql(self.table, FIELDS, "%s", lambda ts: ts, agent_id=agent_id, team_id=team_id,
                                evaluator=evaluator, status=status, run_id=run_id, since=since, until=until,
                                limit=limit)
+        return [_record(row) for row in await _portal.on_loop(self._fetch, sql, args)]
+
+    async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:
         pool = await self._pool()
         async with pool.connection() as conn, conn.cursor() as cur:
             await cur.execute(sql, args)
-            return [_record(row) for row in await cur.fetchall()]
+            return await cur.fetchall()
 
     async def aclose(self) -> None:
-        """Close this event loop's pool (other loops' pools close with their loops)."""
-        pool = self._pools.pop(asyncio.get_running_loop(), None) if self._pid == os.getpid() else None
-        if pool is not None:
+        """Close the pool; the next call opens a new one."""
+        await _portal.on_loop(self._close)
+
+    async def _close(self) -> None:
+        pool, self._pool_ = self._pool_, None
+        if pool is not None and self._pid == os.getpid():
             await pool.close()
