@@ -128,3 +128,14 @@ def test_spill_is_on_for_remote_stores_and_off_for_local_files(make_judge, tmp_p
                           SpillingStore)
     with pytest.raises(TypeError, match="spill must be a path, True"):
         make_judge(spill=3)
+
+
+def test_judgehooks_resume_re_delivers_what_a_process_left_in_the_spill(tmp_path, capsys):
+    from judgehooks import SQLiteStore
+    from judgehooks._cli import main
+
+    db, outbox = str(tmp_path / "evals.db"), str(tmp_path / "evals.outbox.db")
+    SpillFile(outbox).append(store_key(SQLiteStore(db)), [rec(1), rec(2)])  # as a process would have left it
+    assert main(["resume", "--store", db]) == 0
+    assert "re-delivered 2 spilled record(s), 0 still waiting" in capsys.readouterr().out
+    assert sorted(r.id for r in SQLiteStore(db).query_sync()) == ["id-1", "id-2"]
