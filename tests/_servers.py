@@ -40,7 +40,8 @@ def free_port() -> int:
 class PostgresServer:
     """A private PostgreSQL cluster in a temporary directory, listening on 127.0.0.1:<free port>."""
 
-    def __init__(self, bindir: str | None = None) -> None:
+    def __init__(self, bindir: str | None = None, *, durable: bool = False) -> None:
+        """``durable=False`` (tests) turns fsync off; benchmarks pass True for production settings."""
         self.bindir = bindir or postgres_bindir()
         if self.bindir is None:
             raise FileNotFoundError(HOW_TO_GET_POSTGRES)
@@ -48,6 +49,7 @@ class PostgresServer:
         self.data = os.path.join(self.root, "data")
         self.port = free_port()
         self.pid: int | None = None
+        self.durable = durable
         self._as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if self._as_user:
             shutil.chown(self.root, "postgres", "postgres")
@@ -64,9 +66,9 @@ class PostgresServer:
     def start(self, timeout: float = 30.0) -> PostgresServer:
         """Start (or restart, same data and port) and wait until it accepts connections."""
         log = os.path.join(self.root, "server.log")
+        fast = "" if self.durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
         self._run([f"{self.bindir}/pg_ctl", "-D", self.data, "-l", log, "-s", "-o",
-                   f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c synchronous_commit=off "
-                   f"-c full_page_writes=off -c max_connections=200", "start"])
+                   f"-h 127.0.0.1 -p {self.port} -k {self.root} {fast}-c max_connections=200", "start"])
         deadline = time.monotonic() + timeout
         while True:
             ready = subprocess.run([f"{self.bindir}/pg_isready", "-q", "-h", "127.0.0.1", "-p", str(self.port)])

@@ -76,7 +76,7 @@ def test_agentos_lists_every_verdict_with_agent_and_user(kind, make_judge, make_
     for run in listed:
         assert (run["agent_id"], run["user_id"], run["eval_type"]) == ("os-agent", "user-7", "agent_as_judge")
         assert run["name"] == judge.evaluator and run["evaluated_component_name"] == "os-agent"
-    passed, failed, error = by_status["passed"]["eval_data"], by_status["failed"]["eval_data"], by_status["error"]["eval_data"]
+    passed, failed, error = (by_status[s]["eval_data"] for s in ("passed", "failed", "error"))
     # eval_data is shaped like agno's AgentAsJudgeResult
     assert (passed["avg_score"], passed["pass_rate"], passed["results"][0]["passed"]) == (9, 100.0, True)
     assert (failed["avg_score"], failed["pass_rate"], failed["results"][0]["score"]) == (2, 0.0, 2)

@@ -20,7 +20,8 @@ def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "EvalContext", "EvalRecord",
         "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeUnavailable", "JudgehooksError",
-        "JsonlStore", "LiteLLMJudge", "MalformedVerdict", "MemoryStore", "PostgresStore", "RetryPolicy", "SQLiteStore", "Store", "StoreError",
+        "JsonlStore", "LiteLLMJudge", "MalformedVerdict", "MemoryStore", "PostgresStore", "RetryPolicy",
+        "SQLiteStore", "Store", "StoreError",
         "ToolCall", "Verdict", "__version__", "adrain", "drain", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:

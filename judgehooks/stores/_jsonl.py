@@ -7,7 +7,6 @@ with a newline first, and readers skip lines that are not whole JSON objects.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Sequence

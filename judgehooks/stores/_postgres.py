@@ -1,8 +1,9 @@
 """PostgresStore: verdicts in PostgreSQL through psycopg 3 (async, pooled), written in batches.
 
-Large batches are copied (COPY) into a per-connection temporary table and moved with one
-`INSERT ... SELECT ... ON CONFLICT (id) DO NOTHING`; small ones are one pipelined executemany.
-Either way a write is one transaction and idempotent on the record id.
+Large batches are copied (COPY) straight into the table; if some ids are already there (a
+re-delivered batch), the batch goes through a per-connection temporary table and one
+`INSERT ... SELECT ... ON CONFLICT (id) DO NOTHING`. Small batches are one pipelined executemany
+with ON CONFLICT DO NOTHING. Each write is one transaction and idempotent on the record id.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
+_METADATA = FIELDS.index("metadata")
+
+
 def _row(record: EvalRecord) -> tuple[Any, ...]:
-    values = []
-    for name in FIELDS:
-        value = getattr(record, name)
-        if name == "metadata":
-            value = json.dumps(value, default=str, ensure_ascii=False).replace("\\u0000", "\\ufffd")
-        elif isinstance(value, str):
-            value = _clean(value)
-        values.append(value)
+    values = [record.__dict__[name] for name in FIELDS]
+    for i, value in enumerate(values):
+        if value.__class__ is str and "\x00" in value:
+            values[i] = _clean(value)
+    metadata = values[_METADATA]
+    values[_METADATA] = (json.dumps(metadata, default=str, ensure_ascii=False).replace("\\u0000", "\\ufffd")
+                         if metadata else "{}")
     return tuple(values)
 
 
@@ -56,6 +59,12 @@ def _import_psycopg() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("PostgresStore needs psycopg 3 with its pool: pip install 'judgehooks[postgres]'") from exc
     return psycopg_pool
+
+
+def _unique_violation() -> type[Exception]:
+    from psycopg.errors import UniqueViolation
+
+    return UniqueViolation
 
 
 class PostgresStore:
@@ -75,7 +84,8 @@ class PostgresStore:
         if not _IDENTIFIER.match(table):
             raise ValueError(f"PostgresStore table {table!r} must be a plain SQL identifier "
                              "(letters, digits, underscore; not starting with a digit; at most 63 characters)")
-        if not (isinstance(min_size, int) and isinstance(max_size, int) and 0 <= min_size <= max_size and max_size >= 1):
+        sizes_ok = isinstance(min_size, int) and isinstance(max_size, int) and 0 <= min_size <= max_size
+        if not sizes_ok or max_size < 1:
             raise ValueError(f"PostgresStore needs integers 0 <= min_size <= max_size and max_size >= 1, "
                              f"got min_size={min_size!r}, max_size={max_size!r}")
         for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
@@ -138,14 +148,23 @@ class PostgresStore:
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         names = ", ".join(FIELDS)
         pool = await self._pool()
-        async with pool.connection() as conn, conn.transaction():
+        async with pool.connection() as conn:
             if len(rows) < COPY_FROM:
                 marks = ", ".join(["%s"] * len(FIELDS))
-                async with conn.cursor() as cur:
+                async with conn.transaction(), conn.cursor() as cur:
                     await cur.executemany(
                         f"INSERT INTO {self.table} ({names}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING", rows)
                 return
-            async with conn.cursor() as cur:
+            # Straight into the table: the fast path, since ids are new unless a batch is re-delivered.
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    async with cur.copy(f"COPY {self.table} ({names}) FROM STDIN") as copy:
+                        for row in rows:
+                            await copy.write_row(row)
+                return
+            except _unique_violation():
+                pass  # some ids are stored already: the transaction rolled back; skip them instead
+            async with conn.transaction(), conn.cursor() as cur:
                 async with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN") as copy:
                     for row in rows:
                         await copy.write_row(row)
