@@ -23,6 +23,7 @@ from ._log import log
 _lock = threading.Lock()
 _pending: set[concurrent.futures.Future[Any]] = set()
 _exit_hook_installed = False
+_closers: list[Callable[[], None]] = []
 
 
 def submit(fn: Callable[..., Awaitable[Any]], *args: Any) -> concurrent.futures.Future[Any]:
@@ -114,9 +115,21 @@ def _drain_at_exit() -> None:
                     log.exception("outbox_release_failed", outbox=dispatcher.outbox.path)
         if not done:
             log.warning("drain_at_exit_incomplete", note="unfinished evaluations stay in the outbox")
+    for close in list(_closers):  # after the drain, while the loop still runs: connection pools
+        try:
+            close()
+        except Exception:
+            log.exception("close_at_exit_failed")
     from ._judgeproc import close_all
 
     close_all()
+
+
+def close_at_exit(fn: Callable[[], None]) -> None:
+    """Run `fn` at exit after the exit drain, before the judgehooks loop stops."""
+    with _lock:
+        _closers.append(fn)
+    install_exit_drain()
 
 
 def install_exit_drain() -> None:

@@ -17,7 +17,7 @@ from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 from agno.team import Team
 
-from judgehooks import AgentAsJudgeEval, MemoryStore
+from judgehooks import AgentAsJudgeEval, EvalRecord, MemoryStore
 from judgehooks.testing import StubLLMServer
 
 
@@ -84,6 +84,13 @@ def make_team(server: StubLLMServer) -> Callable[..., Team]:
         return Team(members=[member], model=model(server), post_hooks=list(hooks), telemetry=False, **kwargs)
 
     return make
+
+
+def rec(i: int, **kw) -> EvalRecord:
+    base = dict(id=f"id-{i}", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0,
+                passed=True, agent_id="a", run_id=f"run-{i}", metadata={"k": i})
+    base.update(kw)
+    return EvalRecord(**base)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:

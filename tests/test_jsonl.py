@@ -7,16 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import rec
 from structlog.testing import capture_logs
 
 from judgehooks import EvalRecord, JsonlStore
-
-
-def rec(i: int, **kw) -> EvalRecord:
-    base = dict(id=f"id-{i}", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0,
-                passed=True, agent_id="a", run_id=f"run-{i}", metadata={"k": i})
-    base.update(kw)
-    return EvalRecord(**base)
 
 
 @pytest.mark.anyio

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import psycopg
 import pytest
+from conftest import rec
 
-from judgehooks import EvalRecord, PostgresStore
+from judgehooks import PostgresStore
 from judgehooks._record import FIELDS
 
 pytestmark = pytest.mark.anyio
-
-
-def rec(i: int, **kw) -> EvalRecord:
-    base = dict(id=f"id-{i}", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0,
-                passed=True, agent_id="a", run_id=f"run-{i}", metadata={"k": i})
-    base.update(kw)
-    return EvalRecord(**base)
 
 
 async def test_schema_is_created_on_first_use_one_column_per_field(postgres_dsn):
@@ -48,23 +40,6 @@ async def test_batches_are_idempotent_on_id_and_round_trip(postgres_dsn, size):
     assert sorted(r.id for r in records) == sorted(f"id-{i}" for i in range(size + 1))
     first = next(r for r in records if r.id == "id-0")
     assert first == rec(0, created_at=first.created_at) and first.status == "passed"
-
-
-async def test_query_filters_match_sqlite(postgres_dsn):
-    store = PostgresStore(postgres_dsn)
-    now = datetime.now(UTC)
-    await store.write([
-        rec(1, created_at=now - timedelta(hours=2)),
-        rec(2, agent_id=None, team_id="t", status="failed", passed=False),
-        rec(3, evaluator="other", status="error", passed=None, score=None, error_type="Timeout"),
-    ])
-    assert [r.id for r in await store.query(agent_id="a")] == ["id-3", "id-1"]
-    assert [r.id for r in await store.query(team_id="t")] == ["id-2"]
-    assert [r.id for r in await store.query(status="error")] == ["id-3"]
-    assert [r.id for r in await store.query(evaluator="e", since=now - timedelta(hours=1))] == ["id-2"]
-    assert [r.id for r in await store.query(until=now - timedelta(hours=1))] == ["id-1"]
-    assert len(await store.query(limit=2)) == 2
-    await store.aclose()
 
 
 async def test_nul_characters_are_replaced_not_refused(postgres_dsn):

@@ -8,16 +8,12 @@ import sys
 import anyio
 import pytest
 from _servers import create_database
-from conftest import wait_for
+from conftest import rec, wait_for
 from structlog.testing import capture_logs
 
 import judgehooks
-from judgehooks import EvalRecord, MemoryStore, PostgresStore
+from judgehooks import MemoryStore, PostgresStore
 from judgehooks.stores._spill import SpillFile, SpillingStore, store_key
-
-
-def rec(i: int) -> EvalRecord:
-    return EvalRecord(id=f"id-{i}", status="passed", evaluator="e", mode="binary", passed=True, run_id=f"run-{i}")
 
 
 class SwitchableStore(MemoryStore):

@@ -8,14 +8,16 @@ with ON CONFLICT DO NOTHING. Each write is one transaction and idempotent on the
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import weakref
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .. import _portal
+from .. import _background, _portal
 from .._record import FIELDS, EvalRecord
 from ._base import select_sql
 
@@ -59,6 +61,16 @@ def _import_psycopg() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("PostgresStore needs psycopg 3 with its pool: pip install 'judgehooks[postgres]'") from exc
     return psycopg_pool
+
+
+def _close_at_exit(ref: weakref.ref[PostgresStore]) -> None:
+    """Close the pool while the judgehooks loop still runs, so no pool task dies with the loop."""
+    store = ref()
+    if store is not None and store._pool_ is not None and store._pid == os.getpid():
+        try:
+            _portal.call(store._close)
+        except Exception:
+            pass
 
 
 def _unique_violation() -> type[Exception]:
@@ -125,6 +137,7 @@ class PostgresStore:
                 kwargs={"autocommit": True, "connect_timeout": int(max(1, self._connect_timeout))},
                 **self._options)
             await self._pool_.open(wait=False)
+            _background.close_at_exit(functools.partial(_close_at_exit, weakref.ref(self)))
         if not self._schema_ready:
             await self._create_schema(self._pool_)
         return self._pool_

@@ -127,6 +127,7 @@ class SpillingStore:
         self.spilled = 0
         self.redelivered = 0
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._pending = False  # rows may wait: new writes queue behind them
         self._running = False
         self._task: Any = None
@@ -155,6 +156,8 @@ class SpillingStore:
         self._kick()
 
     def _kick(self) -> None:
+        if self._pid != os.getpid():  # forked: the parent's task and lock are not ours
+            self._pid, self._lock, self._running, self._task = os.getpid(), threading.Lock(), False, None
         with self._lock:
             self._pending = True
             self._idle.clear()
