@@ -74,6 +74,7 @@ def test_postgres_stopped_and_restarted_mid_run_loses_no_record(background, priv
         run_ids += [agent.run(f"after {i}").run_id for i in range(4)]
         assert judgehooks.drain(60)
     stored = anyio.run(lambda: store.query(agent_id="spill-agent", limit=None))
+    anyio.run(store.aclose)
     assert sorted(r.run_id for r in stored) == sorted(run_ids)  # 14 runs, 14 records, none twice
     assert spill.count(store_key(store)) == 0
     assert any(e["event"] == "store_unavailable_spilling" for e in logs)
