@@ -12,6 +12,7 @@ from ._core import RetryPolicy
 from ._errors import JudgehooksError, JudgeUnavailable, MalformedVerdict, StoreError
 from ._eval import AgentAsJudgeEval
 from ._judge import AgnoJudge, Judge, JudgeReply, LiteLLMJudge
+from ._lifespan import lifespan
 from ._prompt import JudgeRequest
 from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
@@ -46,6 +47,7 @@ __all__ = (
     "__version__",
     "adrain",
     "drain",
+    "lifespan",
     "parse_verdict",
     "stats",
 )

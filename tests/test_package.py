@@ -21,7 +21,7 @@ def test_public_names_are_pinned():
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "EvalContext", "EvalRecord",
         "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeUnavailable", "JudgehooksError",
         "LiteLLMJudge", "MalformedVerdict", "MemoryStore", "RetryPolicy", "SQLiteStore", "Store", "StoreError",
-        "ToolCall", "Verdict", "__version__", "adrain", "drain", "parse_verdict", "stats",
+        "ToolCall", "Verdict", "__version__", "adrain", "drain", "lifespan", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name
