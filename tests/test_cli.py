@@ -149,6 +149,7 @@ def test_tail_without_follow_prints_the_last_records_oldest_first(graded):
     assert text.split()[1:4] == ["error", "helpful", "agent=Alice"] and "InternalServerError" in text
 
 
+@pytest.mark.slow
 def test_tail_follows_a_record_written_after_it_started_and_stops_on_ctrl_c(graded, server, tmp_path):
     db = shutil.copy(graded[0], tmp_path / "tail.db")  # the shared store stays as the other tests expect
     runs = graded[1]
@@ -198,6 +199,7 @@ def test_grade_validates_every_line_first_and_grades_nothing_when_one_is_bad(ser
     assert server.settings.counts["judge"] == 0 and not (tmp_path / "evals.db").exists()
 
 
+@pytest.mark.slow
 def test_grade_end_to_end_stores_one_record_per_case_with_its_line(server, tmp_path):
     cases = _cases(tmp_path / "cases.jsonl",
                    {"input": "2+2? [[score=9]]", "output": "4", "expected_output": "4", "id": "sum"},
@@ -228,6 +230,7 @@ def test_grade_end_to_end_stores_one_record_per_case_with_its_line(server, tmp_p
     assert json.loads(by_line[5].input) == {"messages": ["hi"]}
 
 
+@pytest.mark.slow
 def test_grade_prints_a_summary_a_person_can_read(server, tmp_path):
     cases = _cases(tmp_path / "c.jsonl", {"input": "a", "output": "b"}, {"input": "c [[fail]]", "output": "d"})
     done = cli("grade", str(cases), "--criteria", "c", "--model", "openai/judge", "--api-base", server.base_url,
@@ -238,6 +241,7 @@ def test_grade_prints_a_summary_a_person_can_read(server, tmp_path):
     assert "2/2" in done.stderr  # the progress bar, asked for although stderr is not a terminal
 
 
+@pytest.mark.slow
 def test_grade_with_an_evaluator_defined_in_code(server, tmp_path):
     db = tmp_path / "code.db"
     (tmp_path / "my_evals.py").write_text(textwrap.dedent(f"""
@@ -265,6 +269,7 @@ judge = AgentAsJudgeEval(criteria="c", name="c", model="openai/judge", api_base=
 """
 
 
+@pytest.mark.slow
 def test_grade_keeps_what_the_store_refused_and_stops_grading(server, tmp_path):
     db = tmp_path / "full.db"
     (tmp_path / "full_store.py").write_text(FLAKY_STORE.format(base=server.base_url, db=str(db)))

@@ -126,7 +126,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
         out = []
         for cell, width in zip(cells, widths, strict=True):
-            numeric = bool(re.fullmatch(r"[-\d.,%/ ]+", cell)) and any(ch.isdigit() for ch in cell)
+            numeric = cell == "-" or bool(re.fullmatch(r"-?[\d.,]+%?", cell))
             out.append(cell.rjust(width) if numeric else cell.ljust(width))
         return "  ".join(out).rstrip()
 
