@@ -58,18 +58,30 @@ def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
 def open_store(url: str | None, *, must_exist: bool) -> Any:
     """The store `url` names (default: $JUDGEHOOKS_DB or ./judgehooks.db), checked with one read.
     ``must_exist``: a missing store file is an error, so a typo never reports on a new, empty database."""
-    from ..stores._url import redact, store_from_url
+    store = store_at(url, must_exist=must_exist)
+    check_store(store, label_of(url))
+    return store
 
-    url = url or default_store_url()
+
+def store_at(url: str | None, *, must_exist: bool) -> Any:
+    """`open_store` without the read: the URL parsed and the store built, no I/O yet."""
+    from ..stores._url import store_from_url
+
     try:
-        store = store_from_url(url)
+        store = store_from_url(url or default_store_url())
         path = getattr(store, "path", None)
         if must_exist and isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
             raise FileNotFoundError(f"no such file {path!r}")
     except Exception as exc:
-        raise CommandError(f"cannot open store {redact(url)}: {one_line(exc)}") from None
-    check_store(store, redact(url))
+        raise CommandError(f"cannot open store {label_of(url)}: {one_line(exc)}") from None
     return store
+
+
+def label_of(url: str | None) -> str:
+    """The store URL as shown to people: the default filled in, any password hidden."""
+    from ..stores._url import redact
+
+    return redact(url or default_store_url())
 
 
 def check_store(store: Any, label: str) -> None:

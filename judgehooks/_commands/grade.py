@@ -17,13 +17,15 @@ from typing import Any
 from .._errors import StoreError
 from .._eval import AgentAsJudgeEval
 from .._record import EvalRecord
-from ..stores._url import redact
 from .cases import CaseError, read_cases
-from .common import CommandError, add_store_argument, check_store, default_store_url, open_store
+from .common import CommandError, add_store_argument, check_store, label_of, store_at
 
 # Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
 _JUDGE_FLAGS = ("criteria", "model", "api_base", "api_key", "scoring_strategy", "threshold", "name",
                 "concurrency", "timeout", "retries", "store")
+_FLAG_OF = {"max_concurrency": "--concurrency", "scoring_strategy": "--scoring-strategy", "threshold": "--threshold",
+            "criteria": "--criteria", "timeout": "--timeout", "retries": "--retries", "name": "--name",
+            "model": "--model"}
 _MAX_SHOWN = 20
 
 
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     with _progress(args.progress, total) as advance:
         evaluator, store_url = _evaluator(args, advance)
         summary = _grade(evaluator, args.cases, total, args.chunk_size, advance)
-    summary = {"cases_file": args.cases, "store": redact(store_url), "evaluator": evaluator.evaluator, **summary}
+    summary = {"cases_file": args.cases, "store": store_url, "evaluator": evaluator.evaluator, **summary}
     print(json.dumps(summary, indent=2) if args.json else _render(summary))
     return 1 if summary["not_stored"] or summary["not_graded"] else 0
 
@@ -100,8 +102,7 @@ def _evaluator(args: argparse.Namespace, advance: Callable[[int], None]) -> tupl
         raise CommandError("grade: --criteria is required (or --evaluator MODULE:ATTR)", code=2)
     if args.threshold is not None and args.scoring_strategy != "numeric":
         raise CommandError("grade: --threshold applies to --scoring-strategy numeric only", code=2)
-    url = args.store or default_store_url()
-    store = open_store(url, must_exist=False)
+    store = store_at(args.store, must_exist=False)
     try:
         evaluator = AgentAsJudgeEval(
             criteria=args.criteria, scoring_strategy=args.scoring_strategy or "binary",
@@ -110,8 +111,13 @@ def _evaluator(args: argparse.Namespace, advance: Callable[[int], None]) -> tupl
             timeout=60.0 if args.timeout is None else args.timeout, retries=2 if args.retries is None else args.retries,
             max_concurrency=8 if args.concurrency is None else args.concurrency, store=_Counting(store, advance))
     except (TypeError, ValueError) as exc:  # the message names the parameter and what it allows
-        raise CommandError(f"grade: {exc}", code=2) from None
-    return evaluator, url
+        message = str(exc)
+        for parameter, flag in _FLAG_OF.items():
+            if message.startswith(parameter + " "):
+                message = flag + message[len(parameter):]
+        raise CommandError(f"grade: {message}", code=2) from None
+    check_store(store, label_of(args.store))
+    return evaluator, label_of(args.store)
 
 
 def _load(spec: str) -> AgentAsJudgeEval:
@@ -197,7 +203,8 @@ def _grade(evaluator: AgentAsJudgeEval, path: str, total: int, chunk_size: int,
 def _cases(path: str, batch: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, case in read_cases(path):
         if isinstance(case, CaseError):
-            raise CommandError(f"grade: {case} (the file changed while grading)", code=2)
+            raise CommandError(f"grade: {case} (the file changed while grading; what was graded before is "
+                               f"stored with metadata case.batch_id {batch})", code=2)
         metadata = {**(case.get("metadata") or {}),
                     "case": {"file": os.path.basename(path), "line": number, "batch_id": batch, "id": case.get("id")}}
         yield number, {"input": case["input"], "output": case["output"],

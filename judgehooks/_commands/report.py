@@ -8,14 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..stores._base import iter_records
-from ..stores._url import redact
 from .common import (
     add_filter_arguments,
     add_store_argument,
     call,
     count,
-    default_store_url,
     filters_of,
+    label_of,
     open_store,
     parse_time,
     table,
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
     report = call(_collect, store, Report(worst=args.worst), since=since, until=until, **filters_of(args))
-    payload = {"store": redact(args.store or default_store_url()),
+    payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
                **report.to_json()}
