@@ -296,6 +296,13 @@ def test_store_urls(tmp_path, monkeypatch):
     assert isinstance(store_from_url("memory://"), MemoryStore)
     with pytest.raises(ValueError, match="unsupported store URL scheme 'redis'"):
         store_from_url("redis://localhost")
+    for url in ("postgresql://u@127.0.0.1/db", "postgres://u@127.0.0.1/db", "postgresql+psycopg://u@127.0.0.1/db"):
+        try:
+            store = store_from_url(url)
+        except ImportError as exc:  # until PostgresStore lands
+            assert 'pip install "judgehooks[postgres]"' in str(exc)
+        else:
+            assert type(store).__name__ == "PostgresStore"
     for url in ("jsonl:///evals.jsonl", "evals.jsonl"):
         try:
             store = store_from_url(url)

@@ -28,9 +28,9 @@ def store_from_url(url: str) -> Any:
     scheme = scheme.lower()
     if scheme == "sqlite":
         return SQLiteStore(_path(rest, "judgehooks.db"))
-    if scheme in ("postgresql", "postgres"):
+    if scheme.split("+", 1)[0] in ("postgresql", "postgres"):
         store_class = _optional("judgehooks.stores._postgres", "PostgresStore", 'pip install "judgehooks[postgres]"')
-        return store_class(url)
+        return store_class(f"postgresql://{rest}")  # SQLAlchemy's postgresql+psycopg:// means the same server
     if scheme == "jsonl":
         return _jsonl_store(_path(rest, "judgehooks.jsonl"))
     if scheme == "memory":
