@@ -296,20 +296,18 @@ def test_store_urls(tmp_path, monkeypatch):
     assert isinstance(store_from_url("memory://"), MemoryStore)
     with pytest.raises(ValueError, match="unsupported store URL scheme 'redis'"):
         store_from_url("redis://localhost")
-    for url in ("postgresql://u@127.0.0.1/db", "postgres://u@127.0.0.1/db", "postgresql+psycopg://u@127.0.0.1/db"):
+    optional = {"postgresql://u@127.0.0.1/db": ("PostgresStore", 'pip install "judgehooks[postgres]"'),
+                "postgres://u@127.0.0.1/db": ("PostgresStore", 'pip install "judgehooks[postgres]"'),
+                "postgresql+psycopg://u@127.0.0.1/db": ("PostgresStore", 'pip install "judgehooks[postgres]"'),
+                "jsonl:///evals.jsonl": ("JsonlStore", "JsonlStore is not available"),
+                "evals.jsonl": ("JsonlStore", "JsonlStore is not available")}
+    for url, (class_name, hint) in optional.items():
         try:
             store = store_from_url(url)
-        except ImportError as exc:  # until PostgresStore lands
-            assert 'pip install "judgehooks[postgres]"' in str(exc)
+        except ImportError as exc:  # until the stores branch lands PostgresStore and JsonlStore
+            assert hint in str(exc), url
         else:
-            assert type(store).__name__ == "PostgresStore"
-    for url in ("jsonl:///evals.jsonl", "evals.jsonl"):
-        try:
-            store = store_from_url(url)
-        except ImportError as exc:  # until JsonlStore lands
-            assert "JsonlStore is not available" in str(exc)
-        else:
-            assert type(store).__name__ == "JsonlStore"
+            assert type(store).__name__ == class_name, url
 
 
 async def _all(store, page_size, **filters):
