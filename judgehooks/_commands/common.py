@@ -84,6 +84,14 @@ def label_of(url: str | None) -> str:
     return redact(url or default_store_url())
 
 
+def read(label: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """`call` for reads: a store failing midway ends the command with one line, never a partial answer."""
+    try:
+        return call(fn, *args, **kwargs)
+    except Exception as exc:
+        raise CommandError(f"cannot read store {label}: {one_line(exc)}") from None
+
+
 def check_store(store: Any, label: str) -> None:
     """One read, so an unreachable store fails the command at once with one line, not halfway through."""
     try:

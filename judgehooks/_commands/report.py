@@ -11,12 +11,12 @@ from ..stores._base import iter_records
 from .common import (
     add_filter_arguments,
     add_store_argument,
-    call,
     count,
     filters_of,
     label_of,
     open_store,
     parse_time,
+    read,
     table,
     when,
 )
@@ -41,7 +41,8 @@ def _since(value: str) -> datetime | None:
 def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
-    report = call(_collect, store, Report(worst=args.worst), since=since, until=until, **filters_of(args))
+    report = read(label_of(args.store), _collect, store, Report(worst=args.worst), since=since, until=until,
+                  **filters_of(args))
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from datetime import timedelta
 from typing import Any
 
 from .._record import EvalRecord
 from ..stores._base import iter_records
-from .common import CommandError, add_filter_arguments, add_store_argument, call, count, filters_of, open_store, when
+from .common import (
+    CommandError,
+    add_filter_arguments,
+    add_store_argument,
+    call,
+    count,
+    filters_of,
+    label_of,
+    one_line,
+    open_store,
+    read,
+    when,
+)
 from .stats import target
 
 
@@ -37,17 +50,24 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, must_exist=True)
     filters = {**filters_of(args), "status": args.status}
     show = _json_line if args.json else _text_line
+    label = label_of(args.store)
     try:
-        last = call(store.query, **filters, limit=max(args.lines, 1))
+        last = read(label, store.query, **filters, limit=max(args.lines, 1))
         follower = _Follower(store, filters, timedelta(seconds=args.lookback))
         if args.follow and last:
             follower.newest = last[0].created_at
-            follower.poll()  # known before anything is printed: a record stored after the last N is new
+            read(label, follower.poll)  # before printing: a record stored after the last N is new
         for record in reversed(last[:args.lines]):
             _emit(show(record))
         while args.follow:
             time.sleep(args.interval)
-            for record in follower.poll():
+            try:
+                fresh = call(follower.poll)
+            except Exception as exc:  # a store outage while following: say so, keep polling, lose nothing
+                print(f"judgehooks: tail: cannot read store {label}: {one_line(exc)}; retrying",
+                      file=sys.stderr, flush=True)
+                continue
+            for record in fresh:
                 _emit(show(record))
         return 0
     except KeyboardInterrupt:  # the way to stop following: not an error
@@ -63,9 +83,9 @@ class _Follower:
         self.seen: dict[str, Any] = {}  # id -> created_at, for records inside the lookback window
         self.newest = None
 
-    def poll(self) -> list[EvalRecord]:
+    async def poll(self) -> list[EvalRecord]:
         since = None if self.newest is None else self.newest - self.lookback
-        found = call(_gather, self.store, since=since, **self.filters)
+        found = [record async for record in iter_records(self.store, since=since, **self.filters)]
         fresh = sorted((r for r in found if r.id not in self.seen), key=lambda r: (r.created_at, r.id))
         for record in fresh:
             self.seen[record.id] = record.created_at
@@ -75,10 +95,6 @@ class _Follower:
             horizon = self.newest - self.lookback
             self.seen = {i: t for i, t in self.seen.items() if t >= horizon}
         return fresh
-
-
-async def _gather(store: Any, **filters: Any) -> list[EvalRecord]:
-    return [record async for record in iter_records(store, **filters)]
 
 
 def _emit(line: str) -> None:
