@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
-        summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else None
+        summary = module.__doc__.strip().splitlines()[0] if module.__doc__ else None
         command = sub.add_parser(name, help=summary, description=summary)
         module.add_arguments(command)
         command.set_defaults(func=module.run)
