@@ -35,6 +35,12 @@ def submit(fn: Callable[..., Awaitable[Any]], *args: Any) -> concurrent.futures.
     return future
 
 
+async def wait(future: concurrent.futures.Future[Any]) -> Any:
+    """Await a submitted evaluation from another loop. Shielded: a cancelled run must not cancel a
+    verdict that is already being paid for."""
+    return await asyncio.shield(asyncio.wrap_future(future))
+
+
 def _done(future: concurrent.futures.Future[Any]) -> None:
     with _lock:
         _pending.discard(future)

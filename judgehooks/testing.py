@@ -11,7 +11,11 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
 ``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
-once). Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
+once; each string parameter gets the first 40 characters of the question unless
+``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
+same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
+separate counts per tag; :meth:`StubLLMServer.reset` clears them).
+Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
 structured output) is set with :meth:`StubLLMServer.configure`.
 
 Run it as a separate process for benchmarks: ``python -m judgehooks.testing --port 0``.
@@ -44,6 +48,7 @@ class StubSettings:
     judge_structured: bool = True  # False: 400 on response_format, answers in SCORE:/PASSED: lines
     retry_after_s: float | None = None
     counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
+    fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -125,6 +130,12 @@ class _StubApp:
         schema = json.dumps(request.get("response_format") or {})
         system = _text_of(messages[0]) if messages else ""
         numeric = '"score"' in schema or ("response_format" not in request and "SCORE:" in system)
+        if "fail_first" in d:
+            key = d["fail_first"]
+            s.fail_first_seen[key] = seen = s.fail_first_seen.get(key, 0) + 1
+            if seen <= int(key.split(":")[0] or 1):
+                d.setdefault("fail", "")
+                d.setdefault("score", "1")
         if "judge_malformed" in d:
             content = "I think it is fine {not json"
         elif numeric:
@@ -155,7 +166,7 @@ class _StubApp:
         model = request.get("model", "agent")
         if "tool" in d and not tool_results and request.get("tools"):
             call = {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                    "function": {"name": d["tool"], "arguments": json.dumps({"text": last_user[:40]})}}
+                    "function": {"name": d["tool"], "arguments": json.dumps(self._tool_args(request, d, last_user))}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             if request.get("stream"):
                 return _Reply(200, stream=self._chunks(model, None, [call], _usage(prompt, "call")))
@@ -164,6 +175,16 @@ class _StubApp:
         if request.get("stream"):
             return _Reply(200, stream=self._chunks(model, content, None, _usage(prompt, content)))
         return _Reply(200, _completion(model, {"role": "assistant", "content": content}, _usage(prompt, content)))
+
+    @staticmethod
+    def _tool_args(request: dict[str, Any], d: dict[str, str], last_user: str) -> dict[str, Any]:
+        """Arguments for the directed tool: `[[arg_x=...]]` values, else the question's start."""
+        for tool in request.get("tools") or ():
+            function = tool.get("function") or {}
+            if function.get("name") == d["tool"]:
+                names = list((function.get("parameters") or {}).get("properties") or {}) or ["text"]
+                return {name: d.get(f"arg_{name}", last_user[:40]) for name in names}
+        return {"text": last_user[:40]}
 
     @staticmethod
     def _chunks(model: str, content: str | None, tool_calls: list[dict[str, Any]] | None,
