@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from ._context import EvalContext
-from ._errors import StoreError
+from ._errors import MissingContext, StoreError
 from ._judge import Judge, JudgeReply, describe, error_name, is_retryable, retry_after_seconds
 from ._log import log
 from ._prompt import JudgeRequest, build_request
@@ -58,6 +58,9 @@ class Grading:
 
     def request(self, ctx: EvalContext) -> JudgeRequest:
         context = None if self.context_key is None else ctx.metadata.get(self.context_key)
+        if self.context_key is not None and context is None:
+            raise MissingContext(f"run metadata has no {self.context_key!r}: this evaluator grades against the "
+                                 f"context given there, e.g. agent.run(..., metadata={{{self.context_key!r}: docs}})")
         return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
                              include_tools=self.include_tools, context=context)
 

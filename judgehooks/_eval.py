@@ -45,7 +45,18 @@ def _check_number(name: str, value: Any, *, minimum: float, allow_equal: bool, i
         raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
 
 
-def _guidelines(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def check_grading(criteria: Any, scoring_strategy: Any, threshold: Any) -> None:
+    """The judge settings every LLM evaluator (and judge template) shares, checked once."""
+    if not isinstance(criteria, str) or not criteria.strip():
+        raise ValueError("criteria must be a non-empty string saying what a good output is, "
+                         f"got {criteria!r}")
+    if scoring_strategy not in ("binary", "numeric"):
+        raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
+        raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+
+
+def guidelines_tuple(value: str | Sequence[str] | None) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -129,13 +140,7 @@ class AgentAsJudgeEval(BaseEval):
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
     ) -> None:
-        if not isinstance(criteria, str) or not criteria.strip():
-            raise ValueError("criteria must be a non-empty string saying what a good output is, "
-                             f"got {criteria!r}")
-        if scoring_strategy not in ("binary", "numeric"):
-            raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
-            raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+        check_grading(criteria, scoring_strategy, threshold)
         _check_number("timeout", timeout, minimum=0, allow_equal=False)
         _check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
         _check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
@@ -219,7 +224,7 @@ class AgentAsJudgeEval(BaseEval):
             sink = FanoutStore(self.store, AgnoDbStore(db))
         self._pipeline = Pipeline(
             grading=Grading(evaluator=self.evaluator, criteria=criteria, mode=scoring_strategy,
-                            threshold=mode_threshold, guidelines=_guidelines(additional_guidelines),
+                            threshold=mode_threshold, guidelines=guidelines_tuple(additional_guidelines),
                             include_tools=include_tool_calls, context_key=context_key, timeout=timeout,
                             retry=RetryPolicy(retries=retries, backoff=retry_backoff)),
             judge=judge,

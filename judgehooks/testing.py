@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ("FakeJudge", "StubLLMServer", "StubSettings")
+__all__ = ("FakeJudge", "StubLLMServer", "StubSettings", "WebhookReceiver")
 
 _DIRECTIVE = re.compile(r"\[\[(\w+)(?:=([^\]]*))?\]\]")
 
@@ -341,6 +341,77 @@ class FakeJudge:
         if isinstance(reply, BaseException):
             raise reply
         return JudgeReply(text=reply, model=self.model, prompt_tokens=1, completion_tokens=1, cost_usd=None)
+
+
+class WebhookReceiver:
+    """A real HTTP server on 127.0.0.1 (its own thread) that records the JSON bodies POSTed to it.
+
+    For notifier tests and examples. ``status`` is the reply code (e.g. 500 to exercise retries);
+    ``hang=True`` accepts connections and never answers (a receiver that is up but stuck).
+    ``posts`` holds the bodies received, ``attempts`` counts requests whatever the reply."""
+
+    def __init__(self, *, status: int = 200, hang: bool = False) -> None:
+        self.status, self.hang = status, hang
+        self.posts: list[Any] = []
+        self.attempts = 0
+        self._stopped = threading.Event()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "receiver not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+
+    def start(self) -> WebhookReceiver:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.attempts += 1
+                if receiver.hang:
+                    receiver._stopped.wait()
+                    return
+                if receiver.status < 300:
+                    receiver.posts.append(json.loads(body or b"null"))
+                self.send_response(receiver.status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:  # silent, like the rest of the library
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="judgehooks-webhook-receiver",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Any]:
+        """Wait until at least `count` bodies arrived; return them (raises TimeoutError otherwise)."""
+        deadline = time.monotonic() + timeout
+        while len(self.posts) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(self.posts)} of {count} webhook posts arrived within {timeout} s")
+            time.sleep(0.01)
+        return list(self.posts)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _main() -> None:  # pragma: no cover - exercised by the benchmarks
