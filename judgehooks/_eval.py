@@ -56,14 +56,14 @@ def check_grading(criteria: Any, scoring_strategy: Any, threshold: Any) -> None:
         raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
 
 
-def guidelines_tuple(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_guidelines") -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise TypeError(f"additional_guidelines must be a string or a list of strings, got {type(value).__name__}")
+    raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
 
 
 def _default_name(criteria: str, mode: str, threshold: int | None) -> str:

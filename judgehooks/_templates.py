@@ -57,7 +57,7 @@ def add_judge(name: str, criteria: str, *, scoring_strategy: Literal["binary", "
     if context_key is not None and (not isinstance(context_key, str) or not context_key):
         raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, got {context_key!r}")
     template = JudgeTemplate(name=name, criteria=criteria, scoring_strategy=scoring_strategy, threshold=threshold,
-                             guidelines=guidelines_tuple(guidelines), context_key=context_key,
+                             guidelines=guidelines_tuple(guidelines, "guidelines"), context_key=context_key,
                              description=description)
     with _lock:
         if name in _registry and not replace:
