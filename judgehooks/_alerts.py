@@ -91,7 +91,7 @@ class WindowedAlert:
         """Count one record; fire the notifier if this record starts an incident."""
         alert = self.observe(record)
         if alert is not None:
-            log.warning("quality_alert_fired", evaluator=alert.evaluator, agent_id=alert.agent_id,
+            log.info("quality_alert_fired", evaluator=alert.evaluator, agent_id=alert.agent_id,
                         team_id=alert.team_id, pass_rate=alert.pass_rate, graded=alert.graded, errors=alert.errors)
             await self._notify(alert)  # type: ignore[misc]
 
