@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from agno.agent import Agent
 from agno.run.agent import RunCompletedEvent, RunContentEvent, RunErrorEvent
@@ -142,3 +144,12 @@ def test_team_repair_completes_the_stream_with_the_repaired_answer(make_judge, m
 def test_gate_settings_are_checked_at_construction(make_judge, kwargs, error, message):
     with pytest.raises(error, match=message):
         make_judge(**kwargs)
+
+
+@pytest.mark.anyio
+async def test_concurrent_gated_runs_each_get_their_own_verdict(make_judge, make_agent, store):
+    agent = make_agent(make_judge(gate=True, fallback=FALLBACK))
+    outs = await asyncio.gather(*(agent.arun(f"q{i}" + (" [[fail]]" if i % 2 else "")) for i in range(12)))
+    for i, out in enumerate(outs):
+        assert out.content == (FALLBACK if i % 2 else f"ECHO: q{i}")
+    assert sorted(statuses(store)) == ["failed"] * 6 + ["passed"] * 6

@@ -209,3 +209,11 @@ def test_windowed_alert_on_a_live_agent_posts_one_alert(make_judge, make_agent, 
     (body,) = receiver.posts
     assert (body["kind"], body["agent_id"], body["pass_rate"], body["graded"]) == (
         "quality_alert", "agent-live", 0.5, 4)
+
+
+def test_on_record_sees_every_status(make_judge, make_agent):
+    seen = []
+    agent = make_agent(make_judge(on_record=lambda r: seen.append(r.status), retries=0))
+    for question in ("a", "b [[fail]]", "c [[judge_status=500]]"):
+        agent.run(question)
+    assert seen == ["passed", "failed", "error"]
