@@ -22,6 +22,18 @@ from ._log import log
 from ._record import EvalRecord
 
 _MAX_RETRY_AFTER = 30.0
+_ssl_context: Any = None
+
+
+def _shared_ssl_context() -> Any:
+    """One TLS context for every delivery: building one costs ~45 ms of CPU on the judgehooks loop,
+    which would otherwise land on the next run's grading."""
+    global _ssl_context
+    if _ssl_context is None:
+        import httpx
+
+        _ssl_context = httpx.create_ssl_context()
+    return _ssl_context
 
 
 def _check(name: str, value: Any, *, minimum: float, integer: bool = False, strict: bool = False) -> None:
@@ -108,7 +120,7 @@ class WebhookNotifier:
         error = "no attempt made"
         attempt = 0
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
+            async with httpx.AsyncClient(timeout=self.timeout, verify=_shared_ssl_context()) as client:
                 while True:
                     attempt += 1
                     retry_after: float | None = None
