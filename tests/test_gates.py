@@ -153,3 +153,13 @@ async def test_concurrent_gated_runs_each_get_their_own_verdict(make_judge, make
     for i, out in enumerate(outs):
         assert out.content == (FALLBACK if i % 2 else f"ECHO: q{i}")
     assert sorted(statuses(store)) == ["failed"] * 6 + ["passed"] * 6
+
+
+def test_repair_on_a_member_agent_hands_the_team_leader_the_repaired_answer(make_judge, server, store):
+    member = Agent(model=model(server), name="member", telemetry=False, post_hooks=[make_judge(repair=1)])
+    team = Team(members=[member], model=model(server), telemetry=False)
+    out = team.run("[[fail_first=1]] [[tool=delegate_task_to_member]] [[arg_member_id=member]]")
+    first, repaired = store.records
+    assert (first.status, repaired.status, repaired.metadata["judgehooks_repair_attempt"]) == ("failed", "passed", 1)
+    assert out.member_responses[0].content == repaired.output
+    assert out.content.endswith(f"TOOL_RESULT: {repaired.output}")
