@@ -29,7 +29,7 @@ from typing import Any
 import anyio.to_thread
 
 from . import _background
-from ._context import EvalContext
+from ._context import EvalContext, render_content
 from ._log import log
 from ._record import EvalRecord
 
@@ -92,7 +92,7 @@ class Gate:
                         break
                     last, content = outcome
                     if last.status != "failed":  # passed, or a judge error: never counted as a failure
-                        run_output.content = content
+                        _show(run_output, content)
                         log.info("gate_repaired", evaluator=record.evaluator, run_id=record.run_id,
                                  attempt=attempt, attempt_run_id=last.run_id, status=last.status)
                         return
@@ -134,9 +134,19 @@ class Gate:
         """Show the fallback instead of the failed answer and make agno end the run as an error."""
         from agno.exceptions import OutputCheckError
 
-        run_output.content = self.fallback
+        _show(run_output, self.fallback)
         log.info("gate_blocked", evaluator=record.evaluator, run_id=record.run_id, record_id=last.id,
                  score=last.score, reason=last.reason, repairs=self.repair)
         raise OutputCheckError(self.fallback, additional_data={
             "evaluator": record.evaluator, "record_id": last.id, "run_id": record.run_id, "score": last.score,
             "reason": last.reason, "repair_attempts": self.repair})
+
+
+def _show(run_output: Any, content: Any) -> None:
+    """Make `content` what the caller gets and what the session remembers the assistant said: the run's
+    content and its last assistant message (history sent to the model on later turns)."""
+    run_output.content = content
+    for message in reversed(getattr(run_output, "messages", None) or ()):
+        if getattr(message, "role", None) == "assistant":
+            message.content = render_content(content)
+            return

@@ -163,3 +163,10 @@ def test_repair_on_a_member_agent_hands_the_team_leader_the_repaired_answer(make
     assert (first.status, repaired.status, repaired.metadata["judgehooks_repair_attempt"]) == ("failed", "passed", 1)
     assert out.member_responses[0].content == repaired.output
     assert out.content.endswith(f"TOOL_RESULT: {repaired.output}")
+
+
+def test_the_session_remembers_what_the_caller_saw(make_judge, make_agent):
+    blocked = make_agent(make_judge(gate=True, fallback=FALLBACK)).run("q [[fail]]")
+    repaired = make_agent(make_judge(repair=1, fallback=FALLBACK)).run("q [[fail_first=1]]")
+    assert [m.content for m in blocked.messages if m.role == "assistant"][-1] == FALLBACK
+    assert [m.content for m in repaired.messages if m.role == "assistant"][-1] == repaired.content
