@@ -170,3 +170,12 @@ def test_the_session_remembers_what_the_caller_saw(make_judge, make_agent):
     repaired = make_agent(make_judge(repair=1, fallback=FALLBACK)).run("q [[fail_first=1]]")
     assert [m.content for m in blocked.messages if m.role == "assistant"][-1] == FALLBACK
     assert [m.content for m in repaired.messages if m.role == "assistant"][-1] == repaired.content
+
+
+def test_a_repair_run_that_ends_in_error_stops_repairing_and_blocks(make_judge, make_agent, store):
+    repairing = make_judge(name="repairing", repair=3, fallback=FALLBACK)
+    strict = make_judge(name="strict", gate=True, fallback="strict says no")
+    out = make_agent(repairing, strict).run("q [[fail]]")
+    # The first re-run is blocked by the other gate (status error): no further attempts, the fallback.
+    assert (out.content, out.status) == (FALLBACK, RunStatus.error)
+    assert [(r.evaluator, r.status) for r in store.records] == [("repairing", "failed"), ("strict", "failed")]
