@@ -1,106 +1,66 @@
-"""The `judgehooks` command."""
+"""The `judgehooks` command: report, tail, grade, resume; one module per subcommand."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
+import logging
 import os
-import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# Subcommand -> module with `add_arguments(parser)` and `run(args) -> int`; its docstring's first line is the help.
+COMMANDS: dict[str, str] = {
+    "report": "judgehooks._commands.report",
+    "tail": "judgehooks._commands.tail",
+    "grade": "judgehooks._commands.grade",
+    "resume": "judgehooks._commands.resume",
+}
+
 
 def store_from_url(url: str) -> Any:
-    """A store from a URL or a path: sqlite:///path/to.db, memory://, or a plain file path."""
-    from .stores import MemoryStore, SQLiteStore
+    """`judgehooks.stores.store_from_url`, for scripts: a bad URL or a missing extra exits with the reason."""
+    from .stores._url import store_from_url as from_url
 
-    if url.startswith("sqlite:///"):
-        return SQLiteStore(url[len("sqlite:///"):] or "judgehooks.db")
-    if url.startswith("sqlite://"):
-        return SQLiteStore(url[len("sqlite://"):] or "judgehooks.db")
-    if url == "memory://":
-        return MemoryStore()
-    if "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise SystemExit(f"judgehooks: unsupported store URL scheme {scheme!r} in {url!r} "
-                         "(supported: sqlite:///path, memory://, or a file path)")
-    return SQLiteStore(url)
-
-
-def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
-    conn = sqlite3.connect(outbox_path)
     try:
-        rows = conn.execute("SELECT evaluator, spec FROM eval_jobs GROUP BY evaluator").fetchall()
-    except sqlite3.OperationalError:
-        return {}
-    finally:
-        conn.close()
-    return {name: (json.loads(spec) if spec else None) for name, spec in rows}
+        return from_url(url)
+    except (ValueError, ImportError) as exc:
+        raise SystemExit(f"judgehooks: {exc}") from None
 
 
-def cmd_resume(args: argparse.Namespace) -> int:
-    """Grade the jobs that processes left in the outbox when they died or timed out at exit."""
-    import judgehooks
-    from judgehooks import AgentAsJudgeEval
-    from judgehooks.dispatch._dispatcher import _registry
-    from judgehooks.stores._sqlite import outbox_path_for
-
-    store = store_from_url(args.store)
-    outbox = args.outbox or outbox_path_for(store)
-    if not os.path.exists(outbox):
-        print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
-        return 0
-    from judgehooks.stores._spill import SpillingStore
-
-    spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
-    for module in args.import_ or ():
-        importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
-    known = {d.pipeline.grading.evaluator for d in _registry.all()}
-    specs = _pending_specs(outbox)
-    evaluators = []
-    for name, spec in specs.items():
-        if name in known:
-            continue
-        if spec is None or not spec.get("model"):
-            print(f"judgehooks resume: evaluator {name!r} has pending jobs but no rebuildable judge spec; "
-                  f"pass --import with the module that defines it", file=sys.stderr)
-            continue
-        settings = {k: v for k, v in spec.items() if v is not None}
-        evaluators.append(AgentAsJudgeEval(**settings, store=store, run_in_background=True, outbox=outbox,
-                                           max_concurrency=args.concurrency))
-    if not specs and not spill.stats()["spill_pending"]:
-        print("judgehooks resume: nothing pending")
-        return 0
-    finished = judgehooks.drain(args.timeout)
-    if spill.spilled or spill.redelivered or spill.stats()["spill_pending"]:
-        print(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
-              f"{spill.stats()['spill_pending']} still waiting")
-    stats = judgehooks.stats()
-    resumed = sum(s["resumed"] for s in stats.values())
-    done = sum(s["done"] for s in stats.values())
-    print(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
-          f"{'all done' if finished else 'timed out: the rest stay pending'}")
-    return 0 if finished else 1
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="judgehooks", description="Grade agno runs with LLM judges, and read "
+                                     "the verdicts back. Every command takes --store URL (or $JUDGEHOOKS_DB).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        summary = module.__doc__.strip().splitlines()[0] if module.__doc__ else None
+        command = sub.add_parser(name, help=summary, description=summary)
+        module.add_arguments(command)
+        command.set_defaults(func=module.run)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="judgehooks", description="Grade agno runs with LLM judges.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    resume = sub.add_parser("resume", help="grade evaluations left pending by processes that died")
-    resume.add_argument("--store", default=os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db",
-                        help="store URL or path (sqlite:///path/to.db); default $JUDGEHOOKS_DB or ./judgehooks.db")
-    resume.add_argument("--outbox", help="outbox file; default beside the store")
-    resume.add_argument("--import", dest="import_", action="append", metavar="MODULE",
-                        help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
-    resume.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
-    resume.add_argument("--concurrency", type=int, default=32)
-    resume.set_defaults(func=cmd_resume)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    from ._commands.common import CommandError
+
+    args = build_parser().parse_args(argv)
+    # The command is the application here: library warnings (store retries, lost writes) go to stderr.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="judgehooks: %(levelname)s %(message)s")
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        print(f"judgehooks: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("judgehooks: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `judgehooks report | head`: the reader left; exit quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

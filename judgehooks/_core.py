@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from ._context import EvalContext
-from ._errors import StoreError
+from ._errors import MissingContext, StoreError
 from ._judge import Judge, JudgeReply, describe, error_name, is_retryable, retry_after_seconds
 from ._log import log
 from ._prompt import JudgeRequest, build_request
@@ -52,12 +52,17 @@ class Grading:
     threshold: int | None
     guidelines: tuple[str, ...] = ()
     include_tools: bool = False
+    context_key: str | None = None  # run metadata key holding the context an answer must be faithful to
     timeout: float = 60.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     def request(self, ctx: EvalContext) -> JudgeRequest:
+        context = None if self.context_key is None else ctx.metadata.get(self.context_key)
+        if self.context_key is not None and context is None:
+            raise MissingContext(f"run metadata has no {self.context_key!r}: this evaluator grades against the "
+                                 f"context given there, e.g. agent.run(..., metadata={{{self.context_key!r}: docs}})")
         return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
-                             include_tools=self.include_tools)
+                             include_tools=self.include_tools, context=context)
 
     def record_id(self, ctx: EvalContext) -> str:
         return record_id(self.evaluator, ctx.run_id or "offline", ctx.case_index)
@@ -126,6 +131,7 @@ class Pipeline:
     store: Store
     on_fail: AsyncCallback | None = None
     on_error: AsyncCallback | None = None
+    on_record: AsyncCallback | None = None  # every record, any status (windowed alerts)
 
     async def judge_once(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Ask the judge, with retries; return the unsaved record. Never raises: whatever fails
@@ -184,6 +190,8 @@ class Pipeline:
             await self.on_fail(record)
         elif record.status == "error" and self.on_error is not None:
             await self.on_error(record)
+        if self.on_record is not None:
+            await self.on_record(record)
         log.info("evaluation", evaluator=record.evaluator, status=record.status, score=record.score,
                  agent_id=record.agent_id, team_id=record.team_id, run_id=record.run_id,
                  session_id=record.session_id, user_id=record.user_id, latency_ms=record.latency_ms,

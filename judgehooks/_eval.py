@@ -22,6 +22,7 @@ from ._callbacks import wrap_callback
 from ._context import EvalContext, render_content, snapshot_run
 from ._core import Grading, Pipeline, RetryPolicy
 from ._errors import StoreError
+from ._gate import DEFAULT_FALLBACK, Gate
 from ._hooklist import ensure_dual_hooks
 from ._judge import AgnoJudge, Judge, LiteLLMJudge
 from ._judgeproc import ProcessJudge
@@ -45,14 +46,25 @@ def _check_number(name: str, value: Any, *, minimum: float, allow_equal: bool, i
         raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
 
 
-def _guidelines(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def check_grading(criteria: Any, scoring_strategy: Any, threshold: Any) -> None:
+    """The judge settings every LLM evaluator (and judge template) shares, checked once."""
+    if not isinstance(criteria, str) or not criteria.strip():
+        raise ValueError("criteria must be a non-empty string saying what a good output is, "
+                         f"got {criteria!r}")
+    if scoring_strategy not in ("binary", "numeric"):
+        raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
+        raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+
+
+def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_guidelines") -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise TypeError(f"additional_guidelines must be a string or a list of strings, got {type(value).__name__}")
+    raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
 
 
 def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
@@ -133,15 +145,14 @@ class AgentAsJudgeEval(BaseEval):
         requests_per_minute: float | None = None,
         judge_process: bool | None = None,
         judge_processes: int | None = None,
+        gate: bool = False,
+        fallback: str = DEFAULT_FALLBACK,
+        repair: int = 0,
+        on_record: Callable[[EvalRecord], Any] | None = None,
+        context_key: str | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
     ) -> None:
-        if not isinstance(criteria, str) or not criteria.strip():
-            raise ValueError("criteria must be a non-empty string saying what a good output is, "
-                             f"got {criteria!r}")
-        if scoring_strategy not in ("binary", "numeric"):
-            raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
-            raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+        check_grading(criteria, scoring_strategy, threshold)
         _check_number("timeout", timeout, minimum=0, allow_equal=False)
         _check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
         _check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
@@ -156,6 +167,10 @@ class AgentAsJudgeEval(BaseEval):
         if judge is not None and not hasattr(judge, "complete"):
             raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
         Sampler.validate(sample_rate, when)
+        self._gate = Gate.configure(gate=gate, fallback=fallback, repair=repair, run_in_background=run_in_background)
+        if context_key is not None and (not isinstance(context_key, str) or not context_key):
+            raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, "
+                             f"got {context_key!r}")
         if judge_processes is not None:
             _check_number("judge_processes", judge_processes, minimum=1, allow_equal=True, integer=True)
         _check_number("max_queue", max_queue, minimum=1, allow_equal=True, integer=True)
@@ -227,13 +242,14 @@ class AgentAsJudgeEval(BaseEval):
             sink = SpillingStore(sink, spill_path)
         self._pipeline = Pipeline(
             grading=Grading(evaluator=self.evaluator, criteria=criteria, mode=scoring_strategy,
-                            threshold=mode_threshold, guidelines=_guidelines(additional_guidelines),
-                            include_tools=include_tool_calls, timeout=timeout,
+                            threshold=mode_threshold, guidelines=guidelines_tuple(additional_guidelines),
+                            include_tools=include_tool_calls, context_key=context_key, timeout=timeout,
                             retry=RetryPolicy(retries=retries, backoff=retry_backoff)),
             judge=judge,
             store=sink,
             on_fail=wrap_callback("on_fail", on_fail),
             on_error=wrap_callback("on_error", on_error),
+            on_record=wrap_callback("on_record", on_record),
         )
         self._dispatcher: Dispatcher | None = None
         if run_in_background:
@@ -275,18 +291,25 @@ class AgentAsJudgeEval(BaseEval):
     def post_check(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> None:
         """agno's sync post hook: grade this run inline, or persist it and hand it off."""
+        if self._gate is not None and self._gate.stands_aside(agent or team):
+            return
         ctx = self._context(run_output, agent, team, user_id, metadata)
         rate = self._sampler.decide(ctx)
         if rate is None:
             return
         if self._dispatcher is not None:
             self._dispatcher.submit(ctx, rate)
-        else:
-            _portal.call(self._grade_quietly, ctx, rate)
+            return
+        record = _portal.call(self._grade_quietly, ctx, rate)
+        if self._gate is not None:
+            _portal.call(self._gate.enforce, record, run_output, agent or team, self._snapshot(agent, team),
+                         self._grade_quietly, True)
 
     async def async_post_check(self, run_output: Any, agent: Any = None, team: Any = None,
                                user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> None:
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
+        if self._gate is not None and self._gate.stands_aside(agent or team):
+            return
         ctx = self._context(run_output, agent, team, user_id, metadata)
         rate = self._sampler.decide(ctx)
         if rate is None:
@@ -294,15 +317,21 @@ class AgentAsJudgeEval(BaseEval):
         if self._dispatcher is not None:
             await self._dispatcher.asubmit(ctx, rate)
             return
-        future = _background.submit(self._grade_quietly, ctx, rate)
-        # Shielded: a cancelled run must not cancel a verdict that is already being paid for.
-        await asyncio.shield(asyncio.wrap_future(future))
+        record = await _background.wait(_background.submit(self._grade_quietly, ctx, rate))
+        if self._gate is not None:
+            await self._gate.enforce(record, run_output, agent or team, self._snapshot(agent, team),
+                                     self._grade_quietly, False)
+
+    def _snapshot(self, agent: Any, team: Any) -> Callable[[Any], EvalContext]:
+        """How the gate snapshots a repair attempt's run, as this hook snapshots the original."""
+        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.include_tool_calls)
 
     async def _grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:
             return await self._pipeline.evaluate(ctx, sample_rate)
-        except StoreError:
-            return None  # already logged with the full record by the store writer
+        except StoreError as exc:
+            # Already logged with the full record by the store writer; a gate still needs the verdict.
+            return exc.records[0] if exc.records else None
 
     # ---- offline grading --------------------------------------------------------------------
 
@@ -383,7 +412,7 @@ class AgentAsJudgeEval(BaseEval):
         g = self._pipeline.grading
         return {"name": g.evaluator, "criteria": g.criteria, "scoring_strategy": g.mode,
                 "threshold": self.threshold, "additional_guidelines": list(g.guidelines),
-                "include_tool_calls": g.include_tools,
+                "include_tool_calls": g.include_tools, "context_key": g.context_key,
                 "model": judge.model if isinstance(judge, (LiteLLMJudge, ProcessJudge)) else None,
                 "api_base": api_base, "timeout": timeout, "retries": retries, "retry_backoff": retry_backoff,
                 "temperature": temperature, "structured_output": structured_output}

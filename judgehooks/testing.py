@@ -11,7 +11,11 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
 ``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
-once). Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
+once; each string parameter gets the first 40 characters of the question unless
+``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
+same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
+separate counts per tag; :meth:`StubLLMServer.reset` clears them).
+Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
 structured output) is set with :meth:`StubLLMServer.configure`.
 
 Run it as a separate process for benchmarks: ``python -m judgehooks.testing --port 0``.
@@ -28,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ("FakeJudge", "StubLLMServer", "StubSettings")
+__all__ = ("FakeJudge", "StubLLMServer", "StubSettings", "WebhookReceiver")
 
 _DIRECTIVE = re.compile(r"\[\[(\w+)(?:=([^\]]*))?\]\]")
 
@@ -44,6 +48,7 @@ class StubSettings:
     judge_structured: bool = True  # False: 400 on response_format, answers in SCORE:/PASSED: lines
     retry_after_s: float | None = None
     counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
+    fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -125,6 +130,12 @@ class _StubApp:
         schema = json.dumps(request.get("response_format") or {})
         system = _text_of(messages[0]) if messages else ""
         numeric = '"score"' in schema or ("response_format" not in request and "SCORE:" in system)
+        if "fail_first" in d:
+            key = d["fail_first"]
+            s.fail_first_seen[key] = seen = s.fail_first_seen.get(key, 0) + 1
+            if seen <= int(key.split(":")[0] or 1):
+                d.setdefault("fail", "")
+                d.setdefault("score", "1")
         if "judge_malformed" in d:
             content = "I think it is fine {not json"
         elif numeric:
@@ -155,7 +166,7 @@ class _StubApp:
         model = request.get("model", "agent")
         if "tool" in d and not tool_results and request.get("tools"):
             call = {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                    "function": {"name": d["tool"], "arguments": json.dumps({"text": last_user[:40]})}}
+                    "function": {"name": d["tool"], "arguments": json.dumps(self._tool_args(request, d, last_user))}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             if request.get("stream"):
                 return _Reply(200, stream=self._chunks(model, None, [call], _usage(prompt, "call")))
@@ -164,6 +175,16 @@ class _StubApp:
         if request.get("stream"):
             return _Reply(200, stream=self._chunks(model, content, None, _usage(prompt, content)))
         return _Reply(200, _completion(model, {"role": "assistant", "content": content}, _usage(prompt, content)))
+
+    @staticmethod
+    def _tool_args(request: dict[str, Any], d: dict[str, str], last_user: str) -> dict[str, Any]:
+        """Arguments for the directed tool: `[[arg_x=...]]` values, else the question's start."""
+        for tool in request.get("tools") or ():
+            function = tool.get("function") or {}
+            if function.get("name") == d["tool"]:
+                names = list((function.get("parameters") or {}).get("properties") or {}) or ["text"]
+                return {name: d.get(f"arg_{name}", last_user[:40]) for name in names}
+        return {"text": last_user[:40]}
 
     @staticmethod
     def _chunks(model: str, content: str | None, tool_calls: list[dict[str, Any]] | None,
@@ -320,6 +341,77 @@ class FakeJudge:
         if isinstance(reply, BaseException):
             raise reply
         return JudgeReply(text=reply, model=self.model, prompt_tokens=1, completion_tokens=1, cost_usd=None)
+
+
+class WebhookReceiver:
+    """A real HTTP server on 127.0.0.1 (its own thread) that records the JSON bodies POSTed to it.
+
+    For notifier tests and examples. ``status`` is the reply code (e.g. 500 to exercise retries);
+    ``hang=True`` accepts connections and never answers (a receiver that is up but stuck).
+    ``posts`` holds the bodies received, ``attempts`` counts requests whatever the reply."""
+
+    def __init__(self, *, status: int = 200, hang: bool = False) -> None:
+        self.status, self.hang = status, hang
+        self.posts: list[Any] = []
+        self.attempts = 0
+        self._stopped = threading.Event()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "receiver not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+
+    def start(self) -> WebhookReceiver:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.attempts += 1
+                if receiver.hang:
+                    receiver._stopped.wait()
+                    return
+                if receiver.status < 300:
+                    receiver.posts.append(json.loads(body or b"null"))
+                self.send_response(receiver.status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:  # silent, like the rest of the library
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="judgehooks-webhook-receiver",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Any]:
+        """Wait until at least `count` bodies arrived; return them (raises TimeoutError otherwise)."""
+        deadline = time.monotonic() + timeout
+        while len(self.posts) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(self.posts)} of {count} webhook posts arrived within {timeout} s")
+            time.sleep(0.01)
+        return list(self.posts)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _main() -> None:  # pragma: no cover - exercised by the benchmarks

@@ -47,3 +47,21 @@ def test_background():
     graded = int(out.split("after drain: graded ")[1].split(",")[0])
     sampled_out = int(out.split("sampled out ")[1].split(",")[0])
     assert graded + sampled_out == 20 and f"{graded} records in" in out
+
+
+@pytest.mark.slow
+def test_team_gate():
+    out = run("team_gate.py")
+    fallback = "I can't answer that reliably right now; a colleague will follow up by email."
+    assert "passed:   status=COMPLETED content='ECHO: Where is my order?'" in out
+    assert f'blocked:  status=ERROR content="{fallback}"' in out
+    assert f"then RunErrorEvent: \"{fallback}\"" in out
+    assert "repaired: status=COMPLETED after 1 repair(s); verdicts ['failed', 'passed']" in out
+
+
+@pytest.mark.slow
+def test_alerts():
+    out = run("alerts.py")
+    assert "receiver: 4 failed-run webhooks, 1 Slack alert(s)" in out
+    assert "Quality alert: helpful on Helpdesk: pass rate 71% over the last 7 graded runs" in out
+    assert "dead receiver: {'sent': 0, 'failed': 1, 'dropped': 0, 'pending': 0}" in out

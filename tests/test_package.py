@@ -19,10 +19,11 @@ def test_import_does_not_import_litellm():
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "EvalContext", "EvalRecord",
-        "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeUnavailable", "JudgehooksError",
-        "JsonlStore", "LiteLLMJudge", "MalformedVerdict", "MemoryStore", "PostgresStore", "RetryPolicy",
-        "SQLiteStore", "Store", "StoreError",
-        "ToolCall", "Verdict", "__version__", "adrain", "drain", "parse_verdict", "stats",
+        "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeTemplate", "JudgeUnavailable", "JudgehooksError",
+        "JsonlStore", "LiteLLMJudge", "LogNotifier", "MalformedVerdict", "MemoryStore", "PostgresStore",
+        "QualityAlert", "RetryPolicy", "SQLiteStore", "SlackNotifier", "Store", "StoreError", "ToolCall", "Verdict",
+        "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "get_judge", "lifespan",
+        "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

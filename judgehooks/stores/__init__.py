@@ -2,13 +2,14 @@
 
 from typing import Any
 
-from ._base import Store, write_with_retry
+from ._base import Store, iter_records, write_with_retry
 from ._jsonl import JsonlStore
 from ._memory import MemoryStore
 from ._sqlite import SQLiteStore, default_store
+from ._url import store_from_url
 
-__all__ = ("JsonlStore", "MemoryStore", "PostgresStore", "SQLiteStore", "Store", "default_store",
-           "write_with_retry")
+__all__ = ("JsonlStore", "MemoryStore", "PostgresStore", "SQLiteStore", "Store", "default_store", "iter_records",
+           "store_from_url", "write_with_retry")
 
 
 def __getattr__(name: str) -> Any:

@@ -131,21 +131,33 @@ class PostgresStore:
         if self._pid != os.getpid():  # forked: the parent's sockets are not ours
             self._pid, self._pool_, self._schema_ready = os.getpid(), None, False
         if self._pool_ is None:
+            # First use: one direct connection creates the schema, so an unreachable server fails
+            # at once with its own reason, not after the pool's timeout and reconnect warnings.
+            if not self._schema_ready:
+                await self._create_schema()
             psycopg_pool = _import_psycopg()
-            self._pool_ = psycopg_pool.AsyncConnectionPool(
+            pool = psycopg_pool.AsyncConnectionPool(
                 self.dsn, open=False, configure=self._configure, name=f"judgehooks-{self.table}",
-                kwargs={"autocommit": True, "connect_timeout": int(max(1, self._connect_timeout))},
-                **self._options)
-            await self._pool_.open(wait=False)
-            _background.close_at_exit(functools.partial(_close_at_exit, weakref.ref(self)))
-        if not self._schema_ready:
-            await self._create_schema(self._pool_)
+                kwargs=self._connect_kwargs(), **self._options)
+            if self._pool_ is None:
+                self._pool_ = pool
+                await pool.open(wait=False)
+                _background.close_at_exit(functools.partial(_close_at_exit, weakref.ref(self)))
         return self._pool_
 
-    async def _create_schema(self, pool: Any) -> None:
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"autocommit": True, "connect_timeout": int(max(1, self._connect_timeout))}
+
+    async def _create_schema(self) -> None:
+        import psycopg
+
         t = self.table
         columns = ",\n  ".join(f"{f} {_TYPES.get(f, 'TEXT')}{_CONSTRAINTS.get(f, '')}" for f in FIELDS)
-        async with pool.connection() as conn, conn.transaction():
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.dsn, **self._connect_kwargs())
+        except psycopg.OperationalError as exc:  # libpq's message spans lines: one line names the problem
+            raise psycopg.OperationalError(f"{self!r}: {' '.join(str(exc).split())}") from exc
+        async with conn, conn.transaction():
             # Serialise concurrent first uses (several processes): CREATE ... IF NOT EXISTS can race.
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"judgehooks:{t}",))
             await conn.execute(f"CREATE TABLE IF NOT EXISTS {t} (\n  {columns}\n)")

@@ -1,0 +1,78 @@
+"""Grade the jobs that processes left in the outbox when they died or timed out at exit."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sqlite3
+import sys
+from typing import Any
+
+from .common import add_store_argument, open_store
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    parser.add_argument("--outbox", help="outbox file; default beside a SQLite store, else $JUDGEHOOKS_OUTBOX "
+                                         "or ./judgehooks.outbox.db")
+    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
+                        help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+    parser.add_argument("--concurrency", type=int, default=32)
+
+
+def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
+    conn = sqlite3.connect(outbox_path)
+    try:
+        rows = conn.execute("SELECT evaluator, spec FROM eval_jobs GROUP BY evaluator").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    finally:
+        conn.close()
+    return {name: (json.loads(spec) if spec else None) for name, spec in rows}
+
+
+def run(args: argparse.Namespace) -> int:
+    import judgehooks
+    from judgehooks import AgentAsJudgeEval
+    from judgehooks.dispatch._dispatcher import _registry
+    from judgehooks.stores._sqlite import outbox_path_for
+
+    store = open_store(args.store, must_exist=False)
+    outbox = args.outbox or outbox_path_for(store)
+    if not os.path.exists(outbox):
+        print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
+        return 0
+    from judgehooks.stores._spill import SpillingStore
+
+    spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
+    for module in args.import_ or ():
+        importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
+    known = {d.pipeline.grading.evaluator for d in _registry.all()}
+    specs = _pending_specs(outbox)
+    evaluators = []
+    for name, spec in specs.items():
+        if name in known:
+            continue
+        if spec is None or not spec.get("model"):
+            print(f"judgehooks resume: evaluator {name!r} has pending jobs but no rebuildable judge spec; "
+                  f"pass --import with the module that defines it", file=sys.stderr)
+            continue
+        settings = {k: v for k, v in spec.items() if v is not None}
+        evaluators.append(AgentAsJudgeEval(**settings, store=store, run_in_background=True, outbox=outbox,
+                                           max_concurrency=args.concurrency))
+    if not specs and not spill.stats()["spill_pending"]:
+        print("judgehooks resume: nothing pending")
+        return 0
+    finished = judgehooks.drain(args.timeout)
+    if spill.redelivered or spill.stats()["spill_pending"]:
+        print(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
+              f"{spill.stats()['spill_pending']} still waiting")
+    stats = judgehooks.stats()
+    resumed = sum(s["resumed"] for s in stats.values())
+    done = sum(s["done"] for s in stats.values())
+    print(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
+          f"{'all done' if finished else 'timed out: the rest stay pending'}")
+    return 0 if finished else 1
