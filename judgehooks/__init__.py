@@ -20,7 +20,7 @@ from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
 from ._templates import JudgeTemplate, add_judge, get_judge, list_judges
 from ._verdict import Verdict, parse_verdict
-from .stores import MemoryStore, SQLiteStore, Store
+from .stores import JsonlStore, MemoryStore, SQLiteStore, Store
 from .stores._agno import AgnoDbStore, FanoutStore
 
 __version__ = "0.1.0"
@@ -39,10 +39,12 @@ __all__ = (
     "JudgeTemplate",
     "JudgeUnavailable",
     "JudgehooksError",
+    "JsonlStore",
     "LiteLLMJudge",
     "LogNotifier",
     "MalformedVerdict",
     "MemoryStore",
+    "PostgresStore",
     "QualityAlert",
     "RetryPolicy",
     "SQLiteStore",
@@ -63,3 +65,12 @@ __all__ = (
     "parse_verdict",
     "stats",
 )
+
+
+def __getattr__(name: str) -> object:
+    # PostgresStore needs the optional psycopg extra: imported on first use, not with the package.
+    if name == "PostgresStore":
+        from .stores._postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

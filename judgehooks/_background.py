@@ -25,6 +25,7 @@ _lock = threading.Lock()
 _pending: set[concurrent.futures.Future[Any]] = set()
 _tasks: set[asyncio.Task[Any]] = set()
 _exit_hook_installed = False
+_closers: list[Callable[[], None]] = []
 
 
 def submit(fn: Callable[..., Awaitable[Any]], *args: Any) -> concurrent.futures.Future[Any]:
@@ -77,8 +78,14 @@ def pending() -> int:
 def drain(timeout: float | None = None) -> bool:
     """Wait until every submitted evaluation is graded and stored; False if `timeout` passed first.
 
-    What is not done by then is not lost: background jobs stay in the outbox."""
+    What is not done by then is not lost: background jobs stay in the outbox, and records that
+    wait for a store that is down stay in its spill."""
+    return _drain(timeout, spills=True)
+
+
+def _drain(timeout: float | None, *, spills: bool) -> bool:
     from .dispatch._dispatcher import _registry
+    from .stores._spill import wait_for_spills
 
     deadline = None if timeout is None else time.monotonic() + timeout
     if not _drain_futures(deadline, timeout):
@@ -89,7 +96,7 @@ def drain(timeout: float | None = None) -> bool:
             log.warning("drain_timeout", evaluator=dispatcher.pipeline.grading.evaluator,
                         queue_depth=dispatcher.stats()["queue_depth"], timeout_s=timeout)
             return False
-    return True
+    return not spills or wait_for_spills(deadline)
 
 
 def stats() -> dict[str, dict[str, Any]]:
@@ -125,7 +132,7 @@ def _drain_at_exit() -> None:
     dispatchers = _registry.all()
     if pending() or dispatchers:
         log.info("drain_at_exit", pending=pending(), dispatchers=len(dispatchers), timeout_s=timeout)
-        done = drain(timeout)
+        done = _drain(timeout, spills=False)  # spilled records are on disk already: no wait at exit
         for dispatcher in dispatchers:
             if dispatcher.outbox is not None:
                 try:
@@ -134,9 +141,21 @@ def _drain_at_exit() -> None:
                     log.exception("outbox_release_failed", outbox=dispatcher.outbox.path)
         if not done:
             log.warning("drain_at_exit_incomplete", note="unfinished evaluations stay in the outbox")
+    for close in list(_closers):  # after the drain, while the loop still runs: connection pools
+        try:
+            close()
+        except Exception:
+            log.exception("close_at_exit_failed")
     from ._judgeproc import close_all
 
     close_all()
+
+
+def close_at_exit(fn: Callable[[], None]) -> None:
+    """Run `fn` at exit after the exit drain, before the judgehooks loop stops."""
+    with _lock:
+        _closers.append(fn)
+    install_exit_drain()
 
 
 def install_exit_drain() -> None:

@@ -31,7 +31,8 @@ from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
 from ._sampling import Sampler, SampleRate
 from .dispatch import OVERLOAD_POLICIES, Dispatcher, Outbox
-from .stores import Store, default_store
+from .stores import JsonlStore, MemoryStore, SQLiteStore, Store, default_store
+from .stores._spill import SpillingStore
 from .stores._sqlite import outbox_path_for
 
 DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
@@ -77,6 +78,16 @@ def _outbox_for(outbox: Any, store: Store) -> Outbox | None:
     if outbox is False:
         return None
     return Outbox(outbox if isinstance(outbox, (str, os.PathLike)) else outbox_path_for(store))
+
+
+def _spill_for(spill: Any, outbox: Any, store: Store, *, local: bool) -> str | os.PathLike[str] | None:
+    """Where records wait while the store is down: an explicit path; False for nowhere; else the
+    outbox file, by default only for stores that can go away (not a local file or memory)."""
+    if spill is False or (spill is None and local and isinstance(store, (SQLiteStore, MemoryStore, JsonlStore))):
+        return None
+    if isinstance(spill, (str, os.PathLike)):
+        return spill
+    return outbox if isinstance(outbox, (str, os.PathLike)) else outbox_path_for(store)
 
 
 class AgentAsJudgeEval(BaseEval):
@@ -139,6 +150,7 @@ class AgentAsJudgeEval(BaseEval):
         repair: int = 0,
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
+        spill: str | os.PathLike[str] | bool | None = None,
     ) -> None:
         check_grading(criteria, scoring_strategy, threshold)
         _check_number("timeout", timeout, minimum=0, allow_equal=False)
@@ -170,6 +182,9 @@ class AgentAsJudgeEval(BaseEval):
         if outbox is not None and not isinstance(outbox, (bool, str, os.PathLike)):
             raise TypeError(f"outbox must be a path, True/None (next to the store) or False (no outbox), "
                             f"got {type(outbox).__name__}")
+        if spill is not None and not isinstance(spill, (bool, str, os.PathLike)):
+            raise TypeError(f"spill must be a path, True (in the outbox file), False (off) or None (on for "
+                            f"stores that are not local files), got {type(spill).__name__}")
 
         # agno's public attributes, same names and meaning.
         self.criteria = criteria
@@ -222,6 +237,9 @@ class AgentAsJudgeEval(BaseEval):
             from .stores._agno import AgnoDbStore, FanoutStore
 
             sink = FanoutStore(self.store, AgnoDbStore(db))
+        spill_path = _spill_for(spill, outbox, self.store, local=db is None)
+        if spill_path is not None:
+            sink = SpillingStore(sink, spill_path)
         self._pipeline = Pipeline(
             grading=Grading(evaluator=self.evaluator, criteria=criteria, mode=scoring_strategy,
                             threshold=mode_threshold, guidelines=guidelines_tuple(additional_guidelines),

@@ -74,3 +74,15 @@ def shutdown() -> None:
         except RuntimeError:
             pass
         stack.close()
+
+
+async def on_loop(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Await `fn(*args)` on the judgehooks loop from any event loop: for resources that belong to
+    one loop (a connection pool), so callers on short-lived loops (`anyio.run`) cannot strand them."""
+    import asyncio
+
+    try:
+        future = get_portal().start_task_soon(fn, *args)
+    except RuntimeError:  # already on the judgehooks loop
+        return await fn(*args)
+    return await asyncio.wrap_future(future)

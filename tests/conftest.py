@@ -17,7 +17,7 @@ from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 from agno.team import Team
 
-from judgehooks import AgentAsJudgeEval, MemoryStore
+from judgehooks import AgentAsJudgeEval, EvalRecord, MemoryStore
 from judgehooks.testing import StubLLMServer
 
 
@@ -86,6 +86,13 @@ def make_team(server: StubLLMServer) -> Callable[..., Team]:
     return make
 
 
+def rec(i: int, **kw) -> EvalRecord:
+    base = dict(id=f"id-{i}", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0,
+                passed=True, agent_id="a", run_id=f"run-{i}", metadata={"k": i})
+    base.update(kw)
+    return EvalRecord(**base)
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
     """Poll until predicate() is true (for callbacks that run on worker threads)."""
     deadline = time.monotonic() + timeout
@@ -93,3 +100,50 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met within timeout")
         time.sleep(0.01)
+
+
+# ---- PostgreSQL: $JUDGEHOOKS_TEST_POSTGRES_DSN (set by .ci/run), else a private server -----------
+
+def _postgres_server():
+    """A started PostgresServer; skipped locally, and a failure in CI, when PostgreSQL is missing."""
+    from _servers import HOW_TO_GET_POSTGRES, PostgresServer, postgres_bindir
+
+    if postgres_bindir() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but no PostgreSQL: {HOW_TO_GET_POSTGRES}")
+        pytest.skip(HOW_TO_GET_POSTGRES)
+    return PostgresServer().start()
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_dsn() -> str:
+    """A superuser DSN on a real PostgreSQL server shared by the session."""
+    dsn = os.environ.get("JUDGEHOOKS_TEST_POSTGRES_DSN")
+    if dsn:
+        yield dsn
+        return
+    server = _postgres_server()
+    try:
+        yield server.dsn
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_dsn(postgres_admin_dsn: str) -> str:
+    """A fresh database for this test on the shared server."""
+    import uuid
+
+    from _servers import create_database
+
+    return create_database(postgres_admin_dsn, f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def private_postgres():
+    """A PostgreSQL server of this test's own, which the test may stop and restart."""
+    server = _postgres_server()
+    try:
+        yield server
+    finally:
+        server.close()

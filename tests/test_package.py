@@ -20,10 +20,10 @@ def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "EvalContext", "EvalRecord",
         "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeTemplate", "JudgeUnavailable", "JudgehooksError",
-        "LiteLLMJudge", "LogNotifier", "MalformedVerdict", "MemoryStore", "QualityAlert", "RetryPolicy",
-        "SQLiteStore", "SlackNotifier", "Store", "StoreError", "ToolCall", "Verdict", "WebhookNotifier",
-        "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "get_judge", "lifespan", "list_judges",
-        "parse_verdict", "stats",
+        "JsonlStore", "LiteLLMJudge", "LogNotifier", "MalformedVerdict", "MemoryStore", "PostgresStore",
+        "QualityAlert", "RetryPolicy", "SQLiteStore", "SlackNotifier", "Store", "StoreError", "ToolCall", "Verdict",
+        "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "get_judge", "lifespan",
+        "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

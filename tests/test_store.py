@@ -6,17 +6,11 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import rec
 from structlog.testing import capture_logs
 
-from judgehooks import EvalRecord, SQLiteStore, StoreError
+from judgehooks import SQLiteStore, StoreError
 from judgehooks._record import FIELDS
-
-
-def rec(i: int, **kw) -> EvalRecord:
-    base = dict(id=f"id-{i}", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0,
-                passed=True, agent_id="a", run_id=f"run-{i}", metadata={"k": i})
-    base.update(kw)
-    return EvalRecord(**base)
 
 
 @pytest.mark.anyio
@@ -43,9 +37,19 @@ async def test_writes_are_idempotent_on_id_and_round_trip(tmp_path):
     assert one == rec(1, created_at=one.created_at) and one.status == "passed" and one.metadata == {"k": 1}
 
 
+def _store(kind: str, tmp_path, request):
+    from judgehooks import JsonlStore, MemoryStore, PostgresStore
+
+    if kind == "postgres":
+        return PostgresStore(request.getfixturevalue("postgres_dsn"))
+    return {"sqlite": lambda: SQLiteStore(tmp_path / "evals.db"), "jsonl": lambda: JsonlStore(tmp_path / "e.jsonl"),
+            "memory": MemoryStore}[kind]()
+
+
 @pytest.mark.anyio
-async def test_query_filters(tmp_path):
-    store = SQLiteStore(tmp_path / "evals.db")
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "jsonl", "memory"])
+async def test_every_store_answers_the_same_query_filters(kind, tmp_path, request):
+    store = _store(kind, tmp_path, request)
     now = datetime.now(UTC)
     await store.write([
         rec(1, created_at=now - timedelta(hours=2)),
@@ -58,6 +62,7 @@ async def test_query_filters(tmp_path):
     assert [r.id for r in await store.query(evaluator="e", since=now - timedelta(hours=1))] == ["id-2"]
     assert [r.id for r in await store.query(until=now - timedelta(hours=1))] == ["id-1"]
     assert len(await store.query(limit=2)) == 2
+    await store.aclose()
 
 
 def test_hook_records_land_in_a_real_sqlite_file(make_judge, make_agent, tmp_path):

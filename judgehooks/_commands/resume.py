@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(outbox):
         print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
         return 0
+    from judgehooks.stores._spill import SpillingStore
+
+    spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
     for module in args.import_ or ():
         importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
     known = {d.pipeline.grading.evaluator for d in _registry.all()}
@@ -60,10 +63,13 @@ def run(args: argparse.Namespace) -> int:
         settings = {k: v for k, v in spec.items() if v is not None}
         evaluators.append(AgentAsJudgeEval(**settings, store=store, run_in_background=True, outbox=outbox,
                                            max_concurrency=args.concurrency))
-    if not specs:
+    if not specs and not spill.stats()["spill_pending"]:
         print("judgehooks resume: nothing pending")
         return 0
     finished = judgehooks.drain(args.timeout)
+    if spill.redelivered or spill.stats()["spill_pending"]:
+        print(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
+              f"{spill.stats()['spill_pending']} still waiting")
     stats = judgehooks.stats()
     resumed = sum(s["resumed"] for s in stats.values())
     done = sum(s["done"] for s in stats.values())

@@ -399,6 +399,9 @@ class Dispatcher:
                         loop="app" if _lifespan.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=_safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)
+        spill_stats = getattr(self.pipeline.store, "stats", None)  # a SpillingStore: spilled, redelivered, pending
+        if spill_stats is not None:
+            counters.update(_safe(spill_stats) or {})
         return counters
 
 

@@ -31,24 +31,49 @@ def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
     }
 
 
-def _is_duplicate(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__} {exc}".lower()
-    return "unique" in text or "duplicate" in text or "integrity" in text
+_SUPPORTED = "SqliteDb, PostgresDb, MySQLDb, MongoDb, InMemoryDb, JsonDb, AsyncSqliteDb, AsyncPostgresDb, ..."
+
+
+def _unsupported(db: Any) -> str | None:
+    """Why `db` cannot hold our verdicts as agno eval runs, or None when it can."""
+    from agno.db.base import AsyncBaseDb, BaseDb
+
+    name = type(db).__name__
+    base = AsyncBaseDb if isinstance(db, AsyncBaseDb) else BaseDb if isinstance(db, BaseDb) else None
+    if base is None:
+        return (f"db must be an agno database (agno.db.base.BaseDb or AsyncBaseDb) that AgentOS reads eval runs "
+                f"from, e.g. {_SUPPORTED}; got {name}")
+    missing = [m for m in ("create_eval_run", "get_eval_run", "update_eval_run_user_id")
+               if getattr(type(db), m, None) is getattr(base, m)]
+    if missing or name == "ClickhouseDb":  # ClickhouseDb is agno's traces-only adapter: its eval methods raise
+        return (f"db {name} does not store agno eval runs with an owner "
+                f"({', '.join(missing) or 'traces-only adapter'}); use one of {_SUPPORTED}")
+    return None
+
+
+def _field(row: Any, name: str) -> Any:
+    return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
 
 
 class AgnoDbStore:
-    """Writes each record as an agno `EvalRunRecord` (type agent_as_judge) into an agno db.
+    """Writes each record as an agno `EvalRunRecord` (type agent_as_judge) into an agno db, so
+    AgentOS lists it under `/eval-runs?agent_id=...`.
 
-    Sync dbs are called on a worker thread, async dbs awaited. Idempotent: the record id is the
-    eval run id, and a duplicate insert is taken as already written.
+    Sync dbs run on a worker thread, async dbs are awaited: the event loop is never blocked.
+    Idempotent on any db: the record id is the eval run id, an existing run is not inserted
+    again (a racing duplicate insert is recognised by reading it back), and the owner
+    (`user_id`, which EvalRunRecord lacks) is set with `update_eval_run_user_id`.
     """
 
     def __init__(self, db: Any) -> None:
-        create = getattr(db, "create_eval_run", None)
-        if create is None:
-            raise TypeError(f"db must be an agno db with eval support (create_eval_run), got {type(db).__name__}")
+        problem = _unsupported(db)
+        if problem is not None:
+            raise TypeError(problem)
         self.db = db
-        self._async = inspect.iscoroutinefunction(create)
+        self._async = inspect.iscoroutinefunction(type(db).create_eval_run)
+
+    def __repr__(self) -> str:
+        return f"AgnoDbStore({type(self.db).__name__} id={getattr(self.db, 'id', None)!r})"
 
     def _eval_run(self, record: EvalRecord) -> Any:
         from agno.db.schemas.evals import EvalRunRecord, EvalType
@@ -63,24 +88,27 @@ class AgnoDbStore:
             eval_input={"criteria": record.criteria, "scoring_strategy": record.mode,
                         "threshold": record.threshold})
 
-    def _write_one_sync(self, eval_run: Any) -> None:
-        try:
-            self.db.create_eval_run(eval_run)
-        except Exception as exc:
-            if not _is_duplicate(exc):
-                raise
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(self.db, method)
+        if self._async:
+            return await fn(*args, **kwargs)
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    async def _write_one(self, record: EvalRecord) -> None:
+        row = await self._call("get_eval_run", record.id, deserialize=False)
+        if row is None:
+            try:
+                await self._call("create_eval_run", self._eval_run(record))
+            except Exception:
+                row = await self._call("get_eval_run", record.id, deserialize=False)
+                if row is None:
+                    raise  # not a duplicate: a real failure
+        if record.user_id is not None and (row is None or _field(row, "user_id") != record.user_id):
+            await self._call("update_eval_run_user_id", record.id, record.user_id)
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         for record in records:
-            eval_run = self._eval_run(record)
-            if self._async:
-                try:
-                    await self.db.create_eval_run(eval_run)
-                except Exception as exc:
-                    if not _is_duplicate(exc):
-                        raise
-            else:
-                await anyio.to_thread.run_sync(self._write_one_sync, eval_run)
+            await self._write_one(record)
 
     async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
                     evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
@@ -97,6 +125,9 @@ class FanoutStore:
 
     def __init__(self, primary: Store, *mirrors: Store) -> None:
         self.stores = (primary, *mirrors)
+
+    def __repr__(self) -> str:
+        return f"FanoutStore({', '.join(map(repr, self.stores))})"
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         errors = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -65,6 +65,41 @@ def matches(record: EvalRecord, *, agent_id: str | None, team_id: str | None, ev
             and (run_id is None or record.run_id == run_id)
             and (since is None or record.created_at >= since)
             and (until is None or record.created_at < until))
+
+
+
+def select(records: Iterable[EvalRecord], *, limit: int | None = 1000, **filters: Any) -> list[EvalRecord]:
+    """The query over records in memory: filtered, newest first, at most `limit`."""
+    found = [r for r in records if matches(r, **filters)]
+    found.sort(key=lambda r: r.created_at, reverse=True)
+    return found if limit is None else found[:limit]
+
+
+def select_sql(table: str, columns: Sequence[str], mark: str, ts: Callable[[datetime], Any], *,
+               agent_id: str | None = None, team_id: str | None = None, evaluator: str | None = None,
+               status: str | None = None, run_id: str | None = None, since: datetime | None = None,
+               until: datetime | None = None, limit: int | None = 1000) -> tuple[str, list[Any]]:
+    """The query filter as SQL (newest first) for stores that filter in the database; `mark` is the
+    driver's placeholder and `ts` converts a datetime to the stored form."""
+    where, args = [], []
+    for column, value in (("agent_id", agent_id), ("team_id", team_id), ("evaluator", evaluator),
+                          ("status", status), ("run_id", run_id)):
+        if value is not None:
+            where.append(f"{column} = {mark}")
+            args.append(value)
+    if since is not None:
+        where.append(f"created_at >= {mark}")
+        args.append(ts(since))
+    if until is not None:
+        where.append(f"created_at < {mark}")
+        args.append(ts(until))
+    sql = f"SELECT {', '.join(columns)} FROM {table}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY created_at DESC"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return sql, args
 
 
 async def iter_records(store: Store, *, page_size: int = 1000, **filters: Any) -> AsyncIterator[EvalRecord]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from .._record import EvalRecord
-from ._base import matches
+from ._base import select
 
 
 class MemoryStore:
@@ -23,11 +23,8 @@ class MemoryStore:
                     evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
                     since: datetime | None = None, until: datetime | None = None,
                     limit: int | None = 1000) -> list[EvalRecord]:
-        found = [r for r in self._records.values()
-                 if matches(r, agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
-                            run_id=run_id, since=since, until=until)]
-        found.sort(key=lambda r: r.created_at, reverse=True)
-        return found if limit is None else found[:limit]
+        return select(self._records.values(), agent_id=agent_id, team_id=team_id, evaluator=evaluator,
+                      status=status, run_id=run_id, since=since, until=until, limit=limit)
 
     @property
     def records(self) -> list[EvalRecord]:

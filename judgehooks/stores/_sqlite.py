@@ -14,6 +14,7 @@ import anyio.to_thread
 
 from .._record import FIELDS, EvalRecord
 from .._sqlitefile import checked_path, connect_wal
+from ._base import select_sql
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
@@ -32,20 +33,18 @@ _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.jo
 
 def _ts(value: datetime) -> str:
     # Fixed-width UTC text sorts in time order, so range queries can use the indexes.
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+_CREATED, _METADATA, _PASSED = FIELDS.index("created_at"), FIELDS.index("metadata"), FIELDS.index("passed")
 
 
 def _row(record: EvalRecord) -> tuple[Any, ...]:
-    values = []
-    for name in FIELDS:
-        value = getattr(record, name)
-        if name == "created_at":
-            value = _ts(value)
-        elif name == "metadata":
-            value = json.dumps(value, default=str, ensure_ascii=False)
-        elif name == "passed" and value is not None:
-            value = int(value)
-        values.append(value)
+    values = [record.__dict__[name] for name in FIELDS]  # field values, without pydantic's per-attribute cost
+    values[_CREATED] = _ts(values[_CREATED])
+    values[_METADATA] = json.dumps(values[_METADATA], default=str, ensure_ascii=False) if values[_METADATA] else "{}"
+    if values[_PASSED] is not None:
+        values[_PASSED] = int(values[_PASSED])
     return tuple(values)
 
 
@@ -109,24 +108,8 @@ class SQLiteStore:
                    since: datetime | None = None, until: datetime | None = None,
                    limit: int | None = 1000) -> list[EvalRecord]:
         """Newest first. Blocking; `query` is the async form."""
-        where, args = [], []
-        for column, value in (("agent_id", agent_id), ("team_id", team_id), ("evaluator", evaluator),
-                              ("status", status), ("run_id", run_id)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        if since is not None:
-            where.append("created_at >= ?")
-            args.append(_ts(since))
-        if until is not None:
-            where.append("created_at < ?")
-            args.append(_ts(until))
-        sql = f"SELECT {', '.join(FIELDS)} FROM {TABLE}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        sql, args = select_sql(TABLE, FIELDS, "?", _ts, agent_id=agent_id, team_id=team_id, evaluator=evaluator,
+                               status=status, run_id=run_id, since=since, until=until, limit=limit)
         self._fork_check()
         with self._lock:
             rows = self._connect().execute(sql, args).fetchall()

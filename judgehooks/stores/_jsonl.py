@@ -1,0 +1,114 @@
+"""JsonlStore: one JSON object per line, appended, for log shippers (Vector, Fluent Bit, Filebeat).
+
+A batch is appended with one write() to a file opened O_APPEND, so concurrent writers never
+interleave inside a line. A crash can leave at most a torn last line: the next writer ends it
+with a newline first, and readers skip lines that are not whole JSON objects.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import anyio.to_thread
+
+from .._log import log
+from .._record import EvalRecord
+from .._sqlitefile import checked_path
+from ._base import select
+
+
+class JsonlStore:
+    """Append-only JSON Lines file. ``fsync=True`` also survives power loss (one fsync per batch).
+
+    Appends are not deduplicated (a re-delivered record may appear twice); `query` returns each
+    record id once, the first line written.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        if str(path) == ":memory:":
+            raise ValueError("JsonlStore path must be a file path, not ':memory:' (use MemoryStore)")
+        if not isinstance(fsync, bool):
+            raise ValueError(f"JsonlStore fsync must be True or False, got {fsync!r}")
+        self.path = checked_path(path, "JsonlStore")
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({self.path!r})"
+
+    def _open(self) -> int:
+        if self._fd is None or self._pid != os.getpid():
+            self._pid = os.getpid()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.path, "rb") as fh:
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":  # a torn line from a crash: end it, keep it out of our lines
+                        os.write(fd, b"\n")
+            self._fd = fd
+        return self._fd
+
+    def _append(self, data: bytes) -> None:
+        with self._lock:
+            fd = self._open()
+            view = memoryview(data)
+            while view:  # write() may be short on some filesystems; finish the batch
+                view = view[os.write(fd, view):]
+            if self.fsync:
+                os.fsync(fd)
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        if records:
+            data = "".join(r.model_dump_json() + "\n" for r in records).encode()
+            await anyio.to_thread.run_sync(self._append, data)
+
+    def _read(self) -> list[EvalRecord]:
+        records: dict[str, EvalRecord] = {}
+        try:
+            fh = open(self.path, encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        with fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = EvalRecord.model_validate_json(line)
+                except ValueError:
+                    log.warning("jsonl_line_skipped", path=self.path, line=number, reason="not a whole record")
+                    continue
+                records.setdefault(record.id, record)
+        return list(records.values())
+
+    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
+                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    limit: int | None = 1000) -> list[EvalRecord]:
+        """Newest first. Reads the whole file: fine for checks and tests; ship the file for analytics."""
+        records = await anyio.to_thread.run_sync(self._read)
+        return select(records, agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
+                      run_id=run_id, since=since, until=until, limit=limit)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+            self._fd = None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+    def __del__(self) -> None:
+        fd: Any = getattr(self, "_fd", None)
+        if fd is not None and getattr(self, "_pid", None) == os.getpid():
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -1,0 +1,222 @@
+"""PostgresStore: verdicts in PostgreSQL through psycopg 3 (async, pooled), written in batches.
+
+Large batches are copied (COPY) straight into the table; if some ids are already there (a
+re-delivered batch), the batch goes through a per-connection temporary table and one
+`INSERT ... SELECT ... ON CONFLICT (id) DO NOTHING`. Small batches are one pipelined executemany
+with ON CONFLICT DO NOTHING. Each write is one transaction and idempotent on the record id.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from .. import _background, _portal
+from .._record import FIELDS, EvalRecord
+from ._base import select_sql
+
+_TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
+          "passed": "BOOLEAN", "threshold": "INTEGER", "latency_ms": "DOUBLE PRECISION",
+          "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "DOUBLE PRECISION",
+          "attempts": "INTEGER", "sample_rate": "DOUBLE PRECISION", "metadata": "JSONB"}
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+COPY_FROM = 32  # batches at least this large go through COPY; smaller ones through executemany
+_STAGE = "judgehooks_stage"
+_STAGE_COLUMNS = ", ".join(f"{f} {_TYPES.get(f, 'TEXT')}" for f in FIELDS)
+_CONSTRAINTS = {"id": " PRIMARY KEY", "created_at": " NOT NULL"}
+
+
+def _clean(text: str) -> str:
+    # PostgreSQL text cannot hold NUL; keep the record rather than refuse the whole batch.
+    return text.replace("\x00", "\ufffd")
+
+
+_METADATA = FIELDS.index("metadata")
+
+
+def _row(record: EvalRecord) -> tuple[Any, ...]:
+    values = [record.__dict__[name] for name in FIELDS]
+    for i, value in enumerate(values):
+        if value.__class__ is str and "\x00" in value:
+            values[i] = _clean(value)
+    metadata = values[_METADATA]
+    values[_METADATA] = (json.dumps(metadata, default=str, ensure_ascii=False).replace("\\u0000", "\\ufffd")
+                         if metadata else "{}")
+    return tuple(values)
+
+
+def _record(row: Sequence[Any]) -> EvalRecord:
+    return EvalRecord.model_validate(dict(zip(FIELDS, row, strict=True)))
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg_pool
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("PostgresStore needs psycopg 3 with its pool: pip install 'judgehooks[postgres]'") from exc
+    return psycopg_pool
+
+
+def _close_at_exit(ref: weakref.ref[PostgresStore]) -> None:
+    """Close the pool while the judgehooks loop still runs, so no pool task dies with the loop."""
+    store = ref()
+    if store is not None and store._pool_ is not None and store._pid == os.getpid():
+        try:
+            _portal.call(store._close)
+        except Exception:
+            pass
+
+
+def _unique_violation() -> type[Exception]:
+    from psycopg.errors import UniqueViolation
+
+    return UniqueViolation
+
+
+class PostgresStore:
+    """Store in PostgreSQL: an async connection pool, batched idempotent writes, the table created
+    on first use, the same `query` filters as SQLiteStore.
+
+    ``dsn`` is a libpq connection string or URL. Options: ``table`` (default "eval_records"),
+    ``min_size`` / ``max_size`` (pool, default 1 / 4), ``timeout`` (seconds to wait for a
+    connection, default 5), ``connect_timeout`` (default 5).
+    """
+
+    def __init__(self, dsn: str, *, table: str = "eval_records", min_size: int = 1, max_size: int = 4,
+                 timeout: float = 5.0, connect_timeout: float = 5.0) -> None:
+        if not isinstance(dsn, str) or not dsn.strip():
+            raise ValueError("PostgresStore dsn must be a non-empty connection string or URL, "
+                             "e.g. 'postgresql://user@127.0.0.1:5432/db'")
+        if not _IDENTIFIER.match(table):
+            raise ValueError(f"PostgresStore table {table!r} must be a plain SQL identifier "
+                             "(letters, digits, underscore; not starting with a digit; at most 63 characters)")
+        sizes_ok = isinstance(min_size, int) and isinstance(max_size, int) and 0 <= min_size <= max_size
+        if not sizes_ok or max_size < 1:
+            raise ValueError(f"PostgresStore needs integers 0 <= min_size <= max_size and max_size >= 1, "
+                             f"got min_size={min_size!r}, max_size={max_size!r}")
+        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"PostgresStore {name} must be a number of seconds > 0, got {value!r}")
+        _import_psycopg()
+        self.dsn = dsn
+        self.table = table
+        self._options = {"min_size": min_size, "max_size": max_size, "timeout": float(timeout)}
+        self._connect_timeout = connect_timeout
+        # A pool belongs to the event loop that opened it: it lives on the judgehooks loop, and
+        # calls from other loops are run there (`_portal.on_loop`).
+        self._pool_: Any = None
+        self._schema_ready = False
+        self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:  # never the password
+            p = conninfo_to_dict(self.dsn)
+            where = f"{p.get('host', '')}:{p.get('port', '')}/{p.get('dbname', '')}"
+        except Exception:
+            where = "?"
+        return f"PostgresStore({where!r}, table={self.table!r})"
+
+    async def _configure(self, conn: Any) -> None:
+        await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ({_STAGE_COLUMNS}) ON COMMIT DELETE ROWS")
+
+    async def _pool(self) -> Any:
+        if self._pid != os.getpid():  # forked: the parent's sockets are not ours
+            self._pid, self._pool_, self._schema_ready = os.getpid(), None, False
+        if self._pool_ is None:
+            # First use: one direct connection creates the schema, so an unreachable server fails
+            # at once with its own reason, not after the pool's timeout and reconnect warnings.
+            if not self._schema_ready:
+                await self._create_schema()
+            psycopg_pool = _import_psycopg()
+            pool = psycopg_pool.AsyncConnectionPool(
+                self.dsn, open=False, configure=self._configure, name=f"judgehooks-{self.table}",
+                kwargs=self._connect_kwargs(), **self._options)
+            if self._pool_ is None:
+                self._pool_ = pool
+                await pool.open(wait=False)
+                _background.close_at_exit(functools.partial(_close_at_exit, weakref.ref(self)))
+        return self._pool_
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"autocommit": True, "connect_timeout": int(max(1, self._connect_timeout))}
+
+    async def _create_schema(self) -> None:
+        import psycopg
+
+        t = self.table
+        columns = ",\n  ".join(f"{f} {_TYPES.get(f, 'TEXT')}{_CONSTRAINTS.get(f, '')}" for f in FIELDS)
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.dsn, **self._connect_kwargs())
+        except psycopg.OperationalError as exc:  # libpq's message spans lines: one line names the problem
+            raise psycopg.OperationalError(f"{self!r}: {' '.join(str(exc).split())}") from exc
+        async with conn, conn.transaction():
+            # Serialise concurrent first uses (several processes): CREATE ... IF NOT EXISTS can race.
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"judgehooks:{t}",))
+            await conn.execute(f"CREATE TABLE IF NOT EXISTS {t} (\n  {columns}\n)")
+            await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
+            await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
+            await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")
+        self._schema_ready = True
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        if records:
+            await _portal.on_loop(self._write, [_row(r) for r in records])
+
+    async def _write(self, rows: list[tuple[Any, ...]]) -> None:
+        names = ", ".join(FIELDS)
+        pool = await self._pool()
+        async with pool.connection() as conn:
+            if len(rows) < COPY_FROM:
+                marks = ", ".join(["%s"] * len(FIELDS))
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(
+                        f"INSERT INTO {self.table} ({names}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING", rows)
+                return
+            # Straight into the table: the fast path, since ids are new unless a batch is re-delivered.
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    async with cur.copy(f"COPY {self.table} ({names}) FROM STDIN") as copy:
+                        for row in rows:
+                            await copy.write_row(row)
+                return
+            except _unique_violation():
+                pass  # some ids are stored already: the transaction rolled back; skip them instead
+            async with conn.transaction(), conn.cursor() as cur:
+                async with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN") as copy:
+                    for row in rows:
+                        await copy.write_row(row)
+                await cur.execute(f"INSERT INTO {self.table} ({names}) SELECT {names} FROM {_STAGE} "
+                                  "ON CONFLICT (id) DO NOTHING")
+
+    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
+                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    limit: int | None = 1000) -> list[EvalRecord]:
+        """Newest first, filtered like SQLiteStore.query."""
+        sql, args = select_sql(self.table, FIELDS, "%s", lambda ts: ts, agent_id=agent_id, team_id=team_id,
+                               evaluator=evaluator, status=status, run_id=run_id, since=since, until=until,
+                               limit=limit)
+        return [_record(row) for row in await _portal.on_loop(self._fetch, sql, args)]
+
+    async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:
+        pool = await self._pool()
+        async with pool.connection() as conn, conn.cursor() as cur:
+            await cur.execute(sql, args)
+            return await cur.fetchall()
+
+    async def aclose(self) -> None:
+        """Close the pool; the next call opens a new one."""
+        await _portal.on_loop(self._close)
+
+    async def _close(self) -> None:
+        pool, self._pool_ = self._pool_, None
+        if pool is not None and self._pid == os.getpid():
+            await pool.close()

@@ -1,0 +1,295 @@
+"""A store that goes away comes back whole: records it cannot take wait in a local SQLite file.
+
+`SpillingStore` wraps any store. A write the store refuses is appended to the `eval_spill` table
+of the outbox file (durable at once, so RAM use stays bounded however long the outage lasts),
+and from then on new writes queue behind it, so records reach the store in the order they were
+written. One task on the judgehooks loop re-delivers the oldest batch with capped backoff until
+the store takes it. The rows outlive the process: the next process (or `judgehooks resume`)
+with the same store re-delivers them. Both the inline path and the background writer go
+through it, because it sits where they meet: the pipeline's store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .. import _portal
+from .._log import log
+from .._record import EvalRecord
+from .._sqlitefile import checked_path, connect_wal
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS eval_spill (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        store TEXT NOT NULL,
+        id TEXT NOT NULL,
+        record TEXT NOT NULL,
+        spilled_at REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS ix_eval_spill_store ON eval_spill (store, seq)",
+)
+
+
+def store_key(store: object) -> str:
+    """Which store spilled rows belong to, the same in every process: its repr, unless that is
+    the default one with a memory address, then its class."""
+    text = repr(store)
+    return f"{type(store).__module__}.{type(store).__qualname__}" if " at 0x" in text else text
+
+
+class SpillFile:
+    """The `eval_spill` table: records waiting for their store, oldest first. Thread-safe."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = checked_path(path, "spill")
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            self._pid = os.getpid()
+            conn = connect_wal(self.path, 30.0)
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            self._conn = conn
+        return self._conn
+
+    def append(self, store: str, records: Sequence[EvalRecord]) -> None:
+        rows = [(store, r.id, r.model_dump_json(), time.time()) for r in records]
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT INTO eval_spill (store, id, record, spilled_at) VALUES (?, ?, ?, ?)", rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def oldest(self, store: str, limit: int) -> list[tuple[int, EvalRecord]]:
+        with self._lock:
+            rows = self._connect().execute(
+                "SELECT seq, record FROM eval_spill WHERE store = ? ORDER BY seq LIMIT ?", (store, limit)).fetchall()
+        return [(seq, EvalRecord.model_validate_json(text)) for seq, text in rows]
+
+    def remove(self, seqs: Sequence[int]) -> None:
+        with self._lock:
+            conn = self._connect()
+            for start in range(0, len(seqs), 500):
+                chunk = list(seqs[start:start + 500])
+                conn.execute(f"DELETE FROM eval_spill WHERE seq IN ({','.join('?' * len(chunk))})", chunk)
+
+    def count(self, store: str) -> int:
+        with self._lock:
+            return self._connect().execute("SELECT COUNT(*) FROM eval_spill WHERE store = ?", (store,)).fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+
+class SpillingStore:
+    """Wraps `store`: what it cannot take waits in the spill file at `path` and is re-delivered,
+    in order, when it is back. Never raises for an outage; raises only if the spill file fails.
+
+    ``batch_size``: records per re-delivery attempt. ``retry_interval`` / ``max_interval``: the
+    backoff between attempts while the store is down (seconds).
+    """
+
+    def __init__(self, store: Any, path: str | os.PathLike[str], *, batch_size: int = 500,
+                 retry_interval: float = 0.2, max_interval: float = 5.0) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"SpillingStore batch_size must be an integer >= 1, got {batch_size!r}")
+        if not (0 < retry_interval <= max_interval):
+            raise ValueError(f"SpillingStore needs 0 < retry_interval <= max_interval, "
+                             f"got retry_interval={retry_interval!r}, max_interval={max_interval!r}")
+        self.store = store
+        self.key = store_key(store)
+        self.spill = SpillFile(path)
+        self.batch_size = batch_size
+        self.retry_interval = retry_interval
+        self.max_interval = max_interval
+        self.spilled = 0
+        self.redelivered = 0
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._pending = False  # rows may wait: new writes queue behind them
+        self._running = False
+        self._task: Any = None
+        self._idle = threading.Event()
+        self._idle.set()
+        _registry.add(self)
+        if os.path.exists(self.spill.path) and self.spill.count(self.key):  # left by an earlier process
+            self._kick()
+
+    def __repr__(self) -> str:
+        return f"SpillingStore({self.key}, spill={self.spill.path!r})"
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        if not records:
+            return
+        if not self._pending:
+            try:
+                await self.store.write(records)
+                return
+            except Exception as exc:
+                log.warning("store_unavailable_spilling", store=self.key, spill=self.spill.path, records=len(records),
+                            error_type=type(exc).__name__, error=str(exc), record_ids=[r.id for r in records])
+        await anyio.to_thread.run_sync(self.spill.append, self.key, records)
+        with self._lock:
+            self.spilled += len(records)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._pid != os.getpid():  # forked: the parent's task and lock are not ours
+            self._pid, self._lock, self._running, self._task = os.getpid(), threading.Lock(), False, None
+        with self._lock:
+            self._pending = True
+            self._idle.clear()
+            if self._running:
+                return
+            self._running = True
+        # A plain task on the judgehooks loop, outside the portal's task group: at exit it is
+        # cancelled with the loop, and its rows simply stay in the file.
+        _stop_at_exit()
+        try:
+            self._task = _portal.call(_start_task, self._redeliver)
+        except RuntimeError:  # called on the judgehooks loop itself
+            self._task = asyncio.get_running_loop().create_task(self._redeliver())
+
+    async def _redeliver(self) -> None:
+        finished = False
+        try:
+            await self._redeliver_until_empty()
+            finished = True
+        except Exception:
+            log.exception("spill_redelivery_stopped", store=self.key, spill=self.spill.path)
+        finally:
+            if not finished:  # crashed or cancelled at exit: the rows stay; the next write restarts it
+                with self._lock:
+                    self._running = False
+
+    async def _redeliver_until_empty(self) -> None:
+        interval = self.retry_interval
+        failures = 0
+        while True:
+            batch = await anyio.to_thread.run_sync(self.spill.oldest, self.key, self.batch_size)
+            if not batch:
+                if await anyio.to_thread.run_sync(self._finish_if_empty):
+                    return
+                continue
+            try:
+                await self.store.write([record for _, record in batch])
+            except Exception as exc:
+                failures += 1
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("store_still_unavailable", store=self.key, attempts=failures,
+                                error_type=type(exc).__name__, error=str(exc), retry_in_s=interval)
+                await anyio.sleep(interval)
+                interval = min(interval * 2, self.max_interval)
+                continue
+            await anyio.to_thread.run_sync(self.spill.remove, [seq for seq, _ in batch])
+            with self._lock:
+                self.redelivered += len(batch)
+            log.info("spill_redelivered", store=self.key, records=len(batch), after_failures=failures)
+            interval, failures = self.retry_interval, 0
+
+    def _finish_if_empty(self) -> bool:
+        # Under the lock `_kick` takes: a record appended before this check is seen here; one
+        # appended after it finds `_running` False and starts a new task.
+        with self._lock:
+            if self.spill.count(self.key):
+                return False
+            self._pending = self._running = False
+            self._idle.set()
+            return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until nothing waits in the spill (True), or `timeout` passes (False)."""
+        return self._idle.wait(timeout)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counts = {"spilled": self.spilled, "redelivered": self.redelivered}
+        counts["spill_pending"] = self.spill.count(self.key) if self._pending else 0
+        return counts
+
+    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
+                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    limit: int | None = 1000) -> list[EvalRecord]:
+        """The wrapped store's records (spilled ones appear once re-delivered)."""
+        return await self.store.query(agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
+                                      run_id=run_id, since=since, until=until, limit=limit)
+
+    async def aclose(self) -> None:
+        """Stop re-delivering and close the wrapped store. Spilled rows stay on disk for the next
+        process (or `judgehooks resume`)."""
+        _registry.discard(self)
+        task, self._task = self._task, None
+        if task is not None:
+            task.get_loop().call_soon_threadsafe(task.cancel)
+        await anyio.to_thread.run_sync(self.spill.close)
+        await self.store.aclose()
+
+
+async def _start_task(fn: Any) -> asyncio.Task[Any]:
+    return asyncio.get_running_loop().create_task(fn())
+
+
+async def _cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    await asyncio.wait([task], timeout=5)
+
+
+def _stop_redelivery() -> None:
+    """At exit, before the judgehooks loop stops: end re-delivery tasks (their rows stay on disk)."""
+    for spilling in list(_registry):
+        task, spilling._task = spilling._task, None
+        if task is not None and not task.done():
+            try:
+                _portal.call(_cancel, task)
+            except Exception:
+                pass
+
+
+_exit_hook = threading.Lock()
+_exit_hook_installed = False
+
+
+def _stop_at_exit() -> None:
+    # Registered after the loop's own exit hook, so atexit runs it first.
+    global _exit_hook_installed
+    with _exit_hook:
+        if not _exit_hook_installed:
+            _portal.get_portal()
+            atexit.register(_stop_redelivery)
+            _exit_hook_installed = True
+
+
+_registry: weakref.WeakSet[SpillingStore] = weakref.WeakSet()
+
+
+def wait_for_spills(deadline: float | None) -> bool:
+    """Wait until every live SpillingStore has re-delivered what it holds (for `drain`)."""
+    for spilling in list(_registry):
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not spilling.wait(left):
+            log.warning("drain_timeout", store=spilling.key, spill_pending=spilling.stats()["spill_pending"])
+            return False
+    return True

@@ -1,0 +1,114 @@
+"""Verdicts in AgentOS: an AgentOS app served over real HTTP lists what the evaluator wrote via db=."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+import uvicorn
+from _servers import free_port
+
+import judgehooks
+from judgehooks import AgnoDbStore
+
+
+@contextmanager
+def serve(app) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on 127.0.0.1:<free port> in a thread; stop it on exit."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, name="agentos-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def _agno_db(kind: str, tmp_path, request):
+    if kind == "SqliteDb":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_file=str(tmp_path / "agno.db"))
+    if kind == "AsyncSqliteDb":
+        from agno.db.sqlite import AsyncSqliteDb
+
+        return AsyncSqliteDb(db_file=str(tmp_path / "agno-async.db"))
+    dsn = request.getfixturevalue("postgres_dsn").replace("postgresql://", "postgresql+psycopg://", 1)
+    if kind == "PostgresDb":
+        from agno.db.postgres import PostgresDb
+
+        return PostgresDb(db_url=dsn)
+    from agno.db.postgres import AsyncPostgresDb
+
+    return AsyncPostgresDb(db_url=dsn.replace("+psycopg://", "+psycopg_async://", 1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["SqliteDb", "AsyncSqliteDb", "PostgresDb", "AsyncPostgresDb"])
+def test_agentos_lists_every_verdict_with_agent_and_user(kind, make_judge, make_agent, store, tmp_path, request):
+    from agno.os import AgentOS
+
+    db = _agno_db(kind, tmp_path, request)
+    judge = make_judge(db=db, run_in_background=True, outbox=str(tmp_path / "outbox.db"), scoring_strategy="numeric")
+    agent = make_agent(judge, id="os-agent", name="os-agent")
+    app = AgentOS(agents=[agent], db=db, telemetry=False).get_app()
+    prompts = ["good [[score=9]]", "bad [[score=2]]", "broken [[judge_status=500]]"]
+    with serve(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        for prompt in prompts:
+            reply = client.post("/agents/os-agent/runs",
+                                data={"message": prompt, "stream": "false", "user_id": "user-7"})
+            assert reply.status_code == 200, reply.text
+        assert judgehooks.drain(60)
+        listed = client.get("/eval-runs", params={"agent_id": "os-agent", "limit": 50}).json()["data"]
+        other = client.get("/eval-runs", params={"agent_id": "someone-else"}).json()["data"]
+    by_status = {run["eval_data"]["status"]: run for run in listed}
+    assert sorted(by_status) == ["error", "failed", "passed"] and other == []
+    assert {r.id for r in store.records} == {run["id"] for run in listed}  # same ids as our own store
+    for run in listed:
+        assert (run["agent_id"], run["user_id"], run["eval_type"]) == ("os-agent", "user-7", "agent_as_judge")
+        assert run["name"] == judge.evaluator and run["evaluated_component_name"] == "os-agent"
+    passed, failed, error = (by_status[s]["eval_data"] for s in ("passed", "failed", "error"))
+    # eval_data is shaped like agno's AgentAsJudgeResult
+    assert (passed["avg_score"], passed["pass_rate"], passed["results"][0]["passed"]) == (9, 100.0, True)
+    assert (failed["avg_score"], failed["pass_rate"], failed["results"][0]["score"]) == (2, 0.0, 2)
+    assert (error["results"], error["pass_rate"], error["error_type"]) == ([], None, "InternalServerError")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["SqliteDb", "AsyncSqliteDb"])
+async def test_writes_are_idempotent_and_set_the_owner(kind, tmp_path, request):
+    from judgehooks import EvalRecord
+
+    db = _agno_db(kind, tmp_path, request)
+    store = AgnoDbStore(db)
+    record = EvalRecord(id="r-1", status="passed", evaluator="e", mode="binary", passed=True, agent_id="a",
+                        user_id="u-1")
+    await store.write([record])
+    await store.write([record, record])  # re-delivered, and twice in one batch
+    runs = db.get_eval_runs(agent_id="a")
+    runs = await runs if hasattr(runs, "__await__") else runs
+    assert [run.run_id for run in runs] == ["r-1"]
+    row = db.get_eval_run("r-1", deserialize=False)
+    row = await row if hasattr(row, "__await__") else row
+    assert row["user_id"] == "u-1"
+
+
+def test_dbs_that_cannot_hold_eval_runs_are_refused_by_name(make_judge):
+    from agno.db.base import BaseDb
+    from agno.db.in_memory import InMemoryDb
+
+    no_owner = type("NoOwnerDb", (InMemoryDb,), {"update_eval_run_user_id": BaseDb.update_eval_run_user_id})
+    with pytest.raises(TypeError, match=r"db NoOwnerDb does not store agno eval runs with an owner "
+                                        r"\(update_eval_run_user_id\)"):
+        make_judge(db=no_owner())
+    with pytest.raises(TypeError, match="db must be an agno database .* got dict"):
+        make_judge(db={})

@@ -1,0 +1,138 @@
+"""A store that goes away comes back whole: records wait in the spill file and are re-delivered."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+import pytest
+from _servers import create_database
+from conftest import rec, wait_for
+from structlog.testing import capture_logs
+
+import judgehooks
+from judgehooks import MemoryStore, PostgresStore
+from judgehooks.stores._spill import SpillFile, SpillingStore, store_key
+
+
+class SwitchableStore(MemoryStore):
+    """A MemoryStore that can be switched off, and remembers the order records arrived in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.arrived: list[str] = []
+
+    async def write(self, records):
+        if self.down:
+            raise ConnectionError("store is down")
+        self.arrived += [r.id for r in records]
+        await super().write(records)
+
+
+def test_records_wait_while_down_and_arrive_in_order_when_back(tmp_path):
+    inner = SwitchableStore()
+    spilling = SpillingStore(inner, tmp_path / "outbox.db", batch_size=3, retry_interval=0.01, max_interval=0.05)
+
+    async def write(i: int) -> None:
+        await spilling.write([rec(i)])
+
+    judgehooks_loop = judgehooks._portal.call
+    judgehooks_loop(write, 0)
+    inner.down = True
+    with capture_logs() as logs:
+        for i in range(1, 8):
+            judgehooks_loop(write, i)
+        assert spilling.stats()["spill_pending"] == 7 and inner.arrived == ["id-0"]
+        inner.down = False
+        assert spilling.wait(30)
+    assert inner.arrived == [f"id-{i}" for i in range(8)]  # nothing overtook the waiting records
+    assert spilling.stats() == {"spilled": 7, "redelivered": 7, "spill_pending": 0}
+    assert [e["record_ids"] for e in logs if e["event"] == "store_unavailable_spilling"] == [["id-1"]]
+    assert sum(e["records"] for e in logs if e["event"] == "spill_redelivered") == 7
+    judgehooks_loop(spilling.aclose)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
+def test_postgres_stopped_and_restarted_mid_run_loses_no_record(background, private_postgres, make_judge,
+                                                                make_agent, tmp_path):
+    dsn = create_database(private_postgres.dsn, "evals")
+    store = PostgresStore(dsn, timeout=1, connect_timeout=1)
+    outbox = tmp_path / "outbox.db"
+    judge = make_judge(store=store, run_in_background=background, outbox=str(outbox))
+    agent = make_agent(judge, id="spill-agent")
+    run_ids = [agent.run(f"before {i}").run_id for i in range(4)]
+    assert judgehooks.drain(30)
+    private_postgres.stop()  # by PID, mid-run
+    with capture_logs() as logs:
+        run_ids += [agent.run(f"during {i}").run_id for i in range(6)]
+        spill = SpillFile(outbox)
+        wait_for(lambda: spill.count(store_key(store)) == 6, timeout=60)  # all six wait on disk
+        private_postgres.start()
+        run_ids += [agent.run(f"after {i}").run_id for i in range(4)]
+        assert judgehooks.drain(60)
+    stored = anyio.run(lambda: store.query(agent_id="spill-agent", limit=None))
+    anyio.run(store.aclose)
+    assert sorted(r.run_id for r in stored) == sorted(run_ids)  # 14 runs, 14 records, none twice
+    assert spill.count(store_key(store)) == 0
+    assert any(e["event"] == "store_unavailable_spilling" for e in logs)
+    assert sum(e["records"] for e in logs if e["event"] == "spill_redelivered") >= 6
+    if background:
+        stats = judgehooks.stats()[judge.evaluator]
+        assert stats["spilled"] >= 6 and stats["redelivered"] == stats["spilled"] and stats["spill_pending"] == 0
+
+
+@pytest.mark.slow
+def test_spilled_records_outlive_the_process_and_the_next_one_delivers_them(private_postgres, tmp_path):
+    dsn = create_database(private_postgres.dsn, "evals")
+    private_postgres.stop()
+    outbox = tmp_path / "outbox.db"
+    writer = """
+import sys, anyio, judgehooks
+from judgehooks import EvalRecord, PostgresStore
+from judgehooks.stores._spill import SpillingStore
+spilling = SpillingStore(PostgresStore(sys.argv[1], timeout=1, connect_timeout=1), sys.argv[2])
+records = [EvalRecord(id=f"id-{i}", status="passed", evaluator="e", mode="binary", passed=True) for i in range(5)]
+judgehooks._portal.call(spilling.write, records)
+print(spilling.stats()["spill_pending"])
+"""
+    out = subprocess.run([sys.executable, "-c", writer, dsn, str(outbox)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["5"]  # the process exited with its records still waiting
+    private_postgres.start()
+    reader = """
+import sys, anyio, judgehooks
+from judgehooks import PostgresStore
+from judgehooks.stores._spill import SpillingStore
+store = PostgresStore(sys.argv[1])
+SpillingStore(store, sys.argv[2])  # finds the rows an earlier process left
+assert judgehooks.drain(60)
+print(" ".join(sorted(r.id for r in anyio.run(lambda: store.query(limit=None)))))
+"""
+    out = subprocess.run([sys.executable, "-c", reader, dsn, str(outbox)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [f"id-{i}" for i in range(5)]
+
+
+def test_spill_is_on_for_remote_stores_and_off_for_local_files(make_judge, tmp_path):
+    from judgehooks import SQLiteStore
+
+    assert isinstance(make_judge(store=PostgresStore("postgresql://127.0.0.1/x"))._pipeline.store, SpillingStore)
+    assert not isinstance(make_judge(store=SQLiteStore(tmp_path / "e.db"))._pipeline.store, SpillingStore)
+    assert not isinstance(make_judge(store=PostgresStore("postgresql://127.0.0.1/x"), spill=False)._pipeline.store,
+                          SpillingStore)
+    with pytest.raises(TypeError, match="spill must be a path, True"):
+        make_judge(spill=3)
+
+
+def test_judgehooks_resume_re_delivers_what_a_process_left_in_the_spill(tmp_path, capsys):
+    from judgehooks import SQLiteStore
+    from judgehooks._cli import main
+
+    db, outbox = str(tmp_path / "evals.db"), str(tmp_path / "evals.outbox.db")
+    SpillFile(outbox).append(store_key(SQLiteStore(db)), [rec(1), rec(2)])  # as a process would have left it
+    assert main(["resume", "--store", db]) == 0
+    assert "re-delivered 2 spilled record(s), 0 still waiting" in capsys.readouterr().out
+    assert sorted(r.id for r in SQLiteStore(db).query_sync()) == ["id-1", "id-2"]
