@@ -72,6 +72,28 @@ def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
     return f"agent_as_judge-{digest}"
 
 
+def _check_broker(broker: Any, run_in_background: bool) -> None:
+    """broker= must be a Redis URL, with background grading, and the `redis` extra installed."""
+    from .distributed import check_url, require_extra
+
+    check_url(broker, "broker")
+    if not run_in_background:
+        raise ValueError("broker= hands grading to `judgehooks worker` processes, which is background grading: "
+                         "set run_in_background=True as well")
+    require_extra("broker")
+
+
+def rebuildable(spec: Mapping[str, Any] | None) -> bool:
+    """Whether another process can rebuild an evaluator from its spec (a litellm model string)."""
+    return bool(spec and spec.get("model"))
+
+
+def from_spec(spec: Mapping[str, Any], **overrides: Any) -> AgentAsJudgeEval:
+    """Rebuild an evaluator in another process from the settings its jobs carry (`_spec`)."""
+    settings = {k: v for k, v in spec.items() if v is not None}
+    return AgentAsJudgeEval(**{**settings, **overrides})
+
+
 def _outbox_for(outbox: Any, store: Store) -> Outbox | None:
     """The outbox file: explicit path; False for none; else beside a SQLite store, or from
     $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
@@ -151,6 +173,7 @@ class AgentAsJudgeEval(BaseEval):
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
+        broker: str | None = None,
     ) -> None:
         check_grading(criteria, scoring_strategy, threshold)
         _check_number("timeout", timeout, minimum=0, allow_equal=False)
@@ -179,6 +202,8 @@ class AgentAsJudgeEval(BaseEval):
             raise ValueError(f"overload must be one of {', '.join(map(repr, OVERLOAD_POLICIES))}, got {overload!r}")
         if requests_per_minute is not None:
             _check_number("requests_per_minute", requests_per_minute, minimum=0, allow_equal=False)
+        if broker is not None:
+            _check_broker(broker, run_in_background)
         if outbox is not None and not isinstance(outbox, (bool, str, os.PathLike)):
             raise TypeError(f"outbox must be a path, True/None (next to the store) or False (no outbox), "
                             f"got {type(outbox).__name__}")
@@ -224,8 +249,8 @@ class AgentAsJudgeEval(BaseEval):
                 judge = LiteLLMJudge(model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL,
                                      api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
                                      structured_output=structured_output, litellm_kwargs=litellm_kwargs)
-        if judge_process is None:
-            judge_process = run_in_background and isinstance(judge, LiteLLMJudge)
+        if judge_process is None:  # with a broker, workers judge: this process never calls litellm
+            judge_process = run_in_background and broker is None and isinstance(judge, LiteLLMJudge)
         if judge_process:
             if not isinstance(judge, LiteLLMJudge):
                 raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
@@ -253,12 +278,18 @@ class AgentAsJudgeEval(BaseEval):
         )
         self._dispatcher: Dispatcher | None = None
         if run_in_background:
-            self._dispatcher = Dispatcher(
+            dispatcher_class: Any = Dispatcher
+            extra: dict[str, Any] = {}
+            if broker is not None:
+                from .distributed._forwarder import Forwarder
+
+                dispatcher_class, extra = Forwarder, {"broker_url": broker}
+            self._dispatcher = dispatcher_class(
                 self._pipeline, outbox=_outbox_for(outbox, self.store), max_queue=max_queue,
                 max_concurrency=max_concurrency, overload=overload, block_timeout=block_timeout,  # type: ignore[arg-type]
                 on_drop=wrap_callback("on_drop", on_drop), requests_per_minute=requests_per_minute,
                 spec=self._spec(judge, api_base, timeout, retries, retry_backoff, temperature, structured_output),
-                sampling=self._sampler.counts)
+                sampling=self._sampler.counts, **extra)
             self._dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
 
     def __repr__(self) -> str:

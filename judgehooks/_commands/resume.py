@@ -36,7 +36,7 @@ def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
 
 def run(args: argparse.Namespace) -> int:
     import judgehooks
-    from judgehooks import AgentAsJudgeEval
+    from judgehooks._eval import from_spec, rebuildable
     from judgehooks.dispatch._dispatcher import _registry
     from judgehooks.stores._sqlite import outbox_path_for
 
@@ -56,13 +56,12 @@ def run(args: argparse.Namespace) -> int:
     for name, spec in specs.items():
         if name in known:
             continue
-        if spec is None or not spec.get("model"):
+        if not rebuildable(spec):
             print(f"judgehooks resume: evaluator {name!r} has pending jobs but no rebuildable judge spec; "
                   f"pass --import with the module that defines it", file=sys.stderr)
             continue
-        settings = {k: v for k, v in spec.items() if v is not None}
-        evaluators.append(AgentAsJudgeEval(**settings, store=store, run_in_background=True, outbox=outbox,
-                                           max_concurrency=args.concurrency))
+        evaluators.append(from_spec(spec, store=store, run_in_background=True, outbox=outbox,
+                                    max_concurrency=args.concurrency))
     if not specs and not spill.stats()["spill_pending"]:
         print("judgehooks resume: nothing pending")
         return 0

@@ -1,0 +1,105 @@
+"""`judgehooks worker`: grade jobs that hooks with `broker=` published to Redis.
+
+    judgehooks worker --broker redis://127.0.0.1:6379/0 --store sqlite:///evals.db [--import myapp.evals]
+
+SIGTERM or SIGINT: stop taking jobs, let running ones finish for --shutdown-timeout seconds, leave
+the rest unacked for another worker, exit 0. A second signal cancels at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import signal
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker", default=os.environ.get("JUDGEHOOKS_BROKER"),
+                        help="Redis URL, e.g. redis://127.0.0.1:6379/0; default $JUDGEHOOKS_BROKER")
+    parser.add_argument("--store", default=os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db",
+                        help="store URL or path (sqlite:///path/to.db); default $JUDGEHOOKS_DB or ./judgehooks.db")
+    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
+                        help="import MODULE and grade with the AgentAsJudgeEval objects it defines at module level "
+                             "(their judge and callbacks); others are rebuilt from the settings in each job")
+    parser.add_argument("--concurrency", type=int, default=32, help="jobs graded at once (default 32)")
+    parser.add_argument("--reclaim-after", type=float, default=30.0,
+                        help="seconds a dead worker's job stays idle before a live worker takes it (default 30)")
+    parser.add_argument("--shutdown-timeout", type=float, default=30.0,
+                        help="on SIGTERM, seconds running jobs get to finish (default 30)")
+    parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
+
+
+def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
+    from .._eval import AgentAsJudgeEval
+
+    found: dict[str, Any] = {}
+    for name in modules:
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if isinstance(value, AgentAsJudgeEval):
+                found[value.evaluator] = value
+    return found
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    from . import check_url
+
+    if not args.broker:
+        return "--broker is required (or set $JUDGEHOOKS_BROKER), e.g. --broker redis://127.0.0.1:6379/0"
+    try:
+        check_url(args.broker, "--broker")
+    except ValueError as exc:
+        return str(exc)
+    for option, value, minimum in (("--concurrency", args.concurrency, 1), ("--reclaim-after", args.reclaim_after, 1),
+                                   ("--shutdown-timeout", args.shutdown_timeout, 0)):
+        if value < minimum:
+            return f"{option} must be >= {minimum}, got {value}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one worker until SIGTERM / SIGINT. Exit code 0 after a clean stop, 2 on bad arguments."""
+    problem = _check(args)
+    if problem is not None:
+        print(f"judgehooks worker: {problem}", file=sys.stderr)
+        return 2
+    from .. import _cli
+    from . import require_extra
+
+    require_extra("judgehooks worker")
+    from ._grader import Worker
+
+    store = _cli.store_from_url(args.store)
+    worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
+                    shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
+                    consumer_name=args.name)
+    asyncio.run(_serve(worker, args))
+    print(f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
+          f"{worker.broker.reclaimed} reclaimed from dead workers", flush=True)
+    return 0
+
+
+async def _serve(worker: Any, args: argparse.Namespace) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def on_signal() -> None:
+        if stop.is_set() and main is not None:
+            main.cancel()  # a second signal: do not wait for running jobs
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    def ready() -> None:
+        print(f"judgehooks worker {worker.consumer_name}: grading from {args.broker.rpartition('@')[2]} into "
+              f"{args.store} (concurrency {args.concurrency})", flush=True)
+
+    try:
+        await worker.serve(stop, ready)
+    except asyncio.CancelledError:
+        pass
