@@ -142,18 +142,34 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
     assert rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}  # acked and deleted
 
 
-def test_a_job_whose_evaluator_cannot_be_rebuilt_ends_as_an_error_record(make_producer, make_agent, redis_url):
+@pytest.mark.parametrize(("custom_judge", "rebuild", "says"), [
+    (True, True, "no litellm model in its job spec"),   # a FakeJudge / agno Model cannot travel
+    (False, False, "--imported-only"),                  # the worker refuses judges chosen by jobs
+])
+def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, make_agent, redis_url,
+                                                                 custom_judge, rebuild, says):
     from judgehooks.distributed._grader import Worker
 
-    judge = make_producer(name="custom", judge=FakeJudge('{"passed": true, "reason": "ok"}'))
+    judge = make_producer(name="custom", **({"judge": FakeJudge('{"passed": true, "reason": "ok"}')}
+                                            if custom_judge else {}))
     out = make_agent(judge).run("q")
     assert judgehooks.drain(30)
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2)
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild)
     asyncio.run(serve_until(worker, lambda: len(store.records) == 1))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
-    assert "--import" in record.error_message
+    assert says in record.error_message and "--import" in record.error_message
+
+
+def test_a_worker_that_cannot_reach_redis_says_so(capsys):
+    from judgehooks._cli import main
+
+    with RedisServer() as probe:  # a port that was free a moment ago, now closed
+        closed = probe.url
+    assert main(["worker", "--broker", closed, "--store", "memory://"]) == 1
+    captured = capsys.readouterr()
+    assert f"cannot reach Redis at {closed}" in captured.err and "grading from" not in captured.out
 
 
 IMPORTED = """

@@ -18,6 +18,12 @@ def check_url(url: Any, parameter: str = "broker") -> str:
     return url
 
 
+def redacted(url: str) -> str:
+    """The URL without its credentials, for logs, stats and messages."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
 def require_extra(parameter: str = "broker") -> None:
     """A clear ImportError when taskiq / taskiq-redis are missing."""
     try:

@@ -21,13 +21,8 @@ from .._context import EvalContext
 from .._log import log
 from ..dispatch._dispatcher import Dispatcher
 from ..dispatch._outbox import Job
+from . import redacted
 from ._broker import TASK_NAME, JudgeStreamBroker
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for logs and stats."""
-    head, sep, tail = url.rpartition("@")
-    return f"{head.split('://', 1)[0]}://***@{tail}" if sep else url
 
 
 def job_payload(job: Job) -> str:

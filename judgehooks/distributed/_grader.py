@@ -60,10 +60,11 @@ class Worker:
 
     def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
                  shutdown_timeout: float = 30.0, evaluators: Mapping[str, AgentAsJudgeEval] | None = None,
-                 consumer_name: str | None = None) -> None:
+                 consumer_name: str | None = None, rebuild: bool = True) -> None:
         self.store = store
         self.concurrency = concurrency
         self.shutdown_timeout = shutdown_timeout
+        self.rebuild = rebuild  # False: only imported evaluators grade (jobs cannot pick a judge endpoint)
         self.consumer_name = consumer_name or f"{socket.gethostname()}:{os.getpid()}"
         self.broker = JudgeStreamBroker(broker_url, consumer_name=self.consumer_name, reclaim_after=reclaim_after,
                                         fetch_count=concurrency, max_connections=concurrency + 8)
@@ -84,6 +85,9 @@ class Worker:
         found = self._pipelines.get(evaluator) or self._pipelines.get(key)
         if found is not None:
             return found
+        if not self.rebuild:
+            return (f"evaluator {evaluator!r} is not among this worker's imported evaluators and the worker runs "
+                    f"with --imported-only: add --import <module that defines it>")
         spec = json.loads(spec_text) if spec_text else None
         if not rebuildable(spec):
             return (f"evaluator {evaluator!r} has no litellm model in its job spec (custom judge, agno Model or "
@@ -124,11 +128,12 @@ class Worker:
     async def serve(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
         """Grade until `stop` is set; then take nothing new, give running jobs `shutdown_timeout`
         seconds, and cancel the rest (unacked: another worker reclaims them)."""
-        receiver = _Receiver(self.broker, max_async_tasks=self.concurrency, max_prefetch=0,
+        receiver = _Receiver(self.broker, max_async_tasks=self.concurrency, max_prefetch=0, run_startup=False,
                              ack_type=AcknowledgeType.MANUAL, wait_tasks_timeout=self.shutdown_timeout,
                              propagate_exceptions=False)
         # litellm's import takes seconds: off the loop and before the first job, or it stalls them all.
         await asyncio.to_thread(load_litellm)
+        await self.broker.startup()  # connects, and creates the stream and group if this is the first worker
         if ready is not None:
             ready()
         keep_alive = asyncio.create_task(self.broker.keep_alive())

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a dead worker's job stays idle before a live worker takes it (default 30)")
     parser.add_argument("--shutdown-timeout", type=float, default=30.0,
                         help="on SIGTERM, seconds running jobs get to finish (default 30)")
+    parser.add_argument("--imported-only", action="store_true",
+                        help="grade only with --import'ed evaluators; never rebuild a judge from a job's settings "
+                             "(a job names its model and api_base, and the worker's provider keys go with it)")
     parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
 
 
@@ -62,13 +65,14 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one worker until SIGTERM / SIGINT. Exit code 0 after a clean stop, 2 on bad arguments."""
+    """Run one worker until SIGTERM / SIGINT. Exit code 0 after a clean stop, 1 when Redis cannot be reached
+    at start, 2 on bad arguments."""
     problem = _check(args)
     if problem is not None:
         print(f"judgehooks worker: {problem}", file=sys.stderr)
         return 2
     from .. import _cli
-    from . import require_extra
+    from . import redacted, require_extra
 
     require_extra("judgehooks worker")
     from ._grader import Worker
@@ -76,14 +80,22 @@ def run(args: argparse.Namespace) -> int:
     store = _cli.store_from_url(args.store)
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
                     shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
-                    consumer_name=args.name)
-    asyncio.run(_serve(worker, args))
+                    consumer_name=args.name, rebuild=not args.imported_only)
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    try:
+        asyncio.run(_serve(worker, args))
+    except (RedisConnectionError, OSError) as exc:
+        print(f"judgehooks worker: cannot reach Redis at {redacted(args.broker)}: {exc}", file=sys.stderr)
+        return 1
     print(f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
           f"{worker.broker.reclaimed} reclaimed from dead workers", flush=True)
     return 0
 
 
 async def _serve(worker: Any, args: argparse.Namespace) -> None:
+    from . import redacted
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
@@ -96,7 +108,7 @@ async def _serve(worker: Any, args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
     def ready() -> None:
-        print(f"judgehooks worker {worker.consumer_name}: grading from {args.broker.rpartition('@')[2]} into "
+        print(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
               f"{args.store} (concurrency {args.concurrency})", flush=True)
 
     try:
