@@ -287,8 +287,7 @@ def test_sigterm_finishes_running_jobs_within_the_deadline_and_leaves_the_rest_u
         slow = agent.run("slow [[judge_delay=60000]]").run_id
         assert judgehooks.drain(30)
         wait_for(lambda: pending_by_consumer(rds).get("worker-t", 0) == 2, timeout=30)
-        worker.send_signal(signal.SIGTERM)
-        code, out = stop_worker(worker)
+        code, out = stop_worker(worker)  # one SIGTERM
     finally:
         if worker.poll() is None:
             worker.kill()

@@ -9,6 +9,7 @@ While Redis is unreachable, jobs wait in the outbox and publishing is retried wi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -41,13 +42,15 @@ class Forwarder(Dispatcher):
         super().__init__(*args, **kwargs)
         self.broker_url = broker_url
         self._broker: JudgeStreamBroker | None = None
+        self._broker_loop: asyncio.AbstractEventLoop | None = None
         self._down_since: float | None = None
 
     async def _connected(self) -> JudgeStreamBroker:
-        if self._broker is None:
+        loop = asyncio.get_running_loop()
+        if self._broker is None or self._broker_loop is not loop:  # Redis connections belong to one loop
             broker = JudgeStreamBroker(self.broker_url, max_connections=self.max_concurrency + 2)
             await broker.startup()  # creates the stream and the workers' group, so no job predates it
-            self._broker = broker
+            self._broker, self._broker_loop = broker, loop
         return self._broker
 
     async def _grade(self, job: Job, ctx: EvalContext) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import importlib
 import os
 import signal
 import sys
+import threading
 from typing import Any
 
 
@@ -83,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
                     consumer_name=args.name, rebuild=not args.imported_only)
     from redis.exceptions import ConnectionError as RedisConnectionError
 
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack
+
     try:
         asyncio.run(_serve(worker, args))
     except (RedisConnectionError, OSError) as exc:
@@ -103,6 +107,8 @@ async def _serve(worker: Any, args: argparse.Namespace) -> None:
     def on_signal() -> None:
         if stop.is_set() and main is not None:
             main.cancel()  # a second signal: do not wait for running jobs
+        else:
+            _exit_after(worker.shutdown_timeout + 15)
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -115,3 +121,17 @@ async def _serve(worker: Any, args: argparse.Namespace) -> None:
         await worker.serve(stop, ready)
     except asyncio.CancelledError:
         pass
+
+
+def _exit_after(seconds: float) -> None:
+    """The last resort against a hung shutdown (e.g. a judge call stuck in a library's worker thread,
+    which interpreter exit would wait for): leave after `seconds`. Nothing is lost: a job is acked
+    only once its record is stored, so whatever is unfinished is reclaimed by another worker."""
+    def leave() -> None:
+        print(f"judgehooks worker: still stopping after {seconds:g}s; exiting now (unfinished jobs stay "
+              "unacked for other workers)", file=sys.stderr, flush=True)
+        os._exit(0)
+
+    timer = threading.Timer(seconds, leave)
+    timer.daemon = True
+    timer.start()
