@@ -1,9 +1,9 @@
-"""`judgehooks worker`: grade jobs that hooks with `broker=` published to Redis.
+"""Grade the jobs that hooks with broker= publish to Redis (distributed grading).
 
     judgehooks worker --broker redis://127.0.0.1:6379/0 --store sqlite:///evals.db [--import myapp.evals]
 
 SIGTERM or SIGINT: stop taking jobs, let running ones finish for --shutdown-timeout seconds, leave
-the rest unacked for another worker, exit 0. A second signal cancels at once.
+the rest unacked for another worker, exit 0. A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker", default=os.environ.get("JUDGEHOOKS_BROKER"),
                         help="Redis URL, e.g. redis://127.0.0.1:6379/0; default $JUDGEHOOKS_BROKER")
-    parser.add_argument("--store", default=os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db",
-                        help="store URL or path (sqlite:///path/to.db); default $JUDGEHOOKS_DB or ./judgehooks.db")
+    from .._commands.common import add_store_argument
+
+    add_store_argument(parser)
     parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
                         help="import MODULE and grade with the AgentAsJudgeEval objects it defines at module level "
                              "(their judge and callbacks); others are rebuilt from the settings in each job")
@@ -67,71 +69,84 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one worker until SIGTERM / SIGINT. Exit code 0 after a clean stop, 1 when Redis cannot be reached
+    """Run one worker until SIGTERM / SIGINT. Exit code 0 after a stop, 1 when Redis cannot be reached
     at start, 2 on bad arguments."""
+    from .. import _portal
+    from .._commands.common import CommandError, store_at
+
     problem = _check(args)
     if problem is not None:
-        print(f"judgehooks worker: {problem}", file=sys.stderr)
-        return 2
-    from .. import _cli
+        raise CommandError(f"worker: {problem}", code=2)
     from . import redacted, require_extra
 
     require_extra("judgehooks worker")
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
     from ._grader import Worker
 
-    store = _cli.store_from_url(args.store)
+    store = store_at(args.store, must_exist=False)
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
                     shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
                     consumer_name=args.name, rebuild=not args.imported_only)
-    from redis.exceptions import ConnectionError as RedisConnectionError
+    # The worker runs on the judgehooks loop, like every store and judge here; this thread waits and
+    # takes the signals.
+    portal = _portal.get_portal()
+    loop, stop = portal.call(_loop_and_event)
+    restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout)
 
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack
+    def ready() -> None:
+        print(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
+              f"{args.store or 'the default store'} (concurrency {args.concurrency})", flush=True)
 
     try:
-        asyncio.run(_serve(worker, args))
+        portal.call(worker.serve, stop, ready)
     except (RedisConnectionError, OSError) as exc:
-        print(f"judgehooks worker: cannot reach Redis at {redacted(args.broker)}: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(f"worker: cannot reach Redis at {redacted(args.broker)}: {exc}") from None
+    finally:
+        restore()
     print(f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
           f"{worker.broker.reclaimed} reclaimed from dead workers", flush=True)
     return 0
 
 
-async def _serve(worker: Any, args: argparse.Namespace) -> None:
-    from . import redacted
+async def _loop_and_event() -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
+    return asyncio.get_running_loop(), asyncio.Event()
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
 
-    def on_signal() -> None:
-        if stop.is_set() and main is not None:
-            main.cancel()  # a second signal: do not wait for running jobs
-        else:
-            _exit_after(worker.shutdown_timeout + 15)
-        stop.set()
+def _handle_signals(stop: Callable[[], Any], shutdown_timeout: float) -> Callable[[], None]:
+    """SIGTERM / SIGINT: stop taking jobs (a second one: leave now); SIGUSR1: dump every thread's stack.
+    Returns what puts the previous handlers back."""
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+    stopping = threading.Event()
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
-    def ready() -> None:
-        print(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
-              f"{args.store} (concurrency {args.concurrency})", flush=True)
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stopping.is_set():
+            _leave(f"second {signal.Signals(signum).name}")
+        stopping.set()
+        _exit_after(shutdown_timeout + 15)
+        stop()
 
-    try:
-        await worker.serve(stop, ready)
-    except asyncio.CancelledError:
-        pass
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        faulthandler.unregister(signal.SIGUSR1)
+
+    return restore
 
 
 def _exit_after(seconds: float) -> None:
     """The last resort against a hung shutdown (e.g. a judge call stuck in a library's worker thread,
-    which interpreter exit would wait for): leave after `seconds`. Nothing is lost: a job is acked
-    only once its record is stored, so whatever is unfinished is reclaimed by another worker."""
-    def leave() -> None:
-        print(f"judgehooks worker: still stopping after {seconds:g}s; exiting now (unfinished jobs stay "
-              "unacked for other workers)", file=sys.stderr, flush=True)
-        os._exit(0)
-
-    timer = threading.Timer(seconds, leave)
+    which interpreter exit would wait for): leave after `seconds`."""
+    timer = threading.Timer(seconds, _leave, args=(f"still stopping after {seconds:g}s",))
     timer.daemon = True
     timer.start()
+
+
+def _leave(why: str) -> None:
+    """Exit now. Nothing is lost: a job is acked only once its record is stored, so whatever is
+    unfinished stays pending and another worker reclaims it."""
+    print(f"judgehooks worker: {why}; exiting now (unfinished jobs stay unacked for other workers)",
+          file=sys.stderr, flush=True)
+    os._exit(0)
