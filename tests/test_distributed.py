@@ -225,6 +225,21 @@ def test_with_redis_down_jobs_wait_in_the_outbox_and_go_out_when_it_is_back(make
     assert len(published) == 5
 
 
+def test_forwarding_follows_the_dispatcher_onto_the_apps_loop_and_back(make_producer, make_agent, rds):
+    agent = make_agent(make_producer())
+    runs = [agent.run("before lifespan").run_id]  # forwarded from judgehooks' loop
+
+    async def app() -> None:
+        async with judgehooks.lifespan(drain_timeout=30):  # forwarding moves to this loop
+            runs.append((await agent.arun("inside lifespan")).run_id)
+
+    asyncio.run(app())
+    runs.append(agent.run("after lifespan").run_id)  # and back: Redis connections are per loop
+    assert judgehooks.drain(30)
+    published = b"".join(fields[b"data"] for _, fields in rds.xrange(STREAM))
+    assert rds.xlen(STREAM) == 3 and all(run.encode() in published for run in runs)
+
+
 # ---- worker processes -----------------------------------------------------------------------------
 
 def start_worker(redis_url: str, db: str, name: str, tmp_path: Path, *extra: str) -> subprocess.Popen:

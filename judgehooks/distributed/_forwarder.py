@@ -61,6 +61,9 @@ class Forwarder(Dispatcher):
                 await AsyncKicker(TASK_NAME, await self._connected(), {}).kiq(job=payload)
                 break
             except (RedisError, OSError) as exc:
+                if self._paused:  # moving to another loop (judgehooks.lifespan): that loop retries it
+                    self._queue.appendleft((job, ctx, False))
+                    return
                 if self._down_since is None:
                     self._down_since = time.monotonic()
                     log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
