@@ -102,6 +102,10 @@ def test_broker_needs_background_grading(make_judge):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--broker", "amqp://x"], "--broker must be a Redis URL"),
     (["--broker", "redis://127.0.0.1:1/0", "--concurrency", "0"], "--concurrency must be >= 1"),
+    (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "no_such_module_here"],
+     "--import no_such_module_here: ModuleNotFoundError"),
+    (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "json"],
+     "--import json: the module defines no AgentAsJudgeEval"),
 ])
 def test_worker_refuses_bad_arguments_by_name(argv, message, capsys):
     from judgehooks._cli import main

@@ -41,14 +41,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
+    """Every AgentAsJudgeEval bound to a module-level name in `modules`, by evaluator name."""
+    from .._commands.common import CommandError
     from .._eval import AgentAsJudgeEval
 
     found: dict[str, Any] = {}
     for name in modules:
-        module = importlib.import_module(name)
-        for value in vars(module).values():
-            if isinstance(value, AgentAsJudgeEval):
-                found[value.evaluator] = value
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:
+            raise CommandError(f"worker: --import {name}: {type(exc).__name__}: {exc}", code=2) from None
+        evaluators = [v for v in vars(module).values() if isinstance(v, AgentAsJudgeEval)]
+        if not evaluators:
+            raise CommandError(f"worker: --import {name}: the module defines no AgentAsJudgeEval at module level",
+                               code=2)
+        found.update((ev.evaluator, ev) for ev in evaluators)
     return found
 
 
