@@ -166,6 +166,31 @@ def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, m
     assert says in record.error_message and "--import" in record.error_message
 
 
+def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_acked(
+        make_producer, make_agent, redis_url, rds):
+    import json
+
+    from judgehooks.distributed._grader import Worker
+
+    out = make_agent(make_producer(name="tampered")).run("q")
+    assert judgehooks.drain(30)
+    [(entry_id, fields)] = rds.xrange(STREAM)
+    message = json.loads(fields[b"data"])
+    job = json.loads(message["kwargs"]["job"])
+    job["spec"] = json.dumps({**json.loads(job["spec"]), "threshold": 99})
+    message["kwargs"]["job"] = json.dumps(job)
+    rds.xdel(STREAM, entry_id)
+    rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
+    rds.xadd(STREAM, {b"data": b"not a taskiq message"})
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=2)
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))
+    [record] = store.records
+    assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
+    assert "threshold must be an integer from 1 to 10" in record.error_message
+    assert pending_by_consumer(rds) == {}  # the junk was acked too, after taskiq logged it ("Cannot parse")
+
+
 def test_a_worker_that_cannot_reach_redis_says_so(capsys):
     from judgehooks._cli import main
 

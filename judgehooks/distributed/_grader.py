@@ -102,12 +102,15 @@ class Worker:
             data = json.loads(job)
             ctx = context_from_dict(data["context"])
             evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
-            pipeline = self._pipeline(evaluator, data.get("spec"))
         except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the log
             self.counts["bad"] += 1
             log.error("worker_bad_job", error_type=type(exc).__name__, error=str(exc), job=str(job)[:4000])
             await context.ack()
             return
+        try:
+            pipeline = self._pipeline(evaluator, data.get("spec"))
+        except Exception as exc:  # settings this version cannot build: still one record, saying why
+            pipeline = f"evaluator {evaluator!r} could not be rebuilt from its job spec: {type(exc).__name__}: {exc}"
         if isinstance(pipeline, str):
             self.counts["unavailable"] += 1
             grading = Grading(evaluator=evaluator, criteria="", mode="binary", threshold=None)
