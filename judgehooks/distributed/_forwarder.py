@@ -39,6 +39,10 @@ class Forwarder(Dispatcher):
     judges_here = False
 
     def __init__(self, *args: Any, broker_url: str, **kwargs: Any) -> None:
+        # Outbox deletes come at publishing speed (not the judge's): fewer, larger ones keep the
+        # hook's outbox write from queueing behind them.
+        kwargs.setdefault("batch_size", 256)
+        kwargs.setdefault("flush_interval", 0.1)
         super().__init__(*args, **kwargs)
         self.broker_url = broker_url
         self._broker: JudgeStreamBroker | None = None
