@@ -56,7 +56,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return 0
     for module in args.import_ or ():
         importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
-    known = {d.pipeline.grading.evaluator for d in _registry.all()}
+    known = {d.pipeline.name for d in _registry.all()}
     specs = _pending_specs(outbox)
     evaluators = []
     for name, spec in specs.items():

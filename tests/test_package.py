@@ -18,10 +18,13 @@ def test_import_does_not_import_litellm():
 
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
-        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "EvalContext", "EvalRecord",
-        "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeUnavailable", "JudgehooksError",
-        "LiteLLMJudge", "MalformedVerdict", "MemoryStore", "RetryPolicy", "SQLiteStore", "Store", "StoreError",
-        "ToolCall", "Verdict", "__version__", "adrain", "drain", "parse_verdict", "stats",
+        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "Borderline", "Budget",
+        "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator", "ExactMatch", "FanoutStore",
+        "Group", "IsJSON", "JSONSchema", "Judge", "JudgeReply", "JudgeRequest", "JudgeUnavailable", "JudgehooksError",
+        "LabelMatch", "LiteLLMJudge", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
+        "MissingExpected", "MissingMetrics", "NotContains", "Ordered", "Outcome", "Regex", "RetryPolicy", "Rubric",
+        "RunUsage", "SQLiteStore", "ScorerEval", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict",
+        "__version__", "adrain", "drain", "evaluator", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

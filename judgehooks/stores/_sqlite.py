@@ -16,7 +16,7 @@ from .._record import FIELDS, EvalRecord
 from .._sqlitefile import checked_path, connect_wal
 
 TABLE = "eval_records"
-_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
+_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "REAL", "latency_ms": "REAL",
           "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER",
           "sample_rate": "REAL"}
 _COLUMNS = ",\n  ".join(
@@ -27,6 +27,7 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_team ON {TABLE} (team_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_created ON {TABLE} (created_at)",
 )
+_JSON = ("metadata", "details")
 _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
 
 
@@ -41,7 +42,7 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
         value = getattr(record, name)
         if name == "created_at":
             value = _ts(value)
-        elif name == "metadata":
+        elif name in _JSON:
             value = json.dumps(value, default=str, ensure_ascii=False)
         elif name == "passed" and value is not None:
             value = int(value)
@@ -51,10 +52,19 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
 
 def _record(row: sqlite3.Row) -> EvalRecord:
     data = dict(zip(FIELDS, row, strict=True))
-    data["metadata"] = json.loads(data["metadata"] or "{}")
+    for name in _JSON:
+        data[name] = json.loads(data[name] or "{}")
     if data["passed"] is not None:
         data["passed"] = bool(data["passed"])
     return EvalRecord.model_validate(data)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Migrate a file written by an older version: add the record fields it has no column for."""
+    have = {row[1] for row in conn.execute(f"PRAGMA table_info({TABLE})")}
+    for name in FIELDS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {name} {_TYPES.get(name, 'TEXT')}")
 
 
 class SQLiteStore:
@@ -84,6 +94,7 @@ class SQLiteStore:
             conn = connect_wal(self.path, self._timeout)
             for statement in _SCHEMA:
                 conn.execute(statement)
+            _add_missing_columns(conn)
             self._conn = conn
         return self._conn
 
