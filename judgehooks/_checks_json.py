@@ -78,7 +78,7 @@ class MatchesModel(Evaluator):
     needs_tools = False
 
     def __init__(self, model: type, **hook: Any) -> None:
-        if not (isinstance(model, type) and hasattr(model, "model_validate_json")):
+        if not (isinstance(model, type) and hasattr(model, "model_validate")):
             raise TypeError(f"model must be a pydantic BaseModel class, got {model!r}")
         self.model = model
         hook.setdefault("name", f"matches-{model.__name__}")
@@ -87,8 +87,11 @@ class MatchesModel(Evaluator):
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         from pydantic import ValidationError
 
+        data, problem = _parse(ctx.output.strip())
+        if problem is not None:
+            return Outcome(passed=False, reason=problem)
         try:
-            self.model.model_validate_json(ctx.output.strip())
+            self.model.model_validate(data)
         except ValidationError as exc:
             found = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors()[:5]]
             return Outcome(passed=False, reason="; ".join(found), details={"errors": found})

@@ -32,7 +32,7 @@ def run_output_for(ctx: EvalContext) -> Any:
     tools = [ToolExecution(tool_name=c.name, tool_args=dict(c.arguments or {}), result=c.result,
                            tool_call_error=c.error) for c in ctx.tool_calls]
     return RunOutput(run_id=ctx.run_id, agent_id=ctx.agent_id, agent_name=ctx.agent_name, session_id=ctx.session_id,
-                     user_id=ctx.user_id, team_id=ctx.team_id, content=ctx.output, tools=tools, metrics=metrics,
+                     user_id=ctx.user_id, content=ctx.output, tools=tools, metrics=metrics,
                      metadata=dict(ctx.metadata))
 
 

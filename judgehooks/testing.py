@@ -15,7 +15,8 @@ once). For evaluators that ask more than once: ``[[scores=7,9,9]]`` gives the n-
 carries it (per model) the n-th score, cycling. For tool trajectories: ``[[tools=a,b]]`` makes each
 agent call, one per turn, those of the listed tools it was offered (string arguments get the
 message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
-calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage.
+calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
+makes the agent answer with the message itself, directives removed (e.g. a JSON document).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
 structured output) is set with :meth:`StubLLMServer.configure`.
 
@@ -175,7 +176,10 @@ class _StubApp:
             if request.get("stream"):
                 return _Reply(200, stream=self._chunks(model, None, [call], _usage(prompt, "call")))
             return _Reply(200, _completion(model, message, _usage(prompt, "call"), "tool_calls"))
-        content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
+        if "raw" in d:
+            content = _DIRECTIVE.sub("", last_user).strip()
+        else:
+            content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
         usage: dict[str, Any] = _usage(prompt, content)
         if d.get("cost"):
             usage["cost"] = float(d["cost"])
