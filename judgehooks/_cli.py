@@ -42,10 +42,30 @@ def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
     return {name: (json.loads(spec) if spec else None) for name, spec in rows}
 
 
+def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
+    """An evaluator from the spec its process stored with its jobs: AgentAsJudgeEval settings, or
+    {"class": <a judgehooks evaluator>, "settings": {...}}. Evaluators made from user code (functions,
+    pydantic models, composites, custom judges) store no spec: they need --import."""
+    import judgehooks
+
+    if spec is None:
+        raise ValueError("it was built from user code (a function, a model, a composite or a custom judge)")
+    settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)
+    if "class" in spec:
+        cls = getattr(judgehooks, spec["class"], None)
+        if not (isinstance(cls, type) and issubclass(cls, judgehooks.Evaluator)):
+            raise ValueError(f"its spec names {spec['class']!r}, which is not a judgehooks evaluator")
+    else:
+        cls = judgehooks.AgentAsJudgeEval
+        if not spec.get("model"):
+            raise ValueError("its judge is not a litellm model string")
+    settings = {k: v for k, v in settings.items() if v is not None}
+    return cls(**settings, **hook, run_in_background=True)
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     """Grade the jobs that processes left in the outbox when they died or timed out at exit."""
     import judgehooks
-    from judgehooks import AgentAsJudgeEval
     from judgehooks.dispatch._dispatcher import _registry
     from judgehooks.stores._sqlite import outbox_path_for
 
@@ -62,13 +82,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     for name, spec in specs.items():
         if name in known:
             continue
-        if spec is None or not spec.get("model"):
-            print(f"judgehooks resume: evaluator {name!r} has pending jobs but no rebuildable judge spec; "
-                  f"pass --import with the module that defines it", file=sys.stderr)
-            continue
-        settings = {k: v for k, v in spec.items() if v is not None}
-        evaluators.append(AgentAsJudgeEval(**settings, store=store, run_in_background=True, outbox=outbox,
-                                           max_concurrency=args.concurrency))
+        try:
+            evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency))
+        except ValueError as exc:
+            print(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
+                  f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
     if not specs:
         print("judgehooks resume: nothing pending")
         return 0
