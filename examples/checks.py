@@ -19,7 +19,7 @@ from agno.models.openai.like import OpenAILike
 from agno.scorer import ToolCallScorer
 from agno.team import Team
 
-from judgehooks import (Budget, ExactMatch, JSONSchema, MemoryStore, NotContains, Regex, ScorerEval, ToolUse)
+from judgehooks import Budget, ExactMatch, JSONSchema, MemoryStore, NotContains, Regex, ScorerEval, ToolUse
 from judgehooks.testing import StubLLMServer
 
 
@@ -57,7 +57,8 @@ def main() -> None:
         structured = Agent(name="weather", id="weather", model=model(), telemetry=False, post_hooks=[
             JSONSchema(WEATHER, name="weather-json", store=store),
             ExactMatch(name="exact", store=store)])
-        structured.run('[[raw]] {"city": "Paris", "temp_c": 21}', metadata={"expected": '{"city": "Paris", "temp_c": 21}'})
+        answer = '{"city": "Paris", "temp_c": 21}'
+        structured.run(f"[[raw]] {answer}", metadata={"expected": answer})
         structured.run('[[raw]] {"city": "Paris", "temp_c": "warm"}', metadata={"expected": "-"})
 
         member = Agent(name="Researcher", id="member-researcher", model=model(), tools=[search], telemetry=False)

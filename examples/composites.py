@@ -4,8 +4,8 @@
 
 The judge is the scripted loopback server from `judgehooks.testing` (no key, no network): it
 scores what the `[[score=N]]` hint in its prompt says (`[[scores=a,b,c]]`: the next one on each
-call), here written into the criteria, so you can see every rule decide. Set JUDGEHOOKS_MODEL to a litellm model string (and its key) to use a
-real judge instead.
+call), here written into the criteria, so you can see every rule decide. Set JUDGEHOOKS_MODEL to
+a litellm model string (and its key) to use a real judge instead.
 """
 
 from __future__ import annotations
@@ -17,8 +17,18 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 
-from judgehooks import (AgentAsJudgeEval, Borderline, Contains, Criterion, Ensemble, Group, MemoryStore, NotContains,
-                        Ordered, Rubric)
+from judgehooks import (
+    AgentAsJudgeEval,
+    Borderline,
+    Contains,
+    Criterion,
+    Ensemble,
+    Group,
+    MemoryStore,
+    NotContains,
+    Ordered,
+    Rubric,
+)
 from judgehooks.testing import StubLLMServer
 
 
@@ -47,7 +57,8 @@ def main() -> None:
             # Three samples of one judge, mean against its threshold; the spread is stored.
             Ensemble(judge("steady", "Is correct. [[scores=6,8,9]]"), samples=3, name="ensemble", store=store),
             # Ask again only when the first score lands within 1 of the threshold.
-            Borderline(judge("careful", "Is complete. [[scores=7,5,6,3]]"), margin=1, extra_samples=2, name="borderline", store=store),
+            Borderline(judge("careful", "Is complete. [[scores=7,5,6,3]]"), margin=1, extra_samples=2,
+                       name="borderline", store=store),
         ]
         agent = Agent(name="assistant", id="assistant", telemetry=False, post_hooks=hooks,
                       model=OpenAILike(id="agent", base_url=server.base_url, api_key="no-key-needed"))

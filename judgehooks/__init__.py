@@ -13,14 +13,22 @@ from ._checks_run import Budget, ToolUse
 from ._checks_text import Contains, ExactMatch, LabelMatch, NotContains, Regex
 from ._composite import Group, Ordered
 from ._context import EvalContext, RunUsage, ToolCall
-from ._llmjudge import RetryPolicy
 from ._ensemble import Borderline, Ensemble
-from ._errors import (BadOutcome, JudgehooksError, JudgeUnavailable, MalformedVerdict, MemberError, MissingExpected,
-                      MissingMetrics, StoreError)
+from ._errors import (
+    BadOutcome,
+    JudgehooksError,
+    JudgeUnavailable,
+    MalformedVerdict,
+    MemberError,
+    MissingExpected,
+    MissingMetrics,
+    StoreError,
+)
 from ._eval import AgentAsJudgeEval
 from ._evaluator import Evaluator
 from ._function import evaluator
 from ._judge import AgnoJudge, Judge, JudgeReply, LiteLLMJudge
+from ._llmjudge import RetryPolicy
 from ._outcome import Outcome
 from ._prompt import JudgeRequest
 from ._record import EvalRecord

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._composite import assess_all, check_members, normalised
-from ._errors import MemberError
 from ._context import EvalContext
+from ._errors import MemberError
 from ._evaluator import Evaluator
 from ._outcome import Outcome, add_usage
 from ._validate import check_choice, check_number

@@ -35,8 +35,7 @@ class FunctionEvaluator(Evaluator):
             pass
         self.fn = fn
         self.needs_tools = bool(tool_calls)
-        self._fn_is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None))
+        self._fn_is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         hook.setdefault("name", getattr(fn, "__name__", None) or type(fn).__name__)
         super().__init__(**hook)
         self.__doc__ = fn.__doc__

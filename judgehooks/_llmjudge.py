@@ -7,7 +7,6 @@ which the core stores as an `error` record. `AgentAsJudgeEval` and `Rubric` both
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 
 import anyio

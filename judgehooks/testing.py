@@ -17,8 +17,9 @@ agent call, one per turn, those of the listed tools it was offered (string argum
 message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
 makes the agent answer with the message itself, directives removed (e.g. a JSON document).
-When several directives of one name appear, the last wins. Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
-structured output) is set with :meth:`StubLLMServer.configure`.
+When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
+outage for the next N judge calls, a server that refuses structured output) is set with
+:meth:`StubLLMServer.configure`.
 
 Run it as a separate process for benchmarks: ``python -m judgehooks.testing --port 0``.
 """

@@ -6,12 +6,22 @@ from __future__ import annotations
 import pytest
 from agno.agent import Agent
 from agno.team import Team
+from conftest import model
 from pydantic import BaseModel
 
-from judgehooks import (Budget, Contains, ExactMatch, IsJSON, JSONSchema, LabelMatch, MatchesModel, NotContains,
-                        Regex, ScorerEval, ToolUse)
-
-from conftest import model
+from judgehooks import (
+    Budget,
+    Contains,
+    ExactMatch,
+    IsJSON,
+    JSONSchema,
+    LabelMatch,
+    MatchesModel,
+    NotContains,
+    Regex,
+    ScorerEval,
+    ToolUse,
+)
 
 
 def lookup(text: str) -> str:
@@ -101,7 +111,8 @@ def test_json_checks_on_real_outputs(make_agent, store):
     typed = records(store, bad_type.run_id)
     assert typed["json"].status == "passed"
     assert typed["schema"].status == "failed" and typed["schema"].reason == "temp: 'warm' is not of type 'integer'"
-    assert typed["model"].status == "failed" and typed["model"].reason.startswith("temp: Input should be a valid integer")
+    assert typed["model"].status == "failed"
+    assert typed["model"].reason.startswith("temp: Input should be a valid integer")
     assert all(r.status == "failed" and r.reason.startswith("not JSON")
                for r in records(store, prose.run_id).values())
 

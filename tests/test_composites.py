@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from judgehooks import (Borderline, Contains, Criterion, Ensemble, Group, MemberError, NotContains, Ordered, Regex,
-                        Rubric)
+from judgehooks import (
+    Borderline,
+    Contains,
+    Criterion,
+    Ensemble,
+    Group,
+    NotContains,
+    Ordered,
+    Regex,
+    Rubric,
+)
 
 
 def only(store, run_id, evaluator):

@@ -12,14 +12,13 @@ import threading
 import time
 
 import pytest
+from conftest import wait_for
 
 import judgehooks
 from judgehooks import EvalContext, Evaluator, Outcome, Regex, SQLiteStore, evaluator
 from judgehooks._context import context_to_dict
 from judgehooks.dispatch import Outbox
 from judgehooks.dispatch._outbox import Job
-
-from conftest import wait_for
 
 
 class MaxWords(Evaluator):
