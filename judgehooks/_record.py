@@ -40,7 +40,7 @@ class EvalRecord(BaseModel):
     status: Status
     evaluator: str
     mode: Mode
-    threshold: float | None = None  # an LLM judge's is an integer 1-10; a check's may be any number
+    threshold: int | float | None = None  # an LLM judge's is an integer 1-10; a check's may be any number
     score: float | None = None
     passed: bool | None = None
     reason: str | None = None

@@ -151,6 +151,7 @@ def test_background_check_details_persist_in_sqlite(make_agent, tmp_path):
 
 def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
     from judgehooks._record import FIELDS, EvalRecord
+    from judgehooks.stores._sqlite import _row
 
     path = str(tmp_path / "old.db")
     old_fields = [f for f in FIELDS if f != "details"]
@@ -163,7 +164,7 @@ def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
     conn.close()
     store = SQLiteStore(path)
     new = EvalRecord(id="new", status="passed", evaluator="e", mode="binary", details={"checks": [1, 2]})
-    store._write([__import__("judgehooks.stores._sqlite", fromlist=["_row"])._row(new)])
+    store._write([_row(new)])
     got = {r.id: r.details for r in store.query_sync()}
     assert got == {"old": {}, "new": {"checks": [1, 2]}}
 
@@ -216,3 +217,14 @@ def test_judgehooks_resume_rebuilds_checks_and_needs_import_for_user_code(tmp_pa
     assert second.returncode == 0, second.stderr[-2000:]
     assert sorted((r.evaluator, r.status) for r in SQLiteStore(db).query_sync()) == [
         ("has-keep", "passed"), ("user-check", "passed")]
+
+
+def test_sqlite_keeps_integer_and_fractional_thresholds(tmp_path):
+    from judgehooks._record import EvalRecord
+    from judgehooks.stores._sqlite import _row
+
+    store = SQLiteStore(str(tmp_path / "thresholds.db"))
+    store._write([_row(EvalRecord(id="judge", status="passed", evaluator="j", mode="numeric", threshold=7)),
+                  _row(EvalRecord(id="check", status="passed", evaluator="c", mode="numeric", threshold=0.5))])
+    got = {r.id: r.threshold for r in store.query_sync()}
+    assert got == {"judge": 7, "check": 0.5} and isinstance(got["judge"], int)

@@ -16,7 +16,7 @@ from .._record import FIELDS, EvalRecord
 from .._sqlitefile import checked_path, connect_wal
 
 TABLE = "eval_records"
-_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "REAL", "latency_ms": "REAL",
+_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
           "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER",
           "sample_rate": "REAL"}
 _COLUMNS = ",\n  ".join(
