@@ -16,6 +16,7 @@ in the store, `on_fail` / `on_error`, offline `run()` / `arun()` batches and `st
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
@@ -151,6 +152,23 @@ class Evaluator(BaseEval):
                 on_drop=wrap_callback("on_drop", on_drop), requests_per_minute=requests_per_minute,
                 spec=self.spec(), sampling=self._sampler.counts)
             self._dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass __init__ that forgets ``super().__init__(**hook)`` fails at construction with
+        a message, not later inside agno's hook runner (which would log and swallow the error)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def checked(self: Evaluator, *args: Any, **kw: Any) -> None:
+            init(self, *args, **kw)
+            if type(self).__init__ is checked and "_pipeline" not in self.__dict__:
+                raise TypeError(f"{cls.__name__}.__init__ must call super().__init__(**hook) after setting its "
+                                "own settings (it sets up the store, callbacks and background grading)")
+
+        cls.__init__ = checked  # type: ignore[method-assign]
 
     # ---- what a subclass provides ---------------------------------------------------------------
 

@@ -228,3 +228,19 @@ def test_sqlite_keeps_integer_and_fractional_thresholds(tmp_path):
                   _row(EvalRecord(id="check", status="passed", evaluator="c", mode="numeric", threshold=0.5))])
     got = {r.id: r.threshold for r in store.query_sync()}
     assert got == {"judge": 7, "check": 0.5} and isinstance(got["judge"], int)
+
+
+def test_a_subclass_that_forgets_super_init_fails_at_construction():
+    class Forgetful(Evaluator):
+        def __init__(self, limit: int):
+            self.limit = limit
+
+        def evaluate(self, ctx):
+            return True
+
+    class Child(MaxWords):
+        pass
+
+    with pytest.raises(TypeError, match=r"Forgetful.__init__ must call super\(\).__init__\(\*\*hook\)"):
+        Forgetful(3)
+    assert Child(5, store=judgehooks.MemoryStore()).limit == 5
