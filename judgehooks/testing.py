@@ -115,11 +115,15 @@ class _StubApp:
         text = "\n".join(_text_of(m) for m in messages)
         d = _directives(text)
         delay = float(d.get("judge_delay", s.judge_delay_ms) or 0)
+        # An outage counts calls as they arrive: a call still sleeping from an earlier test (or
+        # run) cannot use up an outage configured after it was sent.
+        outage = s.judge_fail_next > 0
+        if outage:
+            s.judge_fail_next -= 1
         if delay:
             await asyncio.sleep(delay / 1000)
         headers = {"retry-after": str(s.retry_after_s)} if s.retry_after_s is not None else {}
-        if s.judge_fail_next > 0:
-            s.judge_fail_next -= 1
+        if outage:
             s.counts["judge_errors"] += 1
             return _Reply(s.judge_fail_status, {"error": {"message": "stub outage", "type": "server_error"}},
                           headers=headers)
