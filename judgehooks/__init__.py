@@ -28,6 +28,7 @@ from ._eval import AgentAsJudgeEval
 from ._evaluator import Evaluator
 from ._function import evaluator
 from ._judge import AgnoJudge, Judge, JudgeReply, LiteLLMJudge
+from ._lifespan import lifespan
 from ._llmjudge import RetryPolicy
 from ._outcome import Outcome
 from ._prompt import JudgeRequest
@@ -91,6 +92,7 @@ __all__ = (
     "adrain",
     "drain",
     "evaluator",
+    "lifespan",
     "parse_verdict",
     "stats",
 )

@@ -19,6 +19,7 @@ def _after_fork_in_child() -> None:
     _orphans.append((_portal._portal, _portal._stack, dict(_judgeproc._children)))
     _portal._portal = None
     _portal._stack = None
+    _portal._loop = None
     _background._pending.clear()
     _judgeproc._children.clear()
     for dispatcher in _registry.all():

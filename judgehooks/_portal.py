@@ -7,6 +7,7 @@ lives on a daemon thread for the life of the process.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import threading
 from collections.abc import Awaitable, Callable
@@ -21,11 +22,12 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _portal: BlockingPortal | None = None
 _stack: ExitStack | None = None
+_loop: asyncio.AbstractEventLoop | None = None
 
 
 def get_portal() -> BlockingPortal:
     """The process-wide portal, started on first use."""
-    global _portal, _stack
+    global _portal, _stack, _loop
     if _portal is None:
         from anyio.from_thread import start_blocking_portal
 
@@ -34,9 +36,17 @@ def get_portal() -> BlockingPortal:
                 stack = ExitStack()
                 portal = stack.enter_context(start_blocking_portal(name="judgehooks-loop"))
                 _stack = stack
+                _loop = portal.call(asyncio.get_running_loop)
                 _portal = portal
                 atexit.register(shutdown)
     return _portal
+
+
+def loop() -> asyncio.AbstractEventLoop:
+    """The judgehooks loop itself (for thread-safe scheduling onto it)."""
+    get_portal()
+    assert _loop is not None
+    return _loop
 
 
 def call(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -46,9 +56,9 @@ def call(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
 
 def shutdown() -> None:
     """Stop the loop thread. Runs at interpreter exit; safe to call twice."""
-    global _portal, _stack
+    global _portal, _stack, _loop
     with _lock:
-        stack, portal, _stack, _portal = _stack, _portal, None, None
+        stack, portal, _stack, _portal, _loop = _stack, _portal, None, None, None
     if stack is not None and portal is not None:
         try:
             # Dispatcher workers run until cancelled; the exit drain has already waited for work.

@@ -170,7 +170,7 @@ def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
 
 
 def test_builtin_checks_rebuild_from_their_spec_and_user_code_needs_import():
-    from judgehooks._cli import rebuild
+    from judgehooks._commands.resume import rebuild
 
     original = Regex("ab+", flags="i", must_match=False, name="re")
     spec = json.loads(json.dumps(original.spec()))

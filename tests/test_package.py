@@ -24,7 +24,7 @@ def test_public_names_are_pinned():
         "LabelMatch", "LiteLLMJudge", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
         "MissingExpected", "MissingMetrics", "NotContains", "Ordered", "Outcome", "Regex", "RetryPolicy", "Rubric",
         "RunUsage", "SQLiteStore", "ScorerEval", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict",
-        "__version__", "adrain", "drain", "evaluator", "parse_verdict", "stats",
+        "__version__", "adrain", "drain", "evaluator", "lifespan", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

@@ -1,9 +1,10 @@
 """The background dispatcher: the hook persists a job and hands it off; grading happens here.
 
 Caller side (any thread, any event loop, ~tens of microseconds): sampling decision, snapshot,
-`Outbox.put`, then `loop.call_soon_threadsafe`. Loop side (the judgehooks loop thread): a bounded
-queue, `max_concurrency` workers, an overload policy, batched store writes, then the outbox row
-is deleted. Every shed job becomes a `skipped` record; every graded one a passed/failed/error record.
+`Outbox.put`, then `loop.call_soon_threadsafe`. Loop side (the judgehooks loop thread, or the
+application's loop inside `judgehooks.lifespan()`): a bounded queue, `max_concurrency` workers, an
+overload policy, batched store writes, then the outbox row is deleted. Every shed job becomes a
+`skipped` record; every graded one a passed/failed/error record.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 import anyio.to_thread
 
-from .. import _portal
+from .. import _lifespan
 from .._context import EvalContext, context_from_dict, context_to_dict
 from .._core import Pipeline
 from .._errors import StoreError
@@ -73,11 +74,14 @@ class Dispatcher:
         self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
         self._lock = threading.Lock()  # counters touched from caller threads
         self._started = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # loop-side state, touched only on the judgehooks loop
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run; changes only in relocate()
+        # loop-side state, touched only on self._loop
         self._queue: collections.deque[tuple[Job, EvalContext, bool]] = collections.deque()
         self._ready: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
+        self._paused = False  # set while the workers move to another loop
+        self._scope: anyio.CancelScope | None = None
+        self._stopped: asyncio.Event | None = None
         self._in_flight = 0
         self._to_write: list[tuple[EvalRecord, str | None, bool]] = []
         self._notifying = 0
@@ -87,16 +91,14 @@ class Dispatcher:
     # ---- caller side --------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the workers on the judgehooks loop, and resume this evaluator's orphaned jobs."""
+        """Start the workers (on the judgehooks loop, or the app's loop inside `judgehooks.lifespan()`),
+        and resume this evaluator's orphaned jobs."""
         if self._started:
             return
         with self._lock:
             if self._started:
                 return
-            portal = _portal.get_portal()
-            portal.call(self._setup)
-            self._loop = portal.call(_running_loop)
-            portal.start_task_soon(self._serve)
+            self._launch(_lifespan.home_loop())
             self._started = True
             _registry.add(self)
             warm = getattr(self.pipeline.judge, "warm_up", None)
@@ -105,6 +107,41 @@ class Dispatcher:
         from .._background import install_exit_drain
 
         install_exit_drain()
+
+    def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start serving on `loop` (from any thread). Jobs already queued are picked up there."""
+        self._loop = loop
+        loop.call_soon_threadsafe(self._begin)
+
+    def _begin(self) -> None:
+        self._ready, self._idle, self._flush_wakeup = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._paused = False
+        if self._queue:
+            self._ready.set()
+        self._maybe_idle()
+        _spawn(self._serve())
+
+    async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Move the workers to `loop`: the old loop finishes its in-flight jobs, writes and
+        callbacks, then the queue (untouched, in order) is served on the new one."""
+        old = self._loop
+        if not self._started or old is loop:
+            return
+        assert old is not None
+        await _run_on(old, self._quiesce)
+        with self._lock:
+            self._launch(loop)  # hand-offs from now on go to the new loop
+        await _run_on(old, _noop)  # hand-offs scheduled on the old loop before the switch have been forwarded
+
+    async def _quiesce(self) -> None:
+        self._paused = True
+        await asyncio.sleep(0)  # let shed tasks already spawned enqueue their records
+        while self._in_flight or self._to_write or self._writing or self._notifying:
+            await asyncio.sleep(0.005)
+        assert self._scope is not None and self._stopped is not None
+        self._scope.cancel()
+        await self._stopped.wait()
 
     def _persist(self, ctx: EvalContext, sample_rate: float) -> Job:
         self.start()
@@ -117,11 +154,8 @@ class Dispatcher:
         return job
 
     def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
-        assert self._loop is not None
-        if self.overload == "block" and not holds_slot:
-            reason = f"queue full: no room within {self.block_timeout:g}s (block)"
-            self._loop.call_soon_threadsafe(_spawn, self._shed(job, ctx, reason))
-        else:
+        with self._lock:  # so a relocation never falls between reading the loop and scheduling on it
+            assert self._loop is not None
             self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
 
     def submit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
@@ -141,13 +175,14 @@ class Dispatcher:
 
     # ---- loop side ----------------------------------------------------------------------------
 
-    async def _setup(self) -> None:
-        self._ready = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._flush_wakeup = asyncio.Event()
-
     def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+        if asyncio.get_running_loop() is not self._loop:  # scheduled just before a relocation
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
+            return
+        if self.overload == "block" and not holds_slot:
+            _spawn(self._shed(job, ctx, f"queue full: no room within {self.block_timeout:g}s (block)"))
+            return
         if self.overload != "block" and len(self._queue) >= self.max_queue:
             if self.overload == "drop_newest":
                 _spawn(self._shed(job, ctx, "queue full: newest dropped (drop_newest)"))
@@ -168,20 +203,31 @@ class Dispatcher:
                     queue_depth=len(self._queue))
         self._enqueue_write(record, job.id)
         if self.on_drop is not None:
-            await self.on_drop(record)
+            self._notifying += 1
+            try:
+                await self.on_drop(record)
+            finally:
+                self._notifying -= 1
+                self._maybe_idle()
 
     async def _serve(self) -> None:
-        async with anyio.create_task_group() as tg:
-            for _ in range(self.max_concurrency):
-                tg.start_soon(self._worker)
-            tg.start_soon(self._writer)
-            if self.outbox is not None:
-                tg.start_soon(self._resume_and_heartbeat)
+        stopped = self._stopped
+        assert stopped is not None
+        try:
+            with anyio.CancelScope() as self._scope:
+                async with anyio.create_task_group() as tg:
+                    for _ in range(self.max_concurrency):
+                        tg.start_soon(self._worker)
+                    tg.start_soon(self._writer)
+                    if self.outbox is not None:
+                        tg.start_soon(self._resume_and_heartbeat)
+        finally:
+            stopped.set()
 
     async def _worker(self) -> None:
         assert self._ready is not None
         while True:
-            if not self._queue:
+            if not self._queue or self._paused:
                 self._ready.clear()
                 self._maybe_idle()
                 await self._ready.wait()
@@ -267,7 +313,7 @@ class Dispatcher:
         next_beat = 0.0
         while True:
             try:
-                free = self.max_queue - len(self._queue)
+                free = 0 if self._paused else self.max_queue - len(self._queue)
                 jobs = (await anyio.to_thread.run_sync(outbox.claim, [self.pipeline.name], free)
                         if free > 0 else [])
                 for job in jobs:
@@ -311,22 +357,36 @@ class Dispatcher:
 
     # ---- observation and shutdown ---------------------------------------------------------------
 
-    async def _wait_idle(self) -> None:
-        assert self._idle is not None
-        while True:
-            await self._idle.wait()
+    async def _wait_idle(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Wait on `loop` until idle; False if the workers moved to another loop meanwhile."""
+        while self._loop is loop:
+            idle = self._idle
+            assert idle is not None
+            with anyio.move_on_after(0.2):  # wake now and then to notice a relocation
+                await idle.wait()
             await asyncio.sleep(0)  # let call_soon_threadsafe hand-offs already scheduled land
-            if self._idle.is_set():
-                return
+            if idle.is_set() and self._idle is idle and not self._paused:
+                return True
+        return False
 
     def drain(self, timeout: float | None) -> bool:
-        if not self._started:
-            return True
-        try:
-            _portal.get_portal().call(_wait_with_timeout, self._wait_idle, timeout)
-            return True
-        except TimeoutError:
-            return False
+        """Wait until every submitted job is graded, stored and called back. Not from the loop
+        the workers run on (use `await judgehooks.adrain()` there)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._started:
+            loop = self._loop
+            assert loop is not None
+            if _current_loop() is loop:
+                raise RuntimeError("drain() would block the event loop the evaluations run on: "
+                                   "use `await judgehooks.adrain()`")
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            future = asyncio.run_coroutine_threadsafe(_wait_with_timeout(self._wait_idle, loop, left), loop)
+            try:
+                if future.result():
+                    return True
+            except TimeoutError:
+                return False
+        return True
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -336,6 +396,7 @@ class Dispatcher:
             counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
         counters.update(queue_depth=len(self._queue), in_flight=self._in_flight,
                         evaluator=self.pipeline.name,
+                        loop="app" if _lifespan.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=_safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)
         return counters
@@ -358,16 +419,29 @@ def _spawn(coro: Awaitable[Any]) -> None:
     task.add_done_callback(_background_tasks.discard)
 
 
-async def _running_loop() -> asyncio.AbstractEventLoop:
-    return asyncio.get_running_loop()
+def _current_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
-async def _wait_with_timeout(fn: Callable[[], Awaitable[None]], timeout: float | None) -> None:
+async def _noop() -> None:
+    pass
+
+
+async def _run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Awaitable[Any]]) -> Any:
+    """Await `fn()` on `loop`, from a coroutine on any loop."""
+    if _current_loop() is loop:
+        return await fn()
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(), loop))
+
+
+async def _wait_with_timeout(fn: Callable[..., Awaitable[Any]], arg: Any, timeout: float | None) -> Any:
     if timeout is None:
-        await fn()
-    else:
-        with anyio.fail_after(timeout):
-            await fn()
+        return await fn(arg)
+    with anyio.fail_after(timeout):
+        return await fn(arg)
 
 
 class _Registry:

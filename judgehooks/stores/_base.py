@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
@@ -16,7 +16,11 @@ from .._record import EvalRecord
 
 @runtime_checkable
 class Store(Protocol):
-    """Batch writes and filtered reads of EvalRecords. Writes are idempotent on ``record.id``."""
+    """Batch writes and filtered reads of EvalRecords. Writes are idempotent on ``record.id``;
+    ``query`` returns the newest first (``since`` inclusive, ``until`` exclusive).
+
+    A store may also offer ``iter_records(page_size=..., **filters)`` (an async iterator, newest
+    first) when it can stream more cheaply than `iter_records` below pages through ``query``."""
 
     async def write(self, records: Sequence[EvalRecord]) -> None: ...
 
@@ -61,3 +65,34 @@ def matches(record: EvalRecord, *, agent_id: str | None, team_id: str | None, ev
             and (run_id is None or record.run_id == run_id)
             and (since is None or record.created_at >= since)
             and (until is None or record.created_at < until))
+
+
+async def iter_records(store: Store, *, page_size: int = 1000, **filters: Any) -> AsyncIterator[EvalRecord]:
+    """Every record matching ``filters`` (query's keywords), newest first, ``page_size`` at a time,
+    so a report over a large store never holds more than a page.
+
+    Uses the store's own ``iter_records`` if it has one; otherwise pages through ``query`` by
+    ``created_at``, re-reading the oldest timestamp of each page so ties are neither lost nor repeated.
+    """
+    own = getattr(store, "iter_records", None)
+    if own is not None:
+        async for record in own(page_size=page_size, **filters):
+            yield record
+        return
+    until, size = filters.pop("until", None), page_size
+    boundary: datetime | None = None
+    seen: set[str] = set()  # ids already yielded at the boundary timestamp
+    while True:
+        page = await store.query(**filters, until=until, limit=size)
+        fresh = [r for r in page if r.id not in seen]
+        for record in fresh:
+            yield record
+        if len(page) < size:
+            return
+        if not fresh:  # a whole page of one timestamp, all seen: read a bigger page
+            size *= 2
+            continue
+        oldest = page[-1].created_at
+        at_oldest = {r.id for r in page if r.created_at == oldest}
+        seen = seen | at_oldest if oldest == boundary else at_oldest
+        boundary, until, size = oldest, oldest + timedelta(microseconds=1), page_size

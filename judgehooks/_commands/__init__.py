@@ -1,0 +1,1 @@
+"""The `judgehooks` subcommands: one module each, with `add_arguments(parser)` and `run(args) -> int`."""

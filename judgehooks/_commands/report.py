@@ -1,0 +1,108 @@
+"""Pass rate, score statistics, error and skip rates per agent/team and evaluator, and the worst failures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from ..stores._base import iter_records
+from .common import (
+    add_filter_arguments,
+    add_store_argument,
+    count,
+    filters_of,
+    label_of,
+    open_store,
+    parse_time,
+    read,
+    table,
+    when,
+)
+from .stats import Report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    parser.add_argument("--since", default="24h", metavar="WHEN", type=_since,
+                        help="start of the window: 30m, 24h, 7d, 2w ago, an ISO time, or 'all' (default 24h)")
+    parser.add_argument("--until", metavar="WHEN", type=parse_time, help="end of the window (exclusive; default now)")
+    add_filter_arguments(parser)
+    parser.add_argument("--worst", type=count, default=5, metavar="N",
+                        help="show the N lowest-scored failures, newest first among equals (default 5)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of tables")
+
+
+def _since(value: str) -> datetime | None:
+    return None if value.strip().lower() == "all" else parse_time(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    since, until = args.since, args.until
+    store = open_store(args.store, must_exist=True)
+    report = read(label_of(args.store), _collect, store, Report(worst=args.worst), since=since, until=until,
+                  **filters_of(args))
+    payload = {"store": label_of(args.store),
+               "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
+               "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
+               **report.to_json()}
+    print(json.dumps(payload, indent=2) if args.json else render(payload))
+    return 0
+
+
+async def _collect(store: Any, report: Report, **filters: Any) -> Report:
+    async for record in iter_records(store, **filters):
+        report.add(record)
+    return report
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
+
+
+def render(payload: dict[str, Any]) -> str:
+    """The report as aligned text tables."""
+    start = when(datetime.fromisoformat(payload["since"])) if payload["since"] else "the beginning"
+    end = when(datetime.fromisoformat(payload["until"])) if payload["until"] else when(datetime.now(UTC))
+    lines = [f"judgehooks report: {payload['store']}, {start} .. {end}"]
+    if not payload["groups"]:
+        return "\n".join([*lines, "no records in this window"])
+    weighted = any(g["weighted_pass_rate"] != g["pass_rate"] for g in [*payload["groups"], payload["total"]])
+    headers = ["target", "evaluator", "count", "passed", "failed", "error", "skipped", "pass rate",
+               *(["weighted"] if weighted else []), "error rate", "skip rate", "score mean", "min", "p50", "max",
+               "latency ms"]
+    rows = []
+    for group in [*payload["groups"], {**payload["total"], "kind": "all", "evaluator": ""}]:
+        label = group["kind"] if group["kind"] in ("offline", "all") else (
+            f"{group['kind']} {group['name'] or group['id']}"
+            + (f" ({group['id']})" if group["name"] and group["id"] and group["name"] != group["id"] else ""))
+        score = group["score"]
+        rows.append([label, group["evaluator"], str(group["count"]), str(group["passed"]), str(group["failed"]),
+                     str(group["error"]), str(group["skipped"]), _pct(group["pass_rate"]),
+                     *([_pct(group["weighted_pass_rate"])] if weighted else []), _pct(group["error_rate"]),
+                     _pct(group["skip_rate"]), _num(score["mean"], 2), _num(score["min"]), _num(score["p50"]),
+                     _num(score["max"]), _num(group["latency_ms_mean"], 0)])
+    lines += ["", table(headers, rows)]
+    lines.append("\npass rate = passed / (passed + failed): errors and skips are not verdicts"
+                 + ("; weighted = each record counted 1/sample_rate times" if weighted else ""))
+    if payload["worst_failures"]:
+        lines += ["", f"worst failures ({len(payload['worst_failures'])}):"]
+        for f in payload["worst_failures"]:
+            who = "offline" if f["kind"] == "offline" else f"{f['kind']} {f['name'] or f['id']}"
+            score = "" if f["score"] is None else f"score {_num(f['score'])}  "
+            lines.append(f"  {when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  {who}  "
+                         f"run {f['run_id']}")
+            lines.append(f"    {_clip(f['reason'] or '(no reason given)', 200)}")
+    return "\n".join(lines)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,90 @@
+"""Grade the jobs that processes left in the outbox when they died or timed out at exit."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sqlite3
+import sys
+from typing import Any
+
+from .common import add_store_argument, open_store
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    parser.add_argument("--outbox", help="outbox file; default beside a SQLite store, else $JUDGEHOOKS_OUTBOX "
+                                         "or ./judgehooks.outbox.db")
+    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
+                        help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+    parser.add_argument("--concurrency", type=int, default=32)
+
+
+def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
+    conn = sqlite3.connect(outbox_path)
+    try:
+        rows = conn.execute("SELECT evaluator, spec FROM eval_jobs GROUP BY evaluator").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    finally:
+        conn.close()
+    return {name: (json.loads(spec) if spec else None) for name, spec in rows}
+
+
+def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
+    """An evaluator from the spec its process stored with its jobs: AgentAsJudgeEval settings, or
+    {"class": <a judgehooks evaluator>, "settings": {...}}. Evaluators made from user code (functions,
+    pydantic models, composites, custom judges) store no spec: they need --import."""
+    import judgehooks
+
+    if spec is None:
+        raise ValueError("it was built from user code (a function, a model, a composite or a custom judge)")
+    settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)
+    if "class" in spec:
+        cls = getattr(judgehooks, spec["class"], None)
+        if not (isinstance(cls, type) and issubclass(cls, judgehooks.Evaluator)):
+            raise ValueError(f"its spec names {spec['class']!r}, which is not a judgehooks evaluator")
+    else:
+        cls = judgehooks.AgentAsJudgeEval
+        if not spec.get("model"):
+            raise ValueError("its judge is not a litellm model string")
+    settings = {k: v for k, v in settings.items() if v is not None}
+    return cls(**settings, **hook, run_in_background=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import judgehooks
+    from judgehooks.dispatch._dispatcher import _registry
+    from judgehooks.stores._sqlite import outbox_path_for
+
+    store = open_store(args.store, must_exist=False)
+    outbox = args.outbox or outbox_path_for(store)
+    if not os.path.exists(outbox):
+        print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
+        return 0
+    for module in args.import_ or ():
+        importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
+    known = {d.pipeline.name for d in _registry.all()}
+    specs = _pending_specs(outbox)
+    evaluators = []
+    for name, spec in specs.items():
+        if name in known:
+            continue
+        try:
+            evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency))
+        except ValueError as exc:
+            print(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
+                  f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
+    if not specs:
+        print("judgehooks resume: nothing pending")
+        return 0
+    finished = judgehooks.drain(args.timeout)
+    stats = judgehooks.stats()
+    resumed = sum(s["resumed"] for s in stats.values())
+    done = sum(s["done"] for s in stats.values())
+    print(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
+          f"{'all done' if finished else 'timed out: the rest stay pending'}")
+    return 0 if finished else 1
