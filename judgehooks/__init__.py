@@ -7,6 +7,7 @@ Importing this package does not import litellm (seconds); the first judge call d
 from __future__ import annotations
 
 from . import _fork  # noqa: F401  (resets loop state in forked children)
+from ._alerts import QualityAlert, WindowedAlert
 from ._background import adrain, drain, stats
 from ._checks_json import IsJSON, JSONSchema, MatchesModel
 from ._checks_run import Budget, ToolUse
@@ -30,12 +31,14 @@ from ._function import evaluator
 from ._judge import AgnoJudge, Judge, JudgeReply, LiteLLMJudge
 from ._lifespan import lifespan
 from ._llmjudge import RetryPolicy
+from ._notify import LogNotifier, SlackNotifier, WebhookNotifier
 from ._outcome import Outcome
 from ._prompt import JudgeRequest
 from ._record import EvalRecord
 from ._result import AgentAsJudgeResult
 from ._rubric import Criterion, Rubric
 from ._scorer import ScorerEval
+from ._templates import JudgeTemplate, add_judge, get_judge, list_judges
 from ._verdict import Verdict, parse_verdict
 from .stores import MemoryStore, SQLiteStore, Store
 from .stores._agno import AgnoDbStore, FanoutStore
@@ -64,10 +67,12 @@ __all__ = (
     "Judge",
     "JudgeReply",
     "JudgeRequest",
+    "JudgeTemplate",
     "JudgeUnavailable",
     "JudgehooksError",
     "LabelMatch",
     "LiteLLMJudge",
+    "LogNotifier",
     "MalformedVerdict",
     "MatchesModel",
     "MemberError",
@@ -77,22 +82,29 @@ __all__ = (
     "NotContains",
     "Ordered",
     "Outcome",
+    "QualityAlert",
     "Regex",
     "RetryPolicy",
     "Rubric",
     "RunUsage",
     "SQLiteStore",
     "ScorerEval",
+    "SlackNotifier",
     "Store",
     "StoreError",
     "ToolCall",
     "ToolUse",
     "Verdict",
+    "WebhookNotifier",
+    "WindowedAlert",
     "__version__",
+    "add_judge",
     "adrain",
     "drain",
     "evaluator",
+    "get_judge",
     "lifespan",
+    "list_judges",
     "parse_verdict",
     "stats",
 )

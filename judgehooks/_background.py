@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from . import _portal
@@ -22,17 +23,42 @@ from ._log import log
 
 _lock = threading.Lock()
 _pending: set[concurrent.futures.Future[Any]] = set()
+_tasks: set[asyncio.Task[Any]] = set()
 _exit_hook_installed = False
 
 
 def submit(fn: Callable[..., Awaitable[Any]], *args: Any) -> concurrent.futures.Future[Any]:
-    """Start `fn(*args)` on the judgehooks loop without waiting for it."""
-    future = _portal.get_portal().start_task_soon(fn, *args)
+    """Start `fn(*args)` on the judgehooks loop without waiting for it; from any thread, the loop's
+    own included (a callback starting a notifier's delivery). drain() waits for it."""
+    if _portal.on_loop_thread():
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        task = asyncio.get_running_loop().create_task(fn(*args))
+        _tasks.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(partial(_settle, future))
+    else:
+        future = _portal.get_portal().start_task_soon(fn, *args)
     with _lock:
         _pending.add(future)
     install_exit_drain()
     future.add_done_callback(_done)
     return future
+
+
+def _settle(future: concurrent.futures.Future[Any], task: asyncio.Task[Any]) -> None:
+    """Mirror a task started on the judgehooks loop itself into the tracked future."""
+    _tasks.discard(task)
+    if task.cancelled():
+        future.cancel()
+    elif task.exception() is not None:
+        future.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(task.result())
+
+
+async def wait(future: concurrent.futures.Future[Any]) -> Any:
+    """Await a submitted evaluation from another loop. Shielded: a cancelled run must not cancel a
+    verdict that is already being paid for."""
+    return await asyncio.shield(asyncio.wrap_future(future))
 
 
 def _done(future: concurrent.futures.Future[Any]) -> None:

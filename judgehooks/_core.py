@@ -81,6 +81,7 @@ class Pipeline:
     store: Store
     on_fail: AsyncCallback | None = None
     on_error: AsyncCallback | None = None
+    on_record: AsyncCallback | None = None  # every record, any status (windowed alerts)
 
     @property
     def name(self) -> str:
@@ -127,6 +128,8 @@ class Pipeline:
             await self.on_fail(record)
         elif record.status == "error" and self.on_error is not None:
             await self.on_error(record)
+        if self.on_record is not None:
+            await self.on_record(record)
         log.info("evaluation", evaluator=record.evaluator, status=record.status, score=record.score,
                  agent_id=record.agent_id, team_id=record.team_id, run_id=record.run_id,
                  session_id=record.session_id, user_id=record.user_id, latency_ms=record.latency_ms,

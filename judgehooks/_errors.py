@@ -15,6 +15,10 @@ class JudgeUnavailable(JudgehooksError):
     """The judge could not be reached or refused the request (after retries)."""
 
 
+class MissingContext(JudgehooksError):
+    """The evaluator grades faithfulness to a context (``context_key``) but the run carried none."""
+
+
 class StoreError(JudgehooksError):
     """A store could not write or read records (after retries). `records` holds what was not written."""
 

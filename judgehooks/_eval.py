@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ._context import EvalContext
 from ._evaluator import Evaluator
+from ._gate import DEFAULT_FALLBACK
 from ._judge import AgnoJudge, Judge, LiteLLMJudge
 from ._judgeproc import ProcessJudge
 from ._llmjudge import JudgeCall, RetryPolicy
@@ -25,14 +26,25 @@ from .stores import Store
 DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
 
 
-def _guidelines(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def check_grading(criteria: Any, scoring_strategy: Any, threshold: Any) -> None:
+    """The judge settings every LLM evaluator (and judge template) shares, checked once."""
+    if not isinstance(criteria, str) or not criteria.strip():
+        raise ValueError("criteria must be a non-empty string saying what a good output is, "
+                         f"got {criteria!r}")
+    if scoring_strategy not in ("binary", "numeric"):
+        raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
+        raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+
+
+def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_guidelines") -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise TypeError(f"additional_guidelines must be a string or a list of strings, got {type(value).__name__}")
+    raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
 
 
 def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
@@ -122,14 +134,13 @@ class AgentAsJudgeEval(Evaluator):
         requests_per_minute: float | None = None,
         judge_process: bool | None = None,
         judge_processes: int | None = None,
+        gate: bool = False,
+        fallback: str = DEFAULT_FALLBACK,
+        repair: int = 0,
+        on_record: Callable[[EvalRecord], Any] | None = None,
+        context_key: str | None = None,
     ) -> None:
-        if not isinstance(criteria, str) or not criteria.strip():
-            raise ValueError("criteria must be a non-empty string saying what a good output is, "
-                             f"got {criteria!r}")
-        if scoring_strategy not in ("binary", "numeric"):
-            raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
-            raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+        check_grading(criteria, scoring_strategy, threshold)
         check_number("timeout", timeout, minimum=0, allow_equal=False)
         check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
         check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
@@ -140,6 +151,9 @@ class AgentAsJudgeEval(Evaluator):
             raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
         if judge_processes is not None:
             check_number("judge_processes", judge_processes, minimum=1, allow_equal=True, integer=True)
+        if context_key is not None and (not isinstance(context_key, str) or not context_key):
+            raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, "
+                             f"got {context_key!r}")
 
         # agno's public attributes, same names and meaning.
         self.criteria = criteria
@@ -161,8 +175,9 @@ class AgentAsJudgeEval(Evaluator):
             judge_process=run_in_background if judge_process is None else judge_process,
             judge_processes=judge_processes, explicit_process=judge_process is not None)
         self._call = JudgeCall(judge=self.judge, criteria=criteria, mode=scoring_strategy, threshold=mode_threshold,
-                               guidelines=_guidelines(additional_guidelines), include_tools=include_tool_calls,
-                               timeout=timeout, retry=RetryPolicy(retries=retries, backoff=retry_backoff),
+                               guidelines=guidelines_tuple(additional_guidelines),
+                               include_tools=include_tool_calls, context_key=context_key, timeout=timeout,
+                               retry=RetryPolicy(retries=retries, backoff=retry_backoff),
                                label=name or _default_name(criteria, scoring_strategy, mode_threshold))
         self._judge_spec = {"api_base": api_base, "timeout": timeout, "retries": retries,
                             "retry_backoff": retry_backoff, "temperature": temperature,
@@ -172,7 +187,8 @@ class AgentAsJudgeEval(Evaluator):
             run_in_background=run_in_background, sample_rate=sample_rate, when=when,
             max_concurrency=max_concurrency, max_queue=max_queue, overload=overload, block_timeout=block_timeout,
             on_drop=on_drop, outbox=outbox, requests_per_minute=requests_per_minute, print_summary=print_summary,
-            print_results=print_results, file_path_to_save_results=file_path_to_save_results)
+            print_results=print_results, file_path_to_save_results=file_path_to_save_results, gate=gate,
+            fallback=fallback, repair=repair, on_record=on_record)
         self.threshold = threshold  # agno's attribute: the numeric threshold, kept in binary mode too
 
     def default_name(self) -> str:
@@ -194,6 +210,6 @@ class AgentAsJudgeEval(Evaluator):
         judge = self.judge
         return {"name": self.evaluator, "criteria": self.criteria, "scoring_strategy": self.scoring_strategy,
                 "threshold": self.threshold, "additional_guidelines": list(self._call.guidelines),
-                "include_tool_calls": self.include_tool_calls,
+                "include_tool_calls": self.include_tool_calls, "context_key": self._call.context_key,
                 "model": judge.model if isinstance(judge, (LiteLLMJudge, ProcessJudge)) else None,
                 **self._judge_spec}

@@ -1,8 +1,9 @@
 """Evaluator: the base every judgehooks evaluator shares. Override ONE method, `evaluate(ctx)`.
 
 Everything else comes from here, the same for an LLM judge, a regex or a composite: agno's hook
-shells (`post_check` / `async_post_check`), sampling, inline or background grading, the record
-in the store, `on_fail` / `on_error`, offline `run()` / `arun()` batches and `stats()`.
+shells (`post_check` / `async_post_check`), sampling, inline or background grading, quality gates
+and repair (`_gate`), the record in the store, `on_fail` / `on_error` / `on_record`, offline
+`run()` / `arun()` batches and `stats()`.
 
     class MaxWords(Evaluator):
         def __init__(self, limit: int, **hook):
@@ -34,6 +35,7 @@ from ._callbacks import wrap_callback
 from ._context import EvalContext, render_content, snapshot_run
 from ._core import Pipeline
 from ._errors import StoreError
+from ._gate import DEFAULT_FALLBACK, Gate
 from ._hooklist import ensure_dual_hooks
 from ._log import log
 from ._outcome import Outcome, to_outcome
@@ -99,6 +101,10 @@ class Evaluator(BaseEval):
         print_summary: bool = False,
         print_results: bool = False,
         file_path_to_save_results: str | None = None,
+        gate: bool = False,
+        fallback: str = DEFAULT_FALLBACK,
+        repair: int = 0,
+        on_record: Callable[[EvalRecord], Any] | None = None,
     ) -> None:
         check_name(name)
         if threshold is not None:
@@ -117,6 +123,7 @@ class Evaluator(BaseEval):
         if outbox is not None and not isinstance(outbox, (bool, str, os.PathLike)):
             raise TypeError(f"outbox must be a path, True/None (next to the store) or False (no outbox), "
                             f"got {type(outbox).__name__}")
+        self._gate = Gate.configure(gate=gate, fallback=fallback, repair=repair, run_in_background=run_in_background)
         self.name = name
         self.threshold = threshold
         self.pass_threshold = threshold  # what scores are held to, and the record's threshold
@@ -143,7 +150,8 @@ class Evaluator(BaseEval):
 
             sink = FanoutStore(self.store, AgnoDbStore(db))
         self._pipeline = Pipeline(evaluator=self, store=sink, on_fail=wrap_callback("on_fail", on_fail),
-                                  on_error=wrap_callback("on_error", on_error))
+                                  on_error=wrap_callback("on_error", on_error),
+                                  on_record=wrap_callback("on_record", on_record))
         self._dispatcher: Dispatcher | None = None
         if run_in_background:
             self._dispatcher = Dispatcher(
@@ -236,19 +244,26 @@ class Evaluator(BaseEval):
 
     def post_check(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> None:
-        """agno's sync post hook: grade this run inline, or persist it and hand it off."""
+        """agno's sync post hook: grade this run inline (then gate it), or persist it and hand it off."""
+        if self._gate is not None and self._gate.stands_aside(agent or team):
+            return
         ctx = self._context(run_output, agent, team, user_id, metadata)
         rate = self._sampler.decide(ctx)
         if rate is None:
             return
         if self._dispatcher is not None:
             self._dispatcher.submit(ctx, rate)
-        else:
-            _portal.call(self._grade_quietly, ctx, rate)
+            return
+        record = _portal.call(self._grade_quietly, ctx, rate)
+        if self._gate is not None:
+            _portal.call(self._gate.enforce, record, run_output, agent or team, self._snapshot(agent, team),
+                         self._grade_quietly, True)
 
     async def async_post_check(self, run_output: Any, agent: Any = None, team: Any = None,
                                user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> None:
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
+        if self._gate is not None and self._gate.stands_aside(agent or team):
+            return
         ctx = self._context(run_output, agent, team, user_id, metadata)
         rate = self._sampler.decide(ctx)
         if rate is None:
@@ -256,15 +271,21 @@ class Evaluator(BaseEval):
         if self._dispatcher is not None:
             await self._dispatcher.asubmit(ctx, rate)
             return
-        future = _background.submit(self._grade_quietly, ctx, rate)
-        # Shielded: a cancelled run must not cancel a verdict that is already being paid for.
-        await asyncio.shield(asyncio.wrap_future(future))
+        record = await _background.wait(_background.submit(self._grade_quietly, ctx, rate))
+        if self._gate is not None:
+            await self._gate.enforce(record, run_output, agent or team, self._snapshot(agent, team),
+                                     self._grade_quietly, False)
+
+    def _snapshot(self, agent: Any, team: Any) -> Callable[[Any], EvalContext]:
+        """How the gate snapshots a repair attempt's run, as this hook snapshots the original."""
+        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools)
 
     async def _grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:
             return await self._pipeline.evaluate(ctx, sample_rate)
-        except StoreError:
-            return None  # already logged with the full record by the store writer
+        except StoreError as exc:
+            # Already logged with the full record by the store writer; a gate still needs the verdict.
+            return exc.records[0] if exc.records else None
 
     # ---- offline grading --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from ._context import EvalContext
+from ._errors import MissingContext
 from ._judge import Judge, JudgeReply, error_name, is_retryable, retry_after_seconds
 from ._log import log
 from ._outcome import Outcome
@@ -46,13 +47,18 @@ class JudgeCall:
     threshold: int | None
     guidelines: tuple[str, ...] = ()
     include_tools: bool = False
+    context_key: str | None = None  # run metadata key holding the context an answer must be faithful to
     timeout: float = 60.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     label: str = ""  # who is asking, for the retry log line
 
     def request(self, ctx: EvalContext) -> JudgeRequest:
+        context = None if self.context_key is None else ctx.metadata.get(self.context_key)
+        if self.context_key is not None and context is None:
+            raise MissingContext(f"run metadata has no {self.context_key!r}: this evaluator grades against the "
+                                 f"context given there, e.g. agent.run(..., metadata={{{self.context_key!r}: docs}})")
         return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
-                             include_tools=self.include_tools)
+                             include_tools=self.include_tools, context=context)
 
     def decide(self, verdict: Verdict) -> bool:
         if self.mode == "numeric":

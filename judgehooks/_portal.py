@@ -49,6 +49,14 @@ def loop() -> asyncio.AbstractEventLoop:
     return _loop
 
 
+def on_loop_thread() -> bool:
+    """True when running on the judgehooks loop itself, where the portal cannot be called (it would wait on itself)."""
+    try:
+        return _loop is not None and asyncio.get_running_loop() is _loop
+    except RuntimeError:
+        return False
+
+
 def call(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run an async function on the judgehooks loop and wait for its result (from a sync caller)."""
     return get_portal().call(fn, *args)

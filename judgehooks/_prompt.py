@@ -81,10 +81,13 @@ def system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: s
 
 
 def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
-                  include_tools: bool = False, nonce: str | None = None) -> JudgeRequest:
+                  include_tools: bool = False, context: Any = None, nonce: str | None = None) -> JudgeRequest:
     """Build the judge's messages for one context. A fresh nonce per call unless one is given."""
     nonce = nonce or secrets.token_hex(8)
     sections = [_fence("INPUT", ctx.input, nonce)]
+    if context is not None:
+        text = context if isinstance(context, str) else json.dumps(context, ensure_ascii=False, default=str)
+        sections.append(_fence("GIVEN-CONTEXT", text, nonce))
     if include_tools:
         calls = [c.as_dict() for c in ctx.tool_calls]
         sections.append(_fence("TOOL-CALLS", json.dumps(calls, ensure_ascii=False, default=str), nonce))

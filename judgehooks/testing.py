@@ -11,7 +11,11 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
 ``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
-once). For evaluators that ask more than once: ``[[scores=7,9,9]]`` gives the n-th judge call that
+once; each string parameter gets the first 40 characters of the question unless
+``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
+same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
+separate counts per tag; :meth:`StubLLMServer.reset` clears them).
+For evaluators that ask more than once: ``[[scores=7,9,9]]`` gives the n-th judge call that
 carries it (per model) the n-th score, cycling. For tool trajectories: ``[[tools=a,b]]`` makes each
 agent call, one per turn, those of the listed tools it was offered (string arguments get the
 message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
@@ -35,7 +39,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ("FakeJudge", "StubLLMServer", "StubSettings")
+__all__ = ("FakeJudge", "StubLLMServer", "StubSettings", "WebhookReceiver")
 
 _DIRECTIVE = re.compile(r"\[\[(\w+)(?:=([^\]]*))?\]\]")
 
@@ -52,6 +56,7 @@ class StubSettings:
     retry_after_s: float | None = None
     counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
     sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
+    fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -137,6 +142,12 @@ class _StubApp:
         schema = json.dumps(request.get("response_format") or {})
         system = _text_of(messages[0]) if messages else ""
         numeric = '"score"' in schema or ("response_format" not in request and "SCORE:" in system)
+        if "fail_first" in d:
+            key = d["fail_first"]
+            s.fail_first_seen[key] = seen = s.fail_first_seen.get(key, 0) + 1
+            if seen <= int(key.split(":")[0] or 1):
+                d.setdefault("fail", "")
+                d.setdefault("score", "1")
         if "judge_malformed" in d:
             content = "I think it is fine {not json"
         elif numeric:
@@ -173,7 +184,7 @@ class _StubApp:
         call = None
         if "tool" in d and not tool_results and request.get("tools"):
             call = {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                    "function": {"name": d["tool"], "arguments": json.dumps({"text": last_user[:40]})}}
+                    "function": {"name": d["tool"], "arguments": json.dumps(self._tool_args(request, d, last_user))}}
         elif d.get("tools") and request.get("tools"):
             call = self._planned_call(d, request["tools"], len(tool_results), last_user)
         if call is not None:
@@ -203,6 +214,16 @@ class _StubApp:
         args = {name: (d.get("member", "") if name == "member_id" else text) for name in params}
         return {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
                 "function": {"name": plan[done], "arguments": json.dumps(args)}}
+
+    @staticmethod
+    def _tool_args(request: dict[str, Any], d: dict[str, str], last_user: str) -> dict[str, Any]:
+        """Arguments for the directed tool: `[[arg_x=...]]` values, else the question's start."""
+        for tool in request.get("tools") or ():
+            function = tool.get("function") or {}
+            if function.get("name") == d["tool"]:
+                names = list((function.get("parameters") or {}).get("properties") or {}) or ["text"]
+                return {name: d.get(f"arg_{name}", last_user[:40]) for name in names}
+        return {"text": last_user[:40]}
 
     @staticmethod
     def _chunks(model: str, content: str | None, tool_calls: list[dict[str, Any]] | None,
@@ -359,6 +380,77 @@ class FakeJudge:
         if isinstance(reply, BaseException):
             raise reply
         return JudgeReply(text=reply, model=self.model, prompt_tokens=1, completion_tokens=1, cost_usd=None)
+
+
+class WebhookReceiver:
+    """A real HTTP server on 127.0.0.1 (its own thread) that records the JSON bodies POSTed to it.
+
+    For notifier tests and examples. ``status`` is the reply code (e.g. 500 to exercise retries);
+    ``hang=True`` accepts connections and never answers (a receiver that is up but stuck).
+    ``posts`` holds the bodies received, ``attempts`` counts requests whatever the reply."""
+
+    def __init__(self, *, status: int = 200, hang: bool = False) -> None:
+        self.status, self.hang = status, hang
+        self.posts: list[Any] = []
+        self.attempts = 0
+        self._stopped = threading.Event()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "receiver not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+
+    def start(self) -> WebhookReceiver:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.attempts += 1
+                if receiver.hang:
+                    receiver._stopped.wait()
+                    return
+                if receiver.status < 300:
+                    receiver.posts.append(json.loads(body or b"null"))
+                self.send_response(receiver.status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:  # silent, like the rest of the library
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="judgehooks-webhook-receiver",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[Any]:
+        """Wait until at least `count` bodies arrived; return them (raises TimeoutError otherwise)."""
+        deadline = time.monotonic() + timeout
+        while len(self.posts) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(self.posts)} of {count} webhook posts arrived within {timeout} s")
+            time.sleep(0.01)
+        return list(self.posts)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _main() -> None:  # pragma: no cover - exercised by the benchmarks

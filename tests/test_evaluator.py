@@ -244,3 +244,19 @@ def test_a_subclass_that_forgets_super_init_fails_at_construction():
     with pytest.raises(TypeError, match=r"Forgetful.__init__ must call super\(\).__init__\(\*\*hook\)"):
         Forgetful(3)
     assert Child(5, store=judgehooks.MemoryStore()).limit == 5
+
+
+def test_any_evaluator_can_gate_an_answer(make_agent, store, server):
+    from agno.run.base import RunStatus
+
+    from judgehooks import NotContains
+
+    check = NotContains("password", name="no-secrets", gate=True, fallback="[withheld]", store=store)
+    agent = make_agent(check)
+    blocked = agent.run("the password is hunter2")
+    passed = agent.run("the weather is fine")
+    assert (blocked.content, blocked.status) == ("[withheld]", RunStatus.error)
+    assert passed.status == RunStatus.completed and passed.content.startswith("ECHO:")
+    assert [r.status for r in store.records] == ["failed", "passed"] and server.settings.counts["judge"] == 0
+    with pytest.raises(ValueError, match="gate=True and repair=N need the verdict before the run returns"):
+        NotContains("x", gate=True, run_in_background=True)

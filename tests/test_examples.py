@@ -50,6 +50,24 @@ def test_background():
 
 
 @pytest.mark.slow
+def test_team_gate():
+    out = run("team_gate.py")
+    fallback = "I can't answer that reliably right now; a colleague will follow up by email."
+    assert "passed:   status=COMPLETED content='ECHO: Where is my order?'" in out
+    assert f'blocked:  status=ERROR content="{fallback}"' in out
+    assert f"then RunErrorEvent: \"{fallback}\"" in out
+    assert "repaired: status=COMPLETED after 1 repair(s); verdicts ['failed', 'passed']" in out
+
+
+@pytest.mark.slow
+def test_alerts():
+    out = run("alerts.py")
+    assert "receiver: 4 failed-run webhooks, 1 Slack alert(s)" in out
+    assert "Quality alert: helpful on Helpdesk: pass rate 71% over the last 7 graded runs" in out
+    assert "dead receiver: {'sent': 0, 'failed': 1, 'dropped': 0, 'pending': 0}" in out
+
+
+@pytest.mark.slow
 def test_checks():
     out = run("checks.py")
     assert "14 records, judge calls: 0" in out

@@ -20,11 +20,12 @@ def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "Borderline", "Budget",
         "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator", "ExactMatch", "FanoutStore",
-        "Group", "IsJSON", "JSONSchema", "Judge", "JudgeReply", "JudgeRequest", "JudgeUnavailable", "JudgehooksError",
-        "LabelMatch", "LiteLLMJudge", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
-        "MissingExpected", "MissingMetrics", "NotContains", "Ordered", "Outcome", "Regex", "RetryPolicy", "Rubric",
-        "RunUsage", "SQLiteStore", "ScorerEval", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict",
-        "__version__", "adrain", "drain", "evaluator", "lifespan", "parse_verdict", "stats",
+        "Group", "IsJSON", "JSONSchema", "Judge", "JudgeReply", "JudgeRequest", "JudgeTemplate", "JudgeUnavailable",
+        "JudgehooksError", "LabelMatch", "LiteLLMJudge", "LogNotifier", "MalformedVerdict", "MatchesModel",
+        "MemberError", "MemoryStore", "MissingExpected", "MissingMetrics", "NotContains", "Ordered", "Outcome",
+        "QualityAlert", "Regex", "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SlackNotifier",
+        "Store", "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
+        "add_judge", "adrain", "drain", "evaluator", "get_judge", "lifespan", "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name
