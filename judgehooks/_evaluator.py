@@ -242,15 +242,22 @@ class Evaluator(BaseEval):
         return snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
                             with_tools=self.needs_tools)
 
+    def _admit(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+               metadata: Mapping[str, Any] | None) -> tuple[EvalContext, float] | None:
+        """Both shells' first step: the snapshot and its sampling rate, or None when this run is not
+        graded here (sampled out, filtered, or a gate's own repair re-run)."""
+        if self._gate is not None and self._gate.stands_aside(agent or team):
+            return None
+        ctx = self._context(run_output, agent, team, user_id, metadata)
+        rate = self._sampler.decide(ctx)
+        return None if rate is None else (ctx, rate)
+
     def post_check(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> None:
         """agno's sync post hook: grade this run inline (then gate it), or persist it and hand it off."""
-        if self._gate is not None and self._gate.stands_aside(agent or team):
+        if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
             return
-        ctx = self._context(run_output, agent, team, user_id, metadata)
-        rate = self._sampler.decide(ctx)
-        if rate is None:
-            return
+        ctx, rate = admitted
         if self._dispatcher is not None:
             self._dispatcher.submit(ctx, rate)
             return
@@ -262,12 +269,9 @@ class Evaluator(BaseEval):
     async def async_post_check(self, run_output: Any, agent: Any = None, team: Any = None,
                                user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> None:
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
-        if self._gate is not None and self._gate.stands_aside(agent or team):
+        if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
             return
-        ctx = self._context(run_output, agent, team, user_id, metadata)
-        rate = self._sampler.decide(ctx)
-        if rate is None:
-            return
+        ctx, rate = admitted
         if self._dispatcher is not None:
             await self._dispatcher.asubmit(ctx, rate)
             return
