@@ -65,3 +65,28 @@ def test_alerts():
     assert "receiver: 4 failed-run webhooks, 1 Slack alert(s)" in out
     assert "Quality alert: helpful on Helpdesk: pass rate 71% over the last 7 graded runs" in out
     assert "dead receiver: {'sent': 0, 'failed': 1, 'dropped': 0, 'pending': 0}" in out
+
+
+@pytest.mark.slow
+def test_checks():
+    out = run("checks.py")
+    assert "14 records, judge calls: 0" in out
+    assert "search-then-cite  failed  called in the order ['cite', 'search'], required ['search', 'cite']" in out
+    assert "weather-json      failed  temp_c: 'warm' is not of type 'number'" in out
+    assert "desk       agno-tool-scorer  passed" in out
+
+
+@pytest.mark.slow
+def test_composites():
+    out = run("composites.py")
+    assert "10 records from 2 runs, 19 judge calls" in out
+    assert "gated-judge failed  score=-      no-refusal: found ['sorry', 'cannot']" in out
+    assert "samples [5, 6, 7] spread 2 reasked=True" in out and "borderline  failed  score=3" in out
+    assert "criterion safe      x1 score=10" in out
+
+
+@pytest.mark.slow
+def test_custom_evaluator():
+    out = run("custom_evaluator.py")
+    assert "8 records in" in out and "ALERT no-shouting: shouted ['STOP']" in out
+    assert "reading-level failed  score=0" in out
