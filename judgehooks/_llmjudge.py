@@ -75,6 +75,12 @@ class JudgeCall:
         reply: JudgeReply | None = None
         verdict: Verdict | None = None
         error: BaseException | None = None
+        prepare = getattr(self.judge, "prepare", None)
+        if prepare is not None:  # e.g. import litellm (seconds) off the loop, outside the judge's timeout
+            try:
+                await prepare()
+            except Exception as exc:
+                return Outcome(error=exc, attempts=0, judge_model=self.judge.model)
         while True:
             attempts += 1
             try:
