@@ -81,12 +81,12 @@ def cpu_table(base_url: str, n: int, tmp: str) -> None:
     }
     # The judge client call alone, on the judgehooks loop: litellm's share of our total.
     judge = ours(base_url)
-    request = judge._pipeline.grading.request(judgehooks.EvalContext(input="What is the capital of France?",
-                                                                     output=str(run_output.content)))
+    request = judge._call.request(judgehooks.EvalContext(input="What is the capital of France?",
+                                                     output=str(run_output.content)))
 
     async def judge_calls(k: int) -> None:
         for _ in range(k):
-            await judge._pipeline.judge.complete(request)
+            await judge.judge.complete(request)
 
     rows = []
     for label, fn in candidates.items():

@@ -93,7 +93,7 @@ def _drain(timeout: float | None, *, spills: bool) -> bool:
     for dispatcher in _registry.all():
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         if not dispatcher.drain(left):
-            log.warning("drain_timeout", evaluator=dispatcher.pipeline.grading.evaluator,
+            log.warning("drain_timeout", evaluator=dispatcher.pipeline.name,
                         queue_depth=dispatcher.stats()["queue_depth"], timeout_s=timeout)
             return False
     return not spills or wait_for_spills(deadline)
@@ -104,7 +104,7 @@ def stats() -> dict[str, dict[str, Any]]:
     sampled out, resumed, age of the oldest pending job."""
     from .dispatch._dispatcher import _registry
 
-    return {d.pipeline.grading.evaluator: d.stats() for d in _registry.all()}
+    return {d.pipeline.name: d.stats() for d in _registry.all()}
 
 
 def _drain_futures(deadline: float | None, timeout: float | None) -> bool:

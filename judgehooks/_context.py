@@ -28,6 +28,22 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class RunUsage:
+    """The run's cost figures from agno's `run_output.metrics`, read when its post hooks start
+    (the run's timer is still going then: latency is the time elapsed so far)."""
+
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cost_usd: float | None = None  # None when the provider reports no cost
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"latency_ms": self.latency_ms, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "total_tokens": self.total_tokens, "cost_usd": self.cost_usd}
+
+
+@dataclass(frozen=True, slots=True)
 class EvalContext:
     """Everything an evaluator may look at for one judged run (or one offline case)."""
 
@@ -40,9 +56,10 @@ class EvalContext:
     agent_name: str | None = None
     team_id: str | None = None
     team_name: str | None = None
-    expected: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
+    expected: str | None = None  # offline: the case's expected_output; live: metadata["expected"]
+    tool_calls: tuple[ToolCall, ...] = ()  # in the order made, team members' included
     run_status: str | None = None
+    usage: RunUsage | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     case_index: int | None = None  # position in an offline batch
 
@@ -63,20 +80,41 @@ def render_content(content: Any) -> str:
 
 
 def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
+    """Every tool call of the run in the order made. In a team run a member's calls follow the
+    leader's call that delegated to it (agno's k-th member response answers the k-th
+    `delegate_task_to_member`; `delegate_task_to_members` reaches all the rest)."""
     calls: list[ToolCall] = []
 
     def collect(output: Any) -> None:
         agent_id = getattr(output, "agent_id", None)
+        members = list(getattr(output, "member_responses", None) or ())
         for tool in getattr(output, "tools", None) or ():
             calls.append(ToolCall(
                 name=tool.tool_name or "", arguments=dict(tool.tool_args or {}),
                 result=None if tool.result is None else str(tool.result),
                 error=bool(tool.tool_call_error), agent_id=agent_id))
-        for member in getattr(output, "member_responses", None) or ():
+            if tool.tool_name == "delegate_task_to_member" and members:
+                collect(members.pop(0))
+            elif tool.tool_name == "delegate_task_to_members":
+                while members:
+                    collect(members.pop(0))
+        for member in members:
             collect(member)
 
     collect(run_output)
     return tuple(calls)
+
+
+def _usage(run_output: Any) -> RunUsage | None:
+    metrics = getattr(run_output, "metrics", None)
+    if metrics is None:
+        return None
+    seconds = metrics.duration
+    if seconds is None and metrics.timer is not None and metrics.timer.start_time is not None:
+        seconds = metrics.timer.elapsed
+    return RunUsage(latency_ms=None if seconds is None else round(seconds * 1000, 3),
+                    input_tokens=metrics.input_tokens, output_tokens=metrics.output_tokens,
+                    total_tokens=metrics.total_tokens, cost_usd=metrics.cost)
 
 
 def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
@@ -107,8 +145,10 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         agent_name=agent_name,
         team_id=team_id,
         team_name=team_name,
+        expected=None if merged.get("expected") is None else render_content(merged["expected"]),
         tool_calls=_tool_calls(run_output) if with_tools else (),
         run_status=getattr(status, "value", status),
+        usage=_usage(run_output),
         metadata=merged,
     )
 
@@ -121,6 +161,7 @@ def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
         "team_id": ctx.team_id, "team_name": ctx.team_name, "expected": ctx.expected,
         "tool_calls": [c.as_dict() for c in ctx.tool_calls], "run_status": ctx.run_status,
         "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
+        "usage": None if ctx.usage is None else ctx.usage.as_dict(),
     }
 
 
@@ -128,5 +169,6 @@ def context_from_dict(data: Mapping[str, Any]) -> EvalContext:
     calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments"), result=c.get("result"),
                            error=bool(c.get("error")), agent_id=c.get("agent_id"))
                   for c in data.get("tool_calls") or ())
-    fields = {k: v for k, v in data.items() if k != "tool_calls"}
-    return EvalContext(**fields, tool_calls=calls)
+    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage")}
+    usage = data.get("usage")
+    return EvalContext(**fields, tool_calls=calls, usage=None if usage is None else RunUsage(**usage))

@@ -23,3 +23,19 @@ class StoreError(JudgehooksError):
     """A store could not write or read records (after retries). `records` holds what was not written."""
 
     records: list = []
+
+
+class BadOutcome(JudgehooksError):
+    """An evaluator returned something that is not a verdict (wrong type, NaN, missing threshold)."""
+
+
+class MissingExpected(JudgehooksError):
+    """A check that compares with an expected value was given none for this run."""
+
+
+class MissingMetrics(JudgehooksError):
+    """The run's metrics lack a figure a budget needs (e.g. the provider reported no cost)."""
+
+
+class MemberError(JudgehooksError):
+    """A member of a composite evaluator could not reach a verdict, so neither could the composite."""

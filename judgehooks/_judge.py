@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import anyio.to_thread
+
 from ._errors import MalformedVerdict
 from ._prompt import JudgeRequest, verdict_schema
 
@@ -125,6 +127,12 @@ class LiteLLMJudge:
     def warm_up(self) -> None:
         """Import litellm now (seconds), e.g. on a side thread before the first grading."""
         load_litellm()
+
+    async def prepare(self) -> None:
+        """Import litellm on a worker thread the first time: an import of seconds must neither block
+        the event loop nor count against the first judge call's timeout."""
+        if _litellm_module is None:
+            await anyio.to_thread.run_sync(load_litellm)
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         litellm = load_litellm()

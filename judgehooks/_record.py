@@ -40,7 +40,7 @@ class EvalRecord(BaseModel):
     status: Status
     evaluator: str
     mode: Mode
-    threshold: int | None = None
+    threshold: int | float | None = None  # an LLM judge's is an integer 1-10; a check's may be any number
     score: float | None = None
     passed: bool | None = None
     reason: str | None = None
@@ -63,6 +63,8 @@ class EvalRecord(BaseModel):
     error_type: str | None = None
     error_message: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # What the evaluator saw beyond score and reason: per criterion, per check, per sample.
+    details: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def criteria(self) -> str | None:

@@ -15,8 +15,15 @@ once; each string parameter gets the first 40 characters of the question unless
 ``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
 same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
 separate counts per tag; :meth:`StubLLMServer.reset` clears them).
-Process-wide behaviour (latency, an outage for the next N judge calls, a server that refuses
-structured output) is set with :meth:`StubLLMServer.configure`.
+For evaluators that ask more than once: ``[[scores=7,9,9]]`` gives the n-th judge call that
+carries it (per model) the n-th score, cycling. For tool trajectories: ``[[tools=a,b]]`` makes each
+agent call, one per turn, those of the listed tools it was offered (string arguments get the
+message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
+calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
+makes the agent answer with the message itself, directives removed (e.g. a JSON document).
+When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
+outage for the next N judge calls, a server that refuses structured output) is set with
+:meth:`StubLLMServer.configure`.
 
 Run it as a separate process for benchmarks: ``python -m judgehooks.testing --port 0``.
 """
@@ -48,6 +55,7 @@ class StubSettings:
     judge_structured: bool = True  # False: 400 on response_format, answers in SCORE:/PASSED: lines
     retry_after_s: float | None = None
     counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
+    sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
 
 
@@ -112,11 +120,15 @@ class _StubApp:
         text = "\n".join(_text_of(m) for m in messages)
         d = _directives(text)
         delay = float(d.get("judge_delay", s.judge_delay_ms) or 0)
+        # An outage counts calls as they arrive: a call still sleeping from an earlier test (or
+        # run) cannot use up an outage configured after it was sent.
+        outage = s.judge_fail_next > 0
+        if outage:
+            s.judge_fail_next -= 1
         if delay:
             await asyncio.sleep(delay / 1000)
         headers = {"retry-after": str(s.retry_after_s)} if s.retry_after_s is not None else {}
-        if s.judge_fail_next > 0:
-            s.judge_fail_next -= 1
+        if outage:
             s.counts["judge_errors"] += 1
             return _Reply(s.judge_fail_status, {"error": {"message": "stub outage", "type": "server_error"}},
                           headers=headers)
@@ -140,6 +152,11 @@ class _StubApp:
             content = "I think it is fine {not json"
         elif numeric:
             score = int(d.get("score", "8") or 8)
+            if d.get("scores"):
+                options = [int(x) for x in d["scores"].split(",")]
+                key = f"{request.get('model')}|{d['scores']}"
+                seen = s.sequences[key] = s.sequences.get(key, 0) + 1
+                score = options[(seen - 1) % len(options)]
             reason = f"stub judge gave {score}"
             content = (json.dumps({"score": score, "reason": reason}) if "response_format" in request
                        else f"REASONING: {reason}\nSCORE: {score}")
@@ -164,17 +181,39 @@ class _StubApp:
         tool_results = [_text_of(m) for m in messages if m.get("role") == "tool"]
         prompt = "\n".join(_text_of(m) for m in messages)
         model = request.get("model", "agent")
+        call = None
         if "tool" in d and not tool_results and request.get("tools"):
             call = {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
                     "function": {"name": d["tool"], "arguments": json.dumps(self._tool_args(request, d, last_user))}}
+        elif d.get("tools") and request.get("tools"):
+            call = self._planned_call(d, request["tools"], len(tool_results), last_user)
+        if call is not None:
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
             if request.get("stream"):
                 return _Reply(200, stream=self._chunks(model, None, [call], _usage(prompt, "call")))
             return _Reply(200, _completion(model, message, _usage(prompt, "call"), "tool_calls"))
-        content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
+        if "raw" in d:
+            content = _DIRECTIVE.sub("", last_user).strip()
+        else:
+            content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
+        usage: dict[str, Any] = _usage(prompt, content)
+        if d.get("cost"):
+            usage["cost"] = float(d["cost"])
         if request.get("stream"):
-            return _Reply(200, stream=self._chunks(model, content, None, _usage(prompt, content)))
-        return _Reply(200, _completion(model, {"role": "assistant", "content": content}, _usage(prompt, content)))
+            return _Reply(200, stream=self._chunks(model, content, None, usage))
+        return _Reply(200, _completion(model, {"role": "assistant", "content": content}, usage))
+
+    @staticmethod
+    def _planned_call(d: dict[str, str], tools: list[dict[str, Any]], done: int, text: str) -> dict[str, Any] | None:
+        """The next call of a ``[[tools=a,b]]`` plan among the tools this request offers, if any is left."""
+        offered = {t["function"]["name"]: t["function"] for t in tools if t.get("type") == "function"}
+        plan = [name for name in d["tools"].split(",") if name in offered]
+        if done >= len(plan):
+            return None
+        params = (offered[plan[done]].get("parameters") or {}).get("properties") or {}
+        args = {name: (d.get("member", "") if name == "member_id" else text) for name in params}
+        return {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+                "function": {"name": plan[done], "arguments": json.dumps(args)}}
 
     @staticmethod
     def _tool_args(request: dict[str, Any], d: dict[str, str], last_user: str) -> dict[str, Any]:

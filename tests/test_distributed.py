@@ -105,7 +105,7 @@ def test_broker_needs_background_grading(make_judge):
     (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "no_such_module_here"],
      "--import no_such_module_here: ModuleNotFoundError"),
     (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "json"],
-     "--import json: the module defines no AgentAsJudgeEval"),
+     "--import json: the module defines no judgehooks evaluator"),
 ])
 def test_worker_refuses_bad_arguments_by_name(argv, message, capsys):
     from judgehooks._cli import main
@@ -147,7 +147,7 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
 
 
 @pytest.mark.parametrize(("custom_judge", "rebuild", "says"), [
-    (True, True, "no litellm model in its job spec"),   # a FakeJudge / agno Model cannot travel
+    (True, True, "its judge is not a litellm model string"),  # a FakeJudge / agno Model cannot travel
     (False, False, "--imported-only"),                  # the worker refuses judges chosen by jobs
 ])
 def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, make_agent, redis_url,
@@ -164,6 +164,34 @@ def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, m
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
     assert says in record.error_message and "--import" in record.error_message
+
+
+def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judge(
+        make_agent, redis_url, tmp_path, rds):
+    """Every evaluator kind takes broker=: a built-in check is rebuilt from its spec (as `judgehooks
+    resume` does); an @evaluator function cannot travel, and its job ends as an error naming --import."""
+    from judgehooks import Contains, evaluator
+    from judgehooks.distributed._grader import Worker
+
+    hook = dict(run_in_background=True, broker=redis_url, outbox=str(tmp_path / "producer.outbox.db"),
+                store=judgehooks.MemoryStore())
+    check = Contains("ECHO: yes", name="says-yes", **hook)
+    words = evaluator(lambda ctx: len(ctx.output.split()) < 50, name="short", **hook)
+    assert check.stats()["broker"] == redis_url and words.stats()["broker"] == redis_url
+    agent = make_agent(check, words)
+    outs = [agent.run("yes"), agent.run("no")]
+    assert judgehooks.drain(30)
+    assert rds.xlen(STREAM) == 4 and check.store.records == []  # producers never grade
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=2)
+    asyncio.run(serve_until(worker, lambda: len(store.records) == 4))
+    got = {(r.evaluator, r.run_id): r for r in store.records}
+    assert [got["says-yes", o.run_id].status for o in outs] == ["passed", "failed"]
+    for out in outs:
+        record = got["short", out.run_id]
+        assert (record.status, record.error_type) == ("error", "EvaluatorUnavailable")
+        assert "'short' cannot be rebuilt" in record.error_message and "--import" in record.error_message
+    assert worker.counts == {"graded": 4, "unavailable": 2, "bad": 0, "store_failed": 0}
 
 
 def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_acked(

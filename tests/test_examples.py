@@ -79,3 +79,25 @@ def test_distributed_worker():
     assert "forwarded to Redis: 20" in out and "20 records in the workers' store: 19 passed, 1 failed" in out
     graded = [int(line.split("stopped; ")[1].split(" graded")[0]) for line in out.splitlines() if "stopped;" in line]
     assert len(graded) == 2 and sum(graded) == 20
+def test_checks():
+    out = run("checks.py")
+    assert "14 records, judge calls: 0" in out
+    assert "search-then-cite  failed  called in the order ['cite', 'search'], required ['search', 'cite']" in out
+    assert "weather-json      failed  temp_c: 'warm' is not of type 'number'" in out
+    assert "desk       agno-tool-scorer  passed" in out
+
+
+@pytest.mark.slow
+def test_composites():
+    out = run("composites.py")
+    assert "10 records from 2 runs, 19 judge calls" in out
+    assert "gated-judge failed  score=-      no-refusal: found ['sorry', 'cannot']" in out
+    assert "samples [5, 6, 7] spread 2 reasked=True" in out and "borderline  failed  score=3" in out
+    assert "criterion safe      x1 score=10" in out
+
+
+@pytest.mark.slow
+def test_custom_evaluator():
+    out = run("custom_evaluator.py")
+    assert "8 records in" in out and "ALERT no-shouting: shouted ['STOP']" in out
+    assert "reading-level failed  score=0" in out

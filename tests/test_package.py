@@ -18,11 +18,14 @@ def test_import_does_not_import_litellm():
 
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
-        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "EvalContext", "EvalRecord",
-        "FanoutStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeTemplate", "JudgeUnavailable", "JudgehooksError",
-        "JsonlStore", "LiteLLMJudge", "LogNotifier", "MalformedVerdict", "MemoryStore", "PostgresStore",
-        "QualityAlert", "RetryPolicy", "SQLiteStore", "SlackNotifier", "Store", "StoreError", "ToolCall", "Verdict",
-        "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "get_judge", "lifespan",
+        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "Borderline", "Budget",
+        "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator", "ExactMatch", "FanoutStore",
+        "Group", "IsJSON", "JSONSchema", "JsonlStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeTemplate",
+        "JudgeUnavailable", "JudgehooksError", "LabelMatch", "LiteLLMJudge", "LogNotifier", "MalformedVerdict",
+        "MatchesModel", "MemberError", "MemoryStore", "MissingExpected", "MissingMetrics", "NotContains", "Ordered",
+        "Outcome", "PostgresStore", "QualityAlert", "Regex", "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore",
+        "ScorerEval", "SlackNotifier", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier",
+        "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "evaluator", "get_judge", "lifespan",
         "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:

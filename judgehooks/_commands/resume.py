@@ -34,9 +34,34 @@ def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
     return {name: (json.loads(spec) if spec else None) for name, spec in rows}
 
 
+class NotRebuildable(ValueError):
+    """The spec cannot rebuild its evaluator here: the process needs the module that constructs it."""
+
+
+def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
+    """An evaluator from the spec its process stored with its jobs: AgentAsJudgeEval settings, or
+    {"class": <a judgehooks evaluator>, "settings": {...}}. Evaluators made from user code (functions,
+    pydantic models, composites, custom judges) store no spec: they need --import (NotRebuildable).
+    Background grading unless `hook` says otherwise (a worker grades in the foreground)."""
+    import judgehooks
+
+    if spec is None:
+        raise NotRebuildable("it was built from user code (a function, a model, a composite or a custom judge)")
+    settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)
+    if "class" in spec:
+        cls = getattr(judgehooks, spec["class"], None)
+        if not (isinstance(cls, type) and issubclass(cls, judgehooks.Evaluator)):
+            raise NotRebuildable(f"its spec names {spec['class']!r}, which is not a judgehooks evaluator")
+    else:
+        cls = judgehooks.AgentAsJudgeEval
+        if not spec.get("model"):
+            raise NotRebuildable("its judge is not a litellm model string")
+    settings = {k: v for k, v in settings.items() if v is not None}
+    return cls(**settings, **{"run_in_background": True, **hook})
+
+
 def run(args: argparse.Namespace) -> int:
     import judgehooks
-    from judgehooks._eval import from_spec, rebuildable
     from judgehooks.dispatch._dispatcher import _registry
     from judgehooks.stores._sqlite import outbox_path_for
 
@@ -50,18 +75,17 @@ def run(args: argparse.Namespace) -> int:
     spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
     for module in args.import_ or ():
         importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
-    known = {d.pipeline.grading.evaluator for d in _registry.all()}
+    known = {d.pipeline.name for d in _registry.all()}
     specs = _pending_specs(outbox)
     evaluators = []
     for name, spec in specs.items():
         if name in known:
             continue
-        if not rebuildable(spec):
-            print(f"judgehooks resume: evaluator {name!r} has pending jobs but no rebuildable judge spec; "
-                  f"pass --import with the module that defines it", file=sys.stderr)
-            continue
-        evaluators.append(from_spec(spec, store=store, run_in_background=True, outbox=outbox,
-                                    max_concurrency=args.concurrency))
+        try:
+            evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency))
+        except ValueError as exc:
+            print(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
+                  f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
     if not specs and not spill.stats()["spill_pending"]:
         print("judgehooks resume: nothing pending")
         return 0

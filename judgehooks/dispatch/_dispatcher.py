@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from .. import _lifespan
 from .._context import EvalContext, context_from_dict, context_to_dict
-from .._core import Pipeline, make_skipped
+from .._core import Pipeline
 from .._errors import StoreError
 from .._log import log
 from .._record import EvalRecord
@@ -70,7 +70,7 @@ class Dispatcher:
         self.spec = None if spec is None else json.dumps(spec)  # once, not on every hook call
         self.counters = Counters()
         self._sampling = sampling
-        self._limiter = RateLimiter.for_model(pipeline.judge.model, requests_per_minute)
+        self._limiter = RateLimiter.for_model(getattr(pipeline.judge, "model", pipeline.name), requests_per_minute)
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
@@ -147,7 +147,7 @@ class Dispatcher:
 
     def _persist(self, ctx: EvalContext, sample_rate: float) -> Job:
         self.start()
-        job = Job(id=self.pipeline.grading.record_id(ctx), evaluator=self.pipeline.grading.evaluator,
+        job = Job(id=self.pipeline.record_id(ctx), evaluator=self.pipeline.name,
                   context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
         if self.outbox is not None:
             self.outbox.put(job)
@@ -197,7 +197,7 @@ class Dispatcher:
         self._ready.set()
 
     async def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
-        record = make_skipped(ctx, self.pipeline.grading, reason, job.sample_rate)
+        record = self.pipeline.skipped(ctx, reason, job.sample_rate)
         with self._lock:
             self.counters.dropped += 1
             self.counters.by_reason[reason] = self.counters.by_reason.get(reason, 0) + 1
@@ -249,7 +249,7 @@ class Dispatcher:
     async def _grade(self, job: Job, ctx: EvalContext) -> None:
         if self._limiter is not None:
             await self._limiter.acquire()
-        record = await self.pipeline.judge_once(ctx, job.sample_rate)
+        record = await self.pipeline.grade(ctx, job.sample_rate)
         with self._lock:
             self.counters.done += 1
             self.counters.retries += max(0, record.attempts - 1)
@@ -318,7 +318,7 @@ class Dispatcher:
         while True:
             try:
                 free = 0 if self._paused else self.max_queue - len(self._queue)
-                jobs = (await anyio.to_thread.run_sync(outbox.claim, [self.pipeline.grading.evaluator], free)
+                jobs = (await anyio.to_thread.run_sync(outbox.claim, [self.pipeline.name], free)
                         if free > 0 else [])
                 for job in jobs:
                     ctx = context_from_dict(job.context)
@@ -326,7 +326,7 @@ class Dispatcher:
                         self.counters.resumed += 1
                     self._queue.append((job, ctx, False))
                 if jobs:
-                    log.info("outbox_resumed", evaluator=self.pipeline.grading.evaluator, jobs=len(jobs))
+                    log.info("outbox_resumed", evaluator=self.pipeline.name, jobs=len(jobs))
                     assert self._ready is not None and self._idle is not None
                     self._idle.clear()
                     self._ready.set()
@@ -399,7 +399,7 @@ class Dispatcher:
         if self._sampling is not None:
             counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
         counters.update(queue_depth=len(self._queue), in_flight=self._in_flight,
-                        evaluator=self.pipeline.grading.evaluator,
+                        evaluator=self.pipeline.name,
                         loop="app" if _lifespan.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=_safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)

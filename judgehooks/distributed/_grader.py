@@ -21,18 +21,38 @@ from taskiq import Context, TaskiqDepends
 from taskiq.acks import AcknowledgeType
 from taskiq.receiver import Receiver
 
-from .._context import context_from_dict
-from .._core import Grading, Pipeline, make_record
+from .._commands.resume import NotRebuildable, rebuild
+from .._context import EvalContext, context_from_dict
+from .._core import Pipeline
 from .._errors import JudgehooksError, StoreError
-from .._eval import AgentAsJudgeEval, from_spec, rebuildable
+from .._evaluator import Evaluator
 from .._judge import load_litellm
 from .._log import log
+from .._outcome import Outcome
+from .._record import Mode
 from ..stores import Store
 from ._broker import TASK_NAME, JudgeStreamBroker, StreamMessage
 
 
 class EvaluatorUnavailable(JudgehooksError):
     """A job names an evaluator this worker can neither rebuild nor find among imported ones."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Unavailable:
+    """Stands in for an evaluator the worker cannot build, so its job still ends as one `error`
+    record through the same Pipeline, saying why."""
+
+    evaluator: str
+    why: str
+    mode: Mode = "binary"
+    pass_threshold: float | None = None
+
+    async def assess(self, ctx: EvalContext) -> Outcome:
+        return Outcome(error=EvaluatorUnavailable(self.why))
+
+    def record_metadata(self) -> Mapping[str, Any]:
+        return {}
 
 
 class _Receiver(Receiver):
@@ -59,7 +79,7 @@ class Worker:
     """Grades jobs from the stream into `store`, `concurrency` at a time."""
 
     def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
-                 shutdown_timeout: float = 30.0, evaluators: Mapping[str, AgentAsJudgeEval] | None = None,
+                 shutdown_timeout: float = 30.0, evaluators: Mapping[str, Evaluator] | None = None,
                  consumer_name: str | None = None, rebuild: bool = True) -> None:
         self.store = store
         self.concurrency = concurrency
@@ -79,22 +99,29 @@ class Worker:
             name: dataclasses.replace(ev._pipeline, store=store) for name, ev in (evaluators or {}).items()}
         self.counts = {"graded": 0, "unavailable": 0, "bad": 0, "store_failed": 0}
 
-    def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline | str:
-        """The pipeline for a job, or why there is none."""
+    def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
+        """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
+        `judgehooks resume`'s rule, else one whose every record is an EvaluatorUnavailable error."""
         key = f"{evaluator}\x1f{spec_text}"
         found = self._pipelines.get(evaluator) or self._pipelines.get(key)
         if found is not None:
             return found
         if not self.rebuild:
-            return (f"evaluator {evaluator!r} is not among this worker's imported evaluators and the worker runs "
-                    f"with --imported-only: add --import <module that defines it>")
-        spec = json.loads(spec_text) if spec_text else None
-        if not rebuildable(spec):
-            return (f"evaluator {evaluator!r} has no litellm model in its job spec (custom judge, agno Model or "
-                    f"evaluator_agent): start the worker with --import <module that defines it>")
-        assert spec is not None
-        self._pipelines[key] = pipeline = from_spec(spec, store=self.store, judge_process=False)._pipeline
-        return pipeline
+            why = (f"evaluator {evaluator!r} is not among this worker's imported evaluators and the worker runs "
+                   f"with --imported-only: add --import <module that defines it>")
+        else:
+            try:
+                built = rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
+                                run_in_background=False)
+                self._pipelines[key] = built._pipeline
+                return built._pipeline
+            except NotRebuildable as exc:
+                why = (f"evaluator {evaluator!r} cannot be rebuilt from its job spec: {exc}; start the worker "
+                       f"with --import <module that defines it>")
+            except Exception as exc:  # settings this version cannot build: still one record, saying why
+                why = (f"evaluator {evaluator!r} could not be rebuilt from its job spec: {type(exc).__name__}: "
+                       f"{exc}; start the worker with --import <module that defines it>")
+        return Pipeline(evaluator=_Unavailable(evaluator, why), store=self.store)  # not cached: a fix may follow
 
     async def grade(self, job: str, context: Context) -> None:
         """The taskiq task: one job in, one stored record out, then the ack."""
@@ -107,21 +134,11 @@ class Worker:
             log.error("worker_bad_job", error_type=type(exc).__name__, error=str(exc), job=str(job)[:4000])
             await context.ack()
             return
-        try:
-            pipeline = self._pipeline(evaluator, data.get("spec"))
-        except Exception as exc:  # settings this version cannot build: still one record, saying why
-            pipeline = f"evaluator {evaluator!r} could not be rebuilt from its job spec: {type(exc).__name__}: {exc}"
-        if isinstance(pipeline, str):
+        pipeline = self._pipeline(evaluator, data.get("spec"))
+        if isinstance(pipeline.evaluator, _Unavailable):
             self.counts["unavailable"] += 1
-            grading = Grading(evaluator=evaluator, criteria="", mode="binary", threshold=None)
-            record = make_record(ctx, grading, judge_model=None, verdict=None, reply=None,
-                                 error=EvaluatorUnavailable(pipeline), attempts=0, latency_ms=0.0, prompt_tokens=None,
-                                 completion_tokens=None, cost_usd=None, sample_rate=rate)
-            pipeline = Pipeline(grading=grading, judge=None, store=self.store)  # type: ignore[arg-type]
-        else:
-            record = await pipeline.judge_once(ctx, rate)
         try:
-            await pipeline.finish(record)
+            await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
         except StoreError:  # logged with the record; unacked, so it is reclaimed and graded again
             self.counts["store_failed"] += 1
             return

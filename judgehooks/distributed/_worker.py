@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_store_argument(parser)
     parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
-                        help="import MODULE and grade with the AgentAsJudgeEval objects it defines at module level "
+                        help="import MODULE and grade with the judgehooks evaluators it defines at module level "
                              "(their judge and callbacks); others are rebuilt from the settings in each job")
     parser.add_argument("--concurrency", type=int, default=32, help="jobs graded at once (default 32)")
     parser.add_argument("--reclaim-after", type=float, default=30.0,
@@ -41,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
-    """Every AgentAsJudgeEval bound to a module-level name in `modules`, by evaluator name."""
+    """Every judgehooks evaluator bound to a module-level name in `modules`, by evaluator name."""
     from .._commands.common import CommandError
-    from .._eval import AgentAsJudgeEval
+    from .._evaluator import Evaluator
 
     found: dict[str, Any] = {}
     for name in modules:
@@ -51,9 +51,9 @@ def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
             module = importlib.import_module(name)
         except Exception as exc:
             raise CommandError(f"worker: --import {name}: {type(exc).__name__}: {exc}", code=2) from None
-        evaluators = [v for v in vars(module).values() if isinstance(v, AgentAsJudgeEval)]
+        evaluators = [v for v in vars(module).values() if isinstance(v, Evaluator)]
         if not evaluators:
-            raise CommandError(f"worker: --import {name}: the module defines no AgentAsJudgeEval at module level",
+            raise CommandError(f"worker: --import {name}: the module defines no judgehooks evaluator at module level",
                                code=2)
         found.update((ev.evaluator, ev) for ev in evaluators)
     return found

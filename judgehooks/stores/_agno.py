@@ -27,7 +27,7 @@ def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
         "pass_rate": (100.0 if record.passed else 0.0) if graded else None,
         "status": record.status, "error_type": record.error_type, "error_message": record.error_message,
         "judged_run_id": record.run_id, "session_id": record.session_id, "user_id": record.user_id,
-        "latency_ms": record.latency_ms,
+        "latency_ms": record.latency_ms, "details": record.details,
     }
 
 

@@ -22,9 +22,10 @@ from .._record import FIELDS, EvalRecord
 from ._base import select_sql
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
-          "passed": "BOOLEAN", "threshold": "INTEGER", "latency_ms": "DOUBLE PRECISION",
+          "passed": "BOOLEAN", "threshold": "DOUBLE PRECISION", "latency_ms": "DOUBLE PRECISION",
           "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "DOUBLE PRECISION",
-          "attempts": "INTEGER", "sample_rate": "DOUBLE PRECISION", "metadata": "JSONB"}
+          "attempts": "INTEGER", "sample_rate": "DOUBLE PRECISION", "metadata": "JSONB",
+          "details": "JSONB"}
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 COPY_FROM = 32  # batches at least this large go through COPY; smaller ones through executemany
 _STAGE = "judgehooks_stage"
@@ -37,7 +38,7 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-_METADATA = FIELDS.index("metadata")
+_JSON_AT = tuple(i for i, name in enumerate(FIELDS) if _TYPES.get(name) == "JSONB")
 
 
 def _row(record: EvalRecord) -> tuple[Any, ...]:
@@ -45,14 +46,18 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
     for i, value in enumerate(values):
         if value.__class__ is str and "\x00" in value:
             values[i] = _clean(value)
-    metadata = values[_METADATA]
-    values[_METADATA] = (json.dumps(metadata, default=str, ensure_ascii=False).replace("\\u0000", "\\ufffd")
-                         if metadata else "{}")
+    for i in _JSON_AT:
+        values[i] = (json.dumps(values[i], default=str, ensure_ascii=False).replace("\\u0000", "\\ufffd")
+                     if values[i] else "{}")
     return tuple(values)
 
 
 def _record(row: Sequence[Any]) -> EvalRecord:
-    return EvalRecord.model_validate(dict(zip(FIELDS, row, strict=True)))
+    data = dict(zip(FIELDS, row, strict=True))
+    threshold = data["threshold"]
+    if isinstance(threshold, float) and threshold.is_integer():
+        data["threshold"] = int(threshold)  # an LLM judge's 1-10 comes back as it went in
+    return EvalRecord.model_validate(data)
 
 
 def _import_psycopg() -> Any:
@@ -161,6 +166,8 @@ class PostgresStore:
             # Serialise concurrent first uses (several processes): CREATE ... IF NOT EXISTS can race.
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"judgehooks:{t}",))
             await conn.execute(f"CREATE TABLE IF NOT EXISTS {t} (\n  {columns}\n)")
+            for f in FIELDS:  # a table written by an older version: add the fields it has no column for
+                await conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {f} {_TYPES.get(f, 'TEXT')}")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")

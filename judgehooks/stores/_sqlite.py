@@ -17,7 +17,7 @@ from .._sqlitefile import checked_path, connect_wal
 from ._base import select_sql
 
 TABLE = "eval_records"
-_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "INTEGER", "latency_ms": "REAL",
+_TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
           "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER",
           "sample_rate": "REAL"}
 _COLUMNS = ",\n  ".join(
@@ -28,6 +28,7 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_team ON {TABLE} (team_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_created ON {TABLE} (created_at)",
 )
+_JSON = ("metadata", "details")
 _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
 
 
@@ -36,13 +37,15 @@ def _ts(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-_CREATED, _METADATA, _PASSED = FIELDS.index("created_at"), FIELDS.index("metadata"), FIELDS.index("passed")
+_CREATED, _PASSED = FIELDS.index("created_at"), FIELDS.index("passed")
+_JSON_AT = tuple(FIELDS.index(name) for name in _JSON)
 
 
 def _row(record: EvalRecord) -> tuple[Any, ...]:
     values = [record.__dict__[name] for name in FIELDS]  # field values, without pydantic's per-attribute cost
     values[_CREATED] = _ts(values[_CREATED])
-    values[_METADATA] = json.dumps(values[_METADATA], default=str, ensure_ascii=False) if values[_METADATA] else "{}"
+    for i in _JSON_AT:
+        values[i] = json.dumps(values[i], default=str, ensure_ascii=False) if values[i] else "{}"
     if values[_PASSED] is not None:
         values[_PASSED] = int(values[_PASSED])
     return tuple(values)
@@ -50,10 +53,19 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
 
 def _record(row: sqlite3.Row) -> EvalRecord:
     data = dict(zip(FIELDS, row, strict=True))
-    data["metadata"] = json.loads(data["metadata"] or "{}")
+    for name in _JSON:
+        data[name] = json.loads(data[name] or "{}")
     if data["passed"] is not None:
         data["passed"] = bool(data["passed"])
     return EvalRecord.model_validate(data)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Migrate a file written by an older version: add the record fields it has no column for."""
+    have = {row[1] for row in conn.execute(f"PRAGMA table_info({TABLE})")}
+    for name in FIELDS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {name} {_TYPES.get(name, 'TEXT')}")
 
 
 class SQLiteStore:
@@ -83,6 +95,7 @@ class SQLiteStore:
             conn = connect_wal(self.path, self._timeout)
             for statement in _SCHEMA:
                 conn.execute(statement)
+            _add_missing_columns(conn)
             self._conn = conn
         return self._conn
 
