@@ -21,7 +21,7 @@ from taskiq import Context, TaskiqDepends
 from taskiq.acks import AcknowledgeType
 from taskiq.receiver import Receiver
 
-from .._commands.resume import NotRebuildable, rebuild
+from .._commands import resume
 from .._context import EvalContext, context_from_dict
 from .._core import Pipeline
 from .._errors import JudgehooksError, StoreError
@@ -111,11 +111,11 @@ class Worker:
                    f"with --imported-only: add --import <module that defines it>")
         else:
             try:
-                built = rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
+                built = resume.rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
                                 run_in_background=False)
                 self._pipelines[key] = built._pipeline
                 return built._pipeline
-            except NotRebuildable as exc:
+            except resume.NotRebuildable as exc:
                 why = (f"evaluator {evaluator!r} cannot be rebuilt from its job spec: {exc}; start the worker "
                        f"with --import <module that defines it>")
             except Exception as exc:  # settings this version cannot build: still one record, saying why
