@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "tail": "judgehooks._commands.tail",
     "grade": "judgehooks._commands.grade",
     "resume": "judgehooks._commands.resume",
+    "worker": "judgehooks.distributed._worker",
 }
 
 

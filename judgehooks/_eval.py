@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from ._context import EvalContext
-from ._evaluator import Evaluator
+from ._evaluator import Evaluator, judges_in_background
 from ._gate import DEFAULT_FALLBACK
 from ._judge import AgnoJudge, Judge, LiteLLMJudge
 from ._judgeproc import ProcessJudge
@@ -140,6 +140,7 @@ class AgentAsJudgeEval(Evaluator):
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
+        broker: str | None = None,
     ) -> None:
         check_grading(criteria, scoring_strategy, threshold)
         check_number("timeout", timeout, minimum=0, allow_equal=False)
@@ -173,7 +174,8 @@ class AgentAsJudgeEval(Evaluator):
         self.judge: Judge = make_judge(
             judge, model, evaluator_agent=evaluator_agent, api_base=api_base, api_key=api_key, timeout=timeout,
             temperature=temperature, structured_output=structured_output, litellm_kwargs=litellm_kwargs,
-            judge_process=run_in_background if judge_process is None else judge_process,
+            judge_process=(judges_in_background(run_in_background, broker) if judge_process is None
+                           else judge_process),
             judge_processes=judge_processes, explicit_process=judge_process is not None)
         self._call = JudgeCall(judge=self.judge, criteria=criteria, mode=scoring_strategy, threshold=mode_threshold,
                                guidelines=guidelines_tuple(additional_guidelines),
@@ -189,7 +191,7 @@ class AgentAsJudgeEval(Evaluator):
             max_concurrency=max_concurrency, max_queue=max_queue, overload=overload, block_timeout=block_timeout,
             on_drop=on_drop, outbox=outbox, requests_per_minute=requests_per_minute, print_summary=print_summary,
             print_results=print_results, file_path_to_save_results=file_path_to_save_results, gate=gate,
-            fallback=fallback, repair=repair, on_record=on_record, spill=spill)
+            fallback=fallback, repair=repair, on_record=on_record, spill=spill, broker=broker)
         self.threshold = threshold  # agno's attribute: the numeric threshold, kept in binary mode too
 
     def default_name(self) -> str:

@@ -67,6 +67,23 @@ def _spill_for(spill: Any, outbox: Any, store: Store, *, local: bool) -> str | o
     return outbox if isinstance(outbox, (str, os.PathLike)) else outbox_path_for(store)
 
 
+def _check_broker(broker: Any, run_in_background: bool) -> None:
+    """broker= must be a Redis URL, with background grading, and the `redis` extra installed."""
+    from .distributed import check_url, require_extra
+
+    check_url(broker, "broker")
+    if not run_in_background:
+        raise ValueError("broker= hands grading to `judgehooks worker` processes, which is background grading: "
+                         "set run_in_background=True as well")
+    require_extra("broker")
+
+
+def judges_in_background(run_in_background: Any, broker: Any) -> bool:
+    """Whether this process runs the judge for background jobs (not with a broker: workers do), so
+    LLM evaluators start a judge helper process only when it will be used."""
+    return bool(run_in_background) and broker is None
+
+
 def stable_name(kind: str, settings: Any) -> str:
     """A default evaluator name that is the same in every process for the same settings."""
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=repr).encode()).hexdigest()[:10]
@@ -117,6 +134,7 @@ class Evaluator(BaseEval):
         repair: int = 0,
         on_record: Callable[[EvalRecord], Any] | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
+        broker: str | None = None,
     ) -> None:
         check_name(name)
         if threshold is not None:
@@ -138,6 +156,8 @@ class Evaluator(BaseEval):
         if spill is not None and not isinstance(spill, (bool, str, os.PathLike)):
             raise TypeError(f"spill must be a path, True (in the outbox file), False (off) or None (on for "
                             f"stores that are not local files), got {type(spill).__name__}")
+        if broker is not None:
+            _check_broker(broker, run_in_background)
         self._gate = Gate.configure(gate=gate, fallback=fallback, repair=repair, run_in_background=run_in_background)
         self.name = name
         self.threshold = threshold
@@ -172,11 +192,17 @@ class Evaluator(BaseEval):
                                   on_record=wrap_callback("on_record", on_record))
         self._dispatcher: Dispatcher | None = None
         if run_in_background:
-            self._dispatcher = Dispatcher(
+            dispatcher_class: type[Dispatcher] = Dispatcher
+            extra: dict[str, Any] = {}
+            if broker is not None:  # publish jobs to Redis; `judgehooks worker` processes grade them
+                from .distributed._forwarder import Forwarder
+
+                dispatcher_class, extra = Forwarder, {"broker_url": broker}
+            self._dispatcher = dispatcher_class(
                 self._pipeline, outbox=_outbox_for(outbox, self.store), max_queue=max_queue,
                 max_concurrency=max_concurrency, overload=overload, block_timeout=block_timeout,  # type: ignore[arg-type]
                 on_drop=wrap_callback("on_drop", on_drop), requests_per_minute=requests_per_minute,
-                spec=self.spec(), sampling=self._sampler.counts)
+                spec=self.spec(), sampling=self._sampler.counts, **extra)
             self._dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

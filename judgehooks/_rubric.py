@@ -16,7 +16,7 @@ from typing import Any
 from ._composite import assess_calls, member_error
 from ._context import EvalContext
 from ._eval import make_judge
-from ._evaluator import Evaluator, stable_name
+from ._evaluator import Evaluator, judges_in_background, stable_name
 from ._judge import Judge, LiteLLMJudge
 from ._judgeproc import ProcessJudge
 from ._llmjudge import JudgeCall, RetryPolicy
@@ -87,7 +87,7 @@ class Rubric(Evaluator):
         check_number("timeout", timeout, minimum=0, allow_equal=False)
         check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
         check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
-        background = bool(hook.get("run_in_background"))
+        background = judges_in_background(hook.get("run_in_background"), hook.get("broker"))
         self.judge: Judge = make_judge(
             judge, model, api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
             structured_output=structured_output, litellm_kwargs=litellm_kwargs,

@@ -39,7 +39,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ("FakeJudge", "StubLLMServer", "StubSettings", "WebhookReceiver")
+__all__ = ("FakeJudge", "RedisServer", "StubLLMServer", "StubSettings", "WebhookReceiver")
 
 _DIRECTIVE = re.compile(r"\[\[(\w+)(?:=([^\]]*))?\]\]")
 
@@ -447,6 +447,65 @@ class WebhookReceiver:
             self._server = None
 
     def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class RedisServer:
+    """A throwaway `redis-server` on 127.0.0.1 and a free port (no persistence), stopped by its PID.
+
+    For distributed-grading tests and demos; needs the redis-server binary (Debian: redis-server).
+    """
+
+    def __init__(self, port: int = 0) -> None:
+        self._port = port
+        self.proc: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self._port}/0"
+
+    def start(self, timeout: float = 10.0) -> RedisServer:
+        import shutil
+        import socket
+        import subprocess
+
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise FileNotFoundError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
+        if not self._port:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                self._port = sock.getsockname()[1]
+        self.proc = subprocess.Popen([binary, "--port", str(self._port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self._port), timeout=0.5) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"redis-server did not start on 127.0.0.1:{self._port}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(10)
+            self.proc = None
+
+    def __enter__(self) -> RedisServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -34,25 +34,30 @@ def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
     return {name: (json.loads(spec) if spec else None) for name, spec in rows}
 
 
+class NotRebuildable(ValueError):
+    """The spec cannot rebuild its evaluator here: the process needs the module that constructs it."""
+
+
 def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
     """An evaluator from the spec its process stored with its jobs: AgentAsJudgeEval settings, or
     {"class": <a judgehooks evaluator>, "settings": {...}}. Evaluators made from user code (functions,
-    pydantic models, composites, custom judges) store no spec: they need --import."""
+    pydantic models, composites, custom judges) store no spec: they need --import (NotRebuildable).
+    Background grading unless `hook` says otherwise (a worker grades in the foreground)."""
     import judgehooks
 
     if spec is None:
-        raise ValueError("it was built from user code (a function, a model, a composite or a custom judge)")
+        raise NotRebuildable("it was built from user code (a function, a model, a composite or a custom judge)")
     settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)
     if "class" in spec:
         cls = getattr(judgehooks, spec["class"], None)
         if not (isinstance(cls, type) and issubclass(cls, judgehooks.Evaluator)):
-            raise ValueError(f"its spec names {spec['class']!r}, which is not a judgehooks evaluator")
+            raise NotRebuildable(f"its spec names {spec['class']!r}, which is not a judgehooks evaluator")
     else:
         cls = judgehooks.AgentAsJudgeEval
         if not spec.get("model"):
-            raise ValueError("its judge is not a litellm model string")
+            raise NotRebuildable("its judge is not a litellm model string")
     settings = {k: v for k, v in settings.items() if v is not None}
-    return cls(**settings, **hook, run_in_background=True)
+    return cls(**settings, **{"run_in_background": True, **hook})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -53,6 +53,8 @@ class Counters:
 class Dispatcher:
     """Grades submitted contexts on the judgehooks loop, bounded and durable."""
 
+    judges_here = True  # False in subclasses that hand jobs on instead of judging them (no warm-up)
+
     def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, max_queue: int = 10_000,
                  max_concurrency: int = 32, overload: Overload = "block", block_timeout: float = 5.0,
                  on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
@@ -83,7 +85,7 @@ class Dispatcher:
         self._scope: anyio.CancelScope | None = None
         self._stopped: asyncio.Event | None = None
         self._in_flight = 0
-        self._to_write: list[tuple[EvalRecord, str | None, bool]] = []
+        self._to_write: list[tuple[EvalRecord | None, str | None, bool]] = []
         self._notifying = 0
         self._flush_wakeup: asyncio.Event | None = None
         self._writing = 0
@@ -101,7 +103,7 @@ class Dispatcher:
             self._launch(_lifespan.home_loop())
             self._started = True
             _registry.add(self)
-            warm = getattr(self.pipeline.judge, "warm_up", None)
+            warm = getattr(self.pipeline.judge, "warm_up", None) if self.judges_here else None
             if warm is not None:  # import litellm off the loop before the first job needs it
                 threading.Thread(target=warm, name="judgehooks-warmup", daemon=True).start()
         from .._background import install_exit_drain
@@ -259,7 +261,7 @@ class Dispatcher:
                 self.counters.errors += 1
         self._enqueue_write(record, job.id, notify=True)
 
-    def _enqueue_write(self, record: EvalRecord, job_id: str | None, *, notify: bool = False) -> None:
+    def _enqueue_write(self, record: EvalRecord | None, job_id: str | None, *, notify: bool = False) -> None:
         assert self._flush_wakeup is not None and self._idle is not None
         self._to_write.append((record, job_id, notify))
         self._idle.clear()
@@ -280,7 +282,9 @@ class Dispatcher:
             self._writing += 1
             stored = False
             try:
-                await write_with_retry(self.pipeline.store, [r for r, _, _ in batch])
+                records = [r for r, _, _ in batch if r is not None]  # None: a job finished without a record
+                if records:
+                    await write_with_retry(self.pipeline.store, records)
                 stored = True
                 if self.outbox is not None:
                     await anyio.to_thread.run_sync(self.outbox.delete, [j for _, j, _ in batch if j is not None])
@@ -294,7 +298,7 @@ class Dispatcher:
                 self._writing -= 1
             # As inline: store, then callbacks and the evaluation event (saying whether it was stored).
             for record, _, notify in batch:
-                if notify:
+                if notify and record is not None:
                     self._notifying += 1
                     _spawn(self._notify(record, stored))
             self._maybe_idle()

@@ -1,0 +1,370 @@
+"""Distributed grading: hooks publish to a real Redis stream (taskiq + taskiq-redis), `judgehooks worker`
+processes grade into one store. Real redis-server, real agno agents, real litellm over HTTP, real SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import redis
+from conftest import wait_for
+
+import judgehooks
+from judgehooks import SQLiteStore
+from judgehooks._record import record_id
+from judgehooks.distributed._broker import GROUP, STREAM
+from judgehooks.testing import FakeJudge, RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_base() -> str:
+    """$JUDGEHOOKS_TEST_REDIS_URL (what .ci/run exports), else a redis-server started here."""
+    url = os.environ.get("JUDGEHOOKS_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    try:
+        server = RedisServer().start()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{exc}: CI must provide Redis (.ci/run installs and starts it)")
+        pytest.skip(f"{exc}, or set JUDGEHOOKS_TEST_REDIS_URL=redis://127.0.0.1:6379/0")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_base: str) -> str:
+    client = redis.Redis.from_url(redis_base)
+    client.flushdb()  # each test starts with an empty stream and group
+    client.close()
+    return redis_base
+
+
+@pytest.fixture
+def rds(redis_url: str) -> redis.Redis:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def make_producer(make_judge, tmp_path, redis_url):
+    def make(**kw):
+        kw.setdefault("name", "dist")
+        kw.setdefault("outbox", str(tmp_path / "producer.outbox.db"))
+        return make_judge(run_in_background=True, broker=kw.pop("broker", redis_url), **kw)
+
+    return make
+
+
+def pending_by_consumer(rds: redis.Redis) -> dict[str, int]:
+    summary = rds.xpending(STREAM, GROUP)
+    return {c["name"].decode(): int(c["pending"]) for c in summary.get("consumers") or ()}
+
+
+async def serve_until(worker, done: Callable[[], bool], timeout: float = 60) -> None:
+    """Run an in-process Worker until `done()` holds, then stop it as SIGTERM would."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.serve(stop))
+    deadline = time.monotonic() + timeout
+    try:
+        while not done():
+            if time.monotonic() > deadline or task.done():
+                failure = task.exception() if task.done() else None
+                raise AssertionError(f"the worker did not finish the jobs in time: {worker.counts}") from failure
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+# ---- construction and command-line errors (no Redis needed) -------------------------------------
+
+def test_broker_must_be_a_redis_url(make_judge):
+    with pytest.raises(ValueError, match=r"broker must be a Redis URL.*'http://127.0.0.1:6379'"):
+        make_judge(run_in_background=True, broker="http://127.0.0.1:6379")
+
+
+def test_broker_needs_background_grading(make_judge):
+    with pytest.raises(ValueError, match="set run_in_background=True"):
+        make_judge(broker="redis://127.0.0.1:6379/0")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--broker", "amqp://x"], "--broker must be a Redis URL"),
+    (["--broker", "redis://127.0.0.1:1/0", "--concurrency", "0"], "--concurrency must be >= 1"),
+    (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "no_such_module_here"],
+     "--import no_such_module_here: ModuleNotFoundError"),
+    (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "json"],
+     "--import json: the module defines no judgehooks evaluator"),
+])
+def test_worker_refuses_bad_arguments_by_name(argv, message, capsys):
+    from judgehooks._cli import main
+
+    assert main(["worker", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_worker_without_a_broker_says_how_to_give_one(capsys, monkeypatch):
+    from judgehooks._cli import main
+
+    monkeypatch.delenv("JUDGEHOOKS_BROKER", raising=False)
+    assert main(["worker"]) == 2
+    assert "--broker is required" in capsys.readouterr().err
+
+
+# ---- in-process workers ---------------------------------------------------------------------------
+
+def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_duplicates(
+        make_producer, make_agent, rds, redis_url, server):
+    from judgehooks.distributed._grader import Worker
+
+    judge = make_producer()
+    agent = make_agent(judge)
+    outs = [agent.run(q) for q in ("plain", "bad [[fail]]", "down [[judge_status=500]]")]
+    assert judgehooks.drain(30)
+    assert judge.stats()["forwarded"] == 3 and rds.xlen(STREAM) == 3
+    for _, fields in rds.xrange(STREAM):  # at-least-once: every job delivered twice
+        rds.xadd(STREAM, fields)
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, concurrency=4, reclaim_after=2)
+    os.environ.setdefault("OPENAI_API_KEY", "from-env")  # specs carry no secrets
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))  # all six acked and deleted
+    by_run = {r.run_id: r for r in store.records}
+    assert len(store.records) == 3 and set(by_run) == {o.run_id for o in outs}
+    assert [by_run[o.run_id].status for o in outs] == ["passed", "failed", "error"]
+    assert all(r.id == record_id("dist", r.run_id) for r in store.records)
+    assert rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}  # acked and deleted
+
+
+@pytest.mark.parametrize(("custom_judge", "rebuild", "says"), [
+    (True, True, "its judge is not a litellm model string"),  # a FakeJudge / agno Model cannot travel
+    (False, False, "--imported-only"),                  # the worker refuses judges chosen by jobs
+])
+def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, make_agent, redis_url,
+                                                                 custom_judge, rebuild, says):
+    from judgehooks.distributed._grader import Worker
+
+    judge = make_producer(name="custom", **({"judge": FakeJudge('{"passed": true, "reason": "ok"}')}
+                                            if custom_judge else {}))
+    out = make_agent(judge).run("q")
+    assert judgehooks.drain(30)
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild)
+    asyncio.run(serve_until(worker, lambda: len(store.records) == 1))
+    [record] = store.records
+    assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
+    assert says in record.error_message and "--import" in record.error_message
+
+
+def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judge(
+        make_agent, redis_url, tmp_path, rds):
+    """Every evaluator kind takes broker=: a built-in check is rebuilt from its spec (as `judgehooks
+    resume` does); an @evaluator function cannot travel, and its job ends as an error naming --import."""
+    from judgehooks import Contains, evaluator
+    from judgehooks.distributed._grader import Worker
+
+    hook = dict(run_in_background=True, broker=redis_url, outbox=str(tmp_path / "producer.outbox.db"),
+                store=judgehooks.MemoryStore())
+    check = Contains("ECHO: yes", name="says-yes", **hook)
+    words = evaluator(lambda ctx: len(ctx.output.split()) < 50, name="short", **hook)
+    assert check.stats()["broker"] == redis_url and words.stats()["broker"] == redis_url
+    agent = make_agent(check, words)
+    outs = [agent.run("yes"), agent.run("no")]
+    assert judgehooks.drain(30)
+    assert rds.xlen(STREAM) == 4 and check.store.records == []  # producers never grade
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=2)
+    asyncio.run(serve_until(worker, lambda: len(store.records) == 4))
+    got = {(r.evaluator, r.run_id): r for r in store.records}
+    assert [got["says-yes", o.run_id].status for o in outs] == ["passed", "failed"]
+    for out in outs:
+        record = got["short", out.run_id]
+        assert (record.status, record.error_type) == ("error", "EvaluatorUnavailable")
+        assert "'short' cannot be rebuilt" in record.error_message and "--import" in record.error_message
+    assert worker.counts == {"graded": 4, "unavailable": 2, "bad": 0, "store_failed": 0}
+
+
+def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_acked(
+        make_producer, make_agent, redis_url, rds):
+    import json
+
+    from judgehooks.distributed._grader import Worker
+
+    out = make_agent(make_producer(name="tampered")).run("q")
+    assert judgehooks.drain(30)
+    [(entry_id, fields)] = rds.xrange(STREAM)
+    message = json.loads(fields[b"data"])
+    job = json.loads(message["kwargs"]["job"])
+    job["spec"] = json.dumps({**json.loads(job["spec"]), "threshold": 99})
+    message["kwargs"]["job"] = json.dumps(job)
+    rds.xdel(STREAM, entry_id)
+    rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
+    rds.xadd(STREAM, {b"data": b"not a taskiq message"})
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=2)
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))
+    [record] = store.records
+    assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
+    assert "threshold must be an integer from 1 to 10" in record.error_message
+    assert pending_by_consumer(rds) == {}  # the junk was acked too, after taskiq logged it ("Cannot parse")
+
+
+def test_a_worker_that_cannot_reach_redis_says_so(capsys):
+    from judgehooks._cli import main
+
+    with RedisServer() as probe:  # a port that was free a moment ago, now closed
+        closed = probe.url
+    assert main(["worker", "--broker", closed, "--store", "memory://"]) == 1
+    captured = capsys.readouterr()
+    assert f"cannot reach Redis at {closed}" in captured.err and "grading from" not in captured.out
+
+
+IMPORTED = """
+import os
+from judgehooks import AgentAsJudgeEval, MemoryStore
+from judgehooks.testing import FakeJudge
+FAILED = []
+judge = AgentAsJudgeEval(name="imported", criteria="c", judge=FakeJudge('{"passed": false, "reason": "no"}'),
+                         store=MemoryStore(), on_fail=FAILED.append, run_in_background=True,
+                         broker=os.environ["DIST_TEST_BROKER"], outbox=os.environ["DIST_TEST_OUTBOX"])
+"""
+
+
+def test_imported_evaluators_grade_with_their_own_judge_and_callbacks(make_agent, redis_url, tmp_path, monkeypatch):
+    from judgehooks.distributed._grader import Worker
+    from judgehooks.distributed._worker import _imported_evaluators
+
+    (tmp_path / "dist_app_evals.py").write_text(IMPORTED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("DIST_TEST_BROKER", redis_url)
+    monkeypatch.setenv("DIST_TEST_OUTBOX", str(tmp_path / "app.outbox.db"))
+    evaluators = _imported_evaluators(["dist_app_evals"])
+    app = sys.modules["dist_app_evals"]
+    assert list(evaluators) == ["imported"]
+    out = make_agent(app.judge).run("q")
+    assert judgehooks.drain(30)
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, evaluators=evaluators, reclaim_after=2)
+    asyncio.run(serve_until(worker, lambda: len(app.FAILED) == 1))
+    assert [(r.run_id, r.status) for r in store.records] == [(out.run_id, "failed")]
+    assert app.FAILED[0].run_id == out.run_id
+    assert app.judge.store.records == []  # the worker writes to its own --store
+
+
+def test_with_redis_down_jobs_wait_in_the_outbox_and_go_out_when_it_is_back(make_producer, make_agent, tmp_path):
+    with RedisServer() as probe:  # learn a free port, then leave it closed
+        port = int(probe.url.rsplit(":", 1)[1].split("/")[0])
+    judge = make_producer(broker=f"redis://127.0.0.1:{port}/0")
+    agent = make_agent(judge)
+    run_ids = [agent.run(f"q{i}").run_id for i in range(5)]
+    wait_for(lambda: judge.stats()["broker_down"])
+    outbox = sqlite3.connect(tmp_path / "producer.outbox.db")
+    assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (5,)
+    assert judge.stats()["forwarded"] == 0 and judge.stats()["dropped"] == 0
+    with RedisServer(port) as back:
+        assert judgehooks.drain(60)
+        assert judge.stats()["forwarded"] == 5 and not judge.stats()["broker_down"]
+        assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+        client = redis.Redis.from_url(back.url)
+        published = [e for _, e in client.xrange(STREAM)]
+        client.close()
+    assert sorted(run_ids) == sorted(r for r in run_ids if any(r.encode() in e[b"data"] for e in published))
+    assert len(published) == 5
+
+
+def test_forwarding_follows_the_dispatcher_onto_the_apps_loop_and_back(make_producer, make_agent, rds):
+    agent = make_agent(make_producer())
+    runs = [agent.run("before lifespan").run_id]  # forwarded from judgehooks' loop
+
+    async def app() -> None:
+        async with judgehooks.lifespan(drain_timeout=30):  # forwarding moves to this loop
+            runs.append((await agent.arun("inside lifespan")).run_id)
+
+    asyncio.run(app())
+    runs.append(agent.run("after lifespan").run_id)  # and back: Redis connections are per loop
+    assert judgehooks.drain(30)
+    published = b"".join(fields[b"data"] for _, fields in rds.xrange(STREAM))
+    assert rds.xlen(STREAM) == 3 and all(run.encode() in published for run in runs)
+
+
+# ---- worker processes -----------------------------------------------------------------------------
+
+def start_worker(redis_url: str, db: str, name: str, tmp_path: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judgehooks._cli", "worker", "--broker", redis_url, "--store", f"sqlite:///{db}",
+         "--name", name, "--concurrency", "4", "--reclaim-after", "2", *extra],
+        stdout=subprocess.PIPE, stderr=open(tmp_path / f"{name}.err", "w"), text=True, env=env)
+    line = proc.stdout.readline()
+    assert "grading from" in line, (line, (tmp_path / f"{name}.err").read_text()[-3000:])
+    return proc
+
+
+def stop_worker(proc: subprocess.Popen) -> tuple[int, str]:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+def test_sigkill_one_of_two_workers_mid_job_and_every_run_has_exactly_one_record(
+        make_producer, make_agent, redis_url, rds, tmp_path):
+    db = str(tmp_path / "shared.db")
+    a = start_worker(redis_url, db, "worker-a", tmp_path)
+    b = start_worker(redis_url, db, "worker-b", tmp_path)
+    try:
+        agent = make_agent(make_producer())
+        run_ids = [agent.run(f"question {i} [[judge_delay=400]]").run_id for i in range(40)]
+        wait_for(lambda: pending_by_consumer(rds).get("worker-a", 0) > 0, timeout=30)
+        os.kill(a.pid, signal.SIGKILL)  # mid-job: it holds delivered, unacked jobs
+        a.wait(30)
+        held_by_dead = pending_by_consumer(rds).get("worker-a", 0)
+        assert held_by_dead > 0
+        assert judgehooks.drain(30)  # the producer is done: from here on the stream gets no traffic
+        store = SQLiteStore(db)
+        wait_for(lambda: len(store.query_sync(limit=None)) >= 40, timeout=90)
+        time.sleep(0.5)  # a duplicate write, had there been one, would land now
+        records = store.query_sync(limit=None)
+        assert sorted(r.run_id for r in records) == sorted(run_ids)  # one record per run, none missing
+        assert all(r.status == "passed" and r.id == record_id("dist", r.run_id) for r in records)
+        wait_for(lambda: pending_by_consumer(rds).get("worker-a", 0) == 0, timeout=30)
+    finally:
+        if a.poll() is None:
+            a.kill()
+        code, out = stop_worker(b)
+    assert code == 0, out
+    reclaimed = int(out.split(" reclaimed")[0].rsplit(", ", 1)[1])
+    assert reclaimed >= held_by_dead  # taken back while the stream was idle, on the timer
+
+
+@pytest.mark.slow
+def test_sigterm_finishes_running_jobs_within_the_deadline_and_leaves_the_rest_unacked(
+        make_producer, make_agent, redis_url, rds, tmp_path):
+    db = str(tmp_path / "term.db")
+    worker = start_worker(redis_url, db, "worker-t", tmp_path, "--shutdown-timeout", "8")
+    try:
+        agent = make_agent(make_producer())
+        quick = agent.run("quick [[judge_delay=2500]]").run_id
+        slow = agent.run("slow [[judge_delay=60000]]").run_id
+        assert judgehooks.drain(30)
+        wait_for(lambda: pending_by_consumer(rds).get("worker-t", 0) == 2, timeout=30)
+        code, out = stop_worker(worker)  # one SIGTERM
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert code == 0 and "stopped; 1 graded" in out, out
+    assert [r.run_id for r in SQLiteStore(db).query_sync(limit=None)] == [quick]
+    [[entry_id, _]] = rds.xrange(STREAM)
+    assert pending_by_consumer(rds) == {"worker-t": 1}  # the slow job waits, unacked, for another worker
+    assert slow.encode() in rds.xrange(STREAM)[0][1][b"data"] and entry_id
