@@ -111,8 +111,10 @@ class Worker:
                    f"with --imported-only: add --import <module that defines it>")
         else:
             try:
+                # spill=False: if the store is down the job stays unacked for a worker that can store it,
+                # rather than waiting in a file on this worker's disk.
                 built = resume.rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
-                                run_in_background=False)
+                                       run_in_background=False, spill=False)
                 self._pipelines[key] = built._pipeline
                 return built._pipeline
             except resume.NotRebuildable as exc:
