@@ -106,7 +106,7 @@ def test_background():
 
 @pytest.mark.slow
 def test_team_gate():
-    out = run("team_gate.py")
+    out = run("team_gate.py").stdout
     fallback = "I can't answer that reliably right now; a colleague will follow up by email."
     assert "passed:   status=COMPLETED content='ECHO: Where is my order?'" in out
     assert f'blocked:  status=ERROR content="{fallback}"' in out
@@ -116,7 +116,7 @@ def test_team_gate():
 
 @pytest.mark.slow
 def test_alerts():
-    out = run("alerts.py")
+    out = run("alerts.py").stdout
     assert "receiver: 4 failed-run webhooks, 1 Slack alert(s)" in out
     assert "Quality alert: helpful on Helpdesk: pass rate 71% over the last 7 graded runs" in out
     assert "dead receiver: {'sent': 0, 'failed': 1, 'dropped': 0, 'pending': 0}" in out
