@@ -197,7 +197,7 @@ class LocalModelServer:
         try:
             self._wait_ready()
         except BaseException:
-            self.stop(keep_log=True)
+            self.stop()
             raise
         return self
 
@@ -233,7 +233,7 @@ class LocalModelServer:
             raise RuntimeError("LocalModelServer is not started")
         return self._proc.wait()
 
-    def stop(self, keep_log: bool = False) -> None:
+    def stop(self) -> None:
         """Terminate the server by its PID (SIGTERM, then SIGKILL after 10 s). Idempotent."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
@@ -244,7 +244,7 @@ class LocalModelServer:
                 proc.kill()
                 proc.wait()
         atexit.unregister(self.stop)
-        if proc is not None and not keep_log and self._log_path:
+        if proc is not None and self._log_path:
             with contextlib.suppress(OSError):
                 os.unlink(self._log_path)
 
