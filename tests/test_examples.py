@@ -124,7 +124,7 @@ def test_alerts():
 
 @pytest.mark.slow
 def test_checks():
-    out = run("checks.py")
+    out = run("checks.py").stdout
     assert "14 records, judge calls: 0" in out
     assert "search-then-cite  failed  called in the order ['cite', 'search'], required ['search', 'cite']" in out
     assert "weather-json      failed  temp_c: 'warm' is not of type 'number'" in out
@@ -133,7 +133,7 @@ def test_checks():
 
 @pytest.mark.slow
 def test_composites():
-    out = run("composites.py")
+    out = run("composites.py").stdout
     assert "10 records from 2 runs, 19 judge calls" in out
     assert "gated-judge failed  score=-      no-refusal: found ['sorry', 'cannot']" in out
     assert "samples [5, 6, 7] spread 2 reasked=True" in out and "borderline  failed  score=3" in out
@@ -142,6 +142,6 @@ def test_composites():
 
 @pytest.mark.slow
 def test_custom_evaluator():
-    out = run("custom_evaluator.py")
+    out = run("custom_evaluator.py").stdout
     assert "8 records in" in out and "ALERT no-shouting: shouted ['STOP']" in out
     assert "reading-level failed  score=0" in out
