@@ -41,7 +41,7 @@ with StubLLMServer() as server:
     print(f"20 runs returned in {time.perf_counter() - start:.2f} s with a 500 ms judge")
     print("right after the runs:", {k: v for k, v in judge.stats().items()
                                      if k in ("submitted", "sampled_out", "queue_depth", "in_flight", "done")})
-    judgehooks.drain(timeout=30)
+    judgehooks.drain(timeout=120)
     stats = judge.stats()
     print(f"after drain: graded {stats['done']}, sampled out {stats['sampled_out']}, dropped {stats['dropped']}")
     print(f"{len(judge.store.query_sync(limit=None))} records in {db}")

@@ -1,4 +1,7 @@
-"""The examples run as written (they use the scripted loopback server: no key, no network)."""
+"""The examples run as written against the scripted loopback server (no key, no network).
+
+The quickstart's default path (the real local model) is covered by tests/test_local_model.py.
+"""
 
 from __future__ import annotations
 
@@ -12,37 +15,89 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run(name: str) -> str:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    env.pop("JUDGEHOOKS_MODEL", None)
-    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=180,
-                          env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+def run(name: str, *args: str, expect: int = 0, **env_changes: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env_changes}
+    for key in ("JUDGEHOOKS_MODEL", "JUDGEHOOKS_LOCAL_BASE_URL"):
+        if key not in env_changes:
+            env.pop(key, None)
+    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert done.returncode == expect, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
 
 
 @pytest.mark.slow
-def test_quickstart():
-    out = run("quickstart.py")
-    assert "5 verdicts stored" in out and "pass rate 75% over 4 graded runs; 1 judge error(s)" in out
-    assert "ALERT  helpful scored 3/10" in out
+def test_quickstart_scripted_reports_pass_rate_failures_and_errors():
+    out = run("quickstart.py", "--scripted").stdout
+    assert "5 verdicts for 5 runs" in out
+    assert "pass rate 75% over 4 graded runs (3 passed, 1 failed); 1 judge error(s)" in out
+    assert "FAILED  'How many legs does a spider have? [[fail]]': stub judge says fail" in out
+    assert "ERROR   'Who wrote Romeo and Juliet? [[judge_status=500]]': InternalServerError" in out
+    assert "on_fail: run" in out
 
 
 @pytest.mark.slow
-def test_offline_batch():
-    out = run("offline_batch.py")
-    assert "graded=3 pass_rate=67% errors=1" in out
+def test_quickstart_uses_a_hosted_model_when_one_is_named(server):
+    # A "hosted" model reached through litellm's provider variables, as with a real provider.
+    out = run("quickstart.py", "--model", "openai/agent", OPENAI_API_BASE=server.base_url,
+              OPENAI_API_KEY="test-key").stdout
+    assert "Agent and judge: the hosted model openai/agent" in out
+    assert "A: ECHO: What is the capital of France?" in out
+    assert "pass rate 100% over 5 graded runs" in out and "SmolLM2" not in out
+
+
+def test_quickstart_says_how_to_get_the_local_model_when_it_cannot_start(tmp_path):
+    missing = tmp_path / "llama-server"
+    done = run("quickstart.py", expect=2, JUDGEHOOKS_LLAMA_SERVER=str(missing))
+    assert f"JUDGEHOOKS_LLAMA_SERVER={str(missing)!r} is not an executable file" in done.stderr
+    assert "--scripted" in done.stderr
+
+
+@pytest.mark.slow
+def test_numeric_judge_pages_on_low_scores_and_reports_outages_apart():
+    out = run("numeric_judge.py").stdout
+    assert "5 verdicts stored" in out and "1 page(s) sent" in out
+    assert "pass rate 75% over 4 graded runs; 1 judge error(s)" in out
+    assert "PAGE   helpful scored 3/10 (threshold 7)" in out and "ERROR  judge failed after 2 attempts" in out
+
+
+@pytest.mark.slow
+def test_offline_batch_grades_the_jsonl_file():
+    out = run("offline_batch.py").stdout
+    assert "cases.jsonl: graded=3 pass_rate=67% errors=1" in out
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ('{"input": "a", "output": "b"}\n{"input": "a"\n', "line 2: not valid JSON (Expecting ',' delimiter"),
+    ('{"input": "a"}\n', "line 1: missing required field 'output'"),
+    ('\n["a", "b"]\n', "line 2: expected a JSON object, got list"),
+    ('{"input": "a", "output": 3}\n', "line 1: field 'output' must be a string, got int"),
+    ('{"input": "a", "output": "b", "expected": "c"}\n', "line 1: unknown field(s) ['expected']"),
+])
+def test_offline_batch_names_the_bad_line(tmp_path, content, problem):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(content)
+    done = run("offline_batch.py", str(cases), expect=2)
+    assert f"{cases}, {problem}" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.slow
+def test_fastapi_app_answers_before_verdicts_and_stores_them_all():
+    out = run("fastapi_app.py").stdout
+    assert out.count("answered in") == 3
+    assert "after drain: 3 verdicts for 3 requests" in out
+    assert "user-1  failed  'Cancel my plan [[fail]]'" in out
 
 
 @pytest.mark.slow
 def test_team_judge():
-    out = run("team_judge.py")
+    out = run("team_judge.py").stdout
     assert "team Support failed" in out and "support-team Support passed" in out
 
 
 @pytest.mark.slow
 def test_background():
-    out = run("background.py")
+    out = run("background.py").stdout
     assert "20 runs returned in" in out and "after drain: graded" in out
     graded = int(out.split("after drain: graded ")[1].split(",")[0])
     sampled_out = int(out.split("sampled out ")[1].split(",")[0])
@@ -51,7 +106,7 @@ def test_background():
 
 @pytest.mark.slow
 def test_team_gate():
-    out = run("team_gate.py")
+    out = run("team_gate.py").stdout
     fallback = "I can't answer that reliably right now; a colleague will follow up by email."
     assert "passed:   status=COMPLETED content='ECHO: Where is my order?'" in out
     assert f'blocked:  status=ERROR content="{fallback}"' in out
@@ -61,7 +116,7 @@ def test_team_gate():
 
 @pytest.mark.slow
 def test_alerts():
-    out = run("alerts.py")
+    out = run("alerts.py").stdout
     assert "receiver: 4 failed-run webhooks, 1 Slack alert(s)" in out
     assert "Quality alert: helpful on Helpdesk: pass rate 71% over the last 7 graded runs" in out
     assert "dead receiver: {'sent': 0, 'failed': 1, 'dropped': 0, 'pending': 0}" in out
@@ -80,7 +135,7 @@ def test_distributed_worker():
     graded = [int(line.split("stopped; ")[1].split(" graded")[0]) for line in out.splitlines() if "stopped;" in line]
     assert len(graded) == 2 and sum(graded) == 20
 def test_checks():
-    out = run("checks.py")
+    out = run("checks.py").stdout
     assert "14 records, judge calls: 0" in out
     assert "search-then-cite  failed  called in the order ['cite', 'search'], required ['search', 'cite']" in out
     assert "weather-json      failed  temp_c: 'warm' is not of type 'number'" in out
@@ -89,7 +144,7 @@ def test_checks():
 
 @pytest.mark.slow
 def test_composites():
-    out = run("composites.py")
+    out = run("composites.py").stdout
     assert "10 records from 2 runs, 19 judge calls" in out
     assert "gated-judge failed  score=-      no-refusal: found ['sorry', 'cannot']" in out
     assert "samples [5, 6, 7] spread 2 reasked=True" in out and "borderline  failed  score=3" in out
@@ -98,6 +153,6 @@ def test_composites():
 
 @pytest.mark.slow
 def test_custom_evaluator():
-    out = run("custom_evaluator.py")
+    out = run("custom_evaluator.py").stdout
     assert "8 records in" in out and "ALERT no-shouting: shouted ['STOP']" in out
     assert "reading-level failed  score=0" in out
