@@ -130,7 +130,7 @@ def test_distributed_worker():
         if os.environ.get("CI") == "true":
             pytest.fail("redis-server is missing: .ci/run installs it")
         pytest.skip("needs redis-server (apt-get install redis-server) or $JUDGEHOOKS_BROKER")
-    out = run("distributed_worker.py")
+    out = run("distributed_worker.py").stdout
     assert "forwarded to Redis: 20" in out and "20 records in the workers' store: 19 passed, 1 failed" in out
     graded = [int(line.split("stopped; ")[1].split(" graded")[0]) for line in out.splitlines() if "stopped;" in line]
     assert len(graded) == 2 and sum(graded) == 20

@@ -99,7 +99,12 @@ def run(args: argparse.Namespace) -> int:
     # takes the signals.
     portal = _portal.get_portal()
     loop, stop = portal.call(_loop_and_event)
-    restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout)
+
+    def summary() -> str:
+        return (f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
+                f"{worker.broker.reclaimed} reclaimed from dead workers")
+
+    restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 
     def ready() -> None:
         print(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
@@ -111,8 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"worker: cannot reach Redis at {redacted(args.broker)}: {exc}") from None
     finally:
         restore()
-    print(f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
-          f"{worker.broker.reclaimed} reclaimed from dead workers", flush=True)
+    print(summary(), flush=True)
     return 0
 
 
@@ -120,7 +124,8 @@ async def _loop_and_event() -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
     return asyncio.get_running_loop(), asyncio.Event()
 
 
-def _handle_signals(stop: Callable[[], Any], shutdown_timeout: float) -> Callable[[], None]:
+def _handle_signals(stop: Callable[[], Any], shutdown_timeout: float,
+                    summary: Callable[[], str]) -> Callable[[], None]:
     """SIGTERM / SIGINT: stop taking jobs (a second one: leave now); SIGUSR1: dump every thread's stack.
     Returns what puts the previous handlers back."""
     faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
@@ -128,9 +133,9 @@ def _handle_signals(stop: Callable[[], Any], shutdown_timeout: float) -> Callabl
 
     def on_signal(signum: int, _frame: Any) -> None:
         if stopping.is_set():
-            _leave(f"second {signal.Signals(signum).name}")
+            _leave(f"second {signal.Signals(signum).name}", summary)
         stopping.set()
-        _exit_after(shutdown_timeout + 15)
+        _exit_after(shutdown_timeout + 15, summary)
         stop()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -143,17 +148,18 @@ def _handle_signals(stop: Callable[[], Any], shutdown_timeout: float) -> Callabl
     return restore
 
 
-def _exit_after(seconds: float) -> None:
+def _exit_after(seconds: float, summary: Callable[[], str]) -> None:
     """The last resort against a hung shutdown (e.g. a judge call stuck in a library's worker thread,
     which interpreter exit would wait for): leave after `seconds`."""
-    timer = threading.Timer(seconds, _leave, args=(f"still stopping after {seconds:g}s",))
+    timer = threading.Timer(seconds, _leave, args=(f"still stopping after {seconds:g}s", summary))
     timer.daemon = True
     timer.start()
 
 
-def _leave(why: str) -> None:
+def _leave(why: str, summary: Callable[[], str]) -> None:
     """Exit now. Nothing is lost: a job is acked only once its record is stored, so whatever is
     unfinished stays pending and another worker reclaims it."""
     print(f"judgehooks worker: {why}; exiting now (unfinished jobs stay unacked for other workers)",
           file=sys.stderr, flush=True)
+    print(summary(), flush=True)  # the same last line as a clean stop, for operators and scripts
     os._exit(0)

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._errors import StoreError
 from .._record import EvalRecord
 from ._base import Store
 
@@ -98,7 +99,10 @@ class AgnoDbStore:
         row = await self._call("get_eval_run", record.id, deserialize=False)
         if row is None:
             try:
-                await self._call("create_eval_run", self._eval_run(record))
+                if await self._call("create_eval_run", self._eval_run(record)) is None:
+                    # agno returns None instead of raising when, e.g., its table could not be had
+                    raise StoreError(f"{type(self.db).__name__}.create_eval_run stored nothing for record "
+                                     f"{record.id} (it returned None)")
             except Exception:
                 row = await self._call("get_eval_run", record.id, deserialize=False)
                 if row is None:
