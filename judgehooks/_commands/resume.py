@@ -70,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(outbox):
         print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
         return 0
-    from judgehooks.stores._spill import SpillingStore
+    from judgehooks.stores._spill import SpillFile, SpillingStore, store_key
 
+    spilled = SpillFile(outbox).count(store_key(store))  # counted first: re-delivery starts right away
     spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
     for module in args.import_ or ():
         importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
                   f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
-    if not specs and not spill.stats()["spill_pending"]:
+    if not specs and not spilled:
         print("judgehooks resume: nothing pending")
         return 0
     finished = judgehooks.drain(args.timeout)
