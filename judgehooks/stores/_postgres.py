@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import _background, _portal
+from .._log import log
 from .._record import FIELDS, EvalRecord
 from ._base import select_sql
 
@@ -74,8 +75,9 @@ def _close_at_exit(ref: weakref.ref[PostgresStore]) -> None:
     if store is not None and store._pool_ is not None and store._pid == os.getpid():
         try:
             _portal.call(store._close)
-        except Exception:
-            pass
+        except Exception as exc:  # every record is already stored or spilled; say why the pool did not close
+            log.warning("postgres_pool_close_failed", store=repr(store), error_type=type(exc).__name__,
+                        error=str(exc))
 
 
 def _unique_violation() -> type[Exception]:

@@ -264,8 +264,9 @@ def _stop_redelivery() -> None:
         if task is not None and not task.done():
             try:
                 _portal.call(_cancel, task)
-            except Exception:
-                pass
+            except Exception as exc:  # its rows stay on disk for the next process either way
+                log.warning("spill_redelivery_stop_failed", store=spilling.key, error_type=type(exc).__name__,
+                            error=str(exc))
 
 
 _exit_hook = threading.Lock()
