@@ -25,7 +25,7 @@ from judgehooks import EvalRecord, SQLiteStore  # noqa: E402
 ALL_AT_ONCE = """
 import json, sys
 from judgehooks import SQLiteStore
-from judgehooks._commands.stats import Report
+from judgehooks._cli.stats import Report
 report = Report()
 for record in SQLiteStore(sys.argv[1]).query_sync(limit=None):
     report.add(record)

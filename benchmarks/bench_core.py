@@ -32,8 +32,8 @@ from judgehooks import (  # noqa: E402
     AgentAsJudgeEval,
     MemoryStore,
     SQLiteStore,
-    _portal,  # noqa: E402
 )
+from judgehooks._runtime import runtime  # noqa: E402
 from judgehooks.testing import FakeJudge  # noqa: E402
 
 CRITERIA = "The answer echoes the question."
@@ -93,9 +93,9 @@ def cpu_table(base_url: str, n: int, tmp: str) -> None:
         for _ in range(20):
             fn()  # warm up: imports, connections, tables
         rows.append([label, cpu_ms_per_call(fn, n)])
-    _portal.call(judge_calls, 20)
+    runtime.call(judge_calls, 20)
     start = time.process_time()
-    _portal.call(judge_calls, n)
+    runtime.call(judge_calls, n)
     litellm_ms = (time.process_time() - start) * 1000 / n
     rows.append(["litellm acompletion alone (judge client call)", litellm_ms])
     sqlite_total = rows[3][1]

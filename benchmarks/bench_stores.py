@@ -28,7 +28,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from agno.db.postgres import PostgresDb  # noqa: E402
 from agno.db.sqlite import SqliteDb  # noqa: E402
 
-from judgehooks import AgnoDbStore, EvalRecord, JsonlStore, PostgresStore, SQLiteStore, _portal  # noqa: E402
+from judgehooks import AgnoDbStore, EvalRecord, JsonlStore, PostgresStore, SQLiteStore  # noqa: E402
+from judgehooks._runtime import runtime  # noqa: E402
 
 
 def records(n: int) -> list[EvalRecord]:
@@ -57,7 +58,7 @@ def ours(store_factory: Callable[[], object], recs: list[EvalRecord], batch: int
         await store.aclose()
         return (len(recs) - 1) / elapsed, cpu * 1e6 / (len(recs) - 1)
 
-    return _portal.call(run)
+    return runtime.call(run)
 
 
 def agno_one_per_call(db: object, recs: list[EvalRecord]) -> tuple[float, float]:

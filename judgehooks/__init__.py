@@ -6,16 +6,39 @@ Importing this package does not import litellm (seconds); the first judge call d
 
 from __future__ import annotations
 
-from . import _fork  # noqa: F401  (resets loop state in forked children)
-from ._alerts import QualityAlert, WindowedAlert
-from ._background import adrain, drain, stats
-from ._checks_json import IsJSON, JSONSchema, MatchesModel
-from ._checks_run import Budget, ToolUse
-from ._checks_text import Contains, ExactMatch, LabelMatch, NotContains, Regex
-from ._composite import Group, Ordered
-from ._context import EvalContext, RunUsage, ToolCall
-from ._ensemble import Borderline, Ensemble
-from ._errors import (
+from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
+from ._alerts.windowed import QualityAlert, WindowedAlert
+from ._base.context import EvalContext, RunUsage, ToolCall
+from ._base.outcome import Outcome
+from ._base.record import EvalRecord
+from ._base.result import AgentAsJudgeResult
+from ._evaluators.base import Evaluator
+from ._evaluators.checks import (
+    Budget,
+    Contains,
+    ExactMatch,
+    IsJSON,
+    JSONSchema,
+    LabelMatch,
+    MatchesModel,
+    NotContains,
+    Regex,
+    ToolUse,
+)
+from ._evaluators.combine import Borderline, Ensemble, Group, Ordered
+from ._evaluators.function import evaluator
+from ._evaluators.llm import AgentAsJudgeEval
+from ._evaluators.rubric import Criterion, Rubric
+from ._evaluators.scorer import ScorerEval
+from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
+from ._judges.agno import AgnoJudge
+from ._judges.base import Judge, JudgeReply
+from ._judges.call import RetryPolicy
+from ._judges.litellm import LiteLLMJudge
+from ._judges.prompt import JudgeRequest
+from ._judges.verdict import Verdict, parse_verdict
+from ._runtime import adrain, drain, lifespan, stats
+from .exceptions import (
     BadOutcome,
     JudgehooksError,
     JudgeUnavailable,
@@ -25,23 +48,7 @@ from ._errors import (
     MissingMetrics,
     StoreError,
 )
-from ._eval import AgentAsJudgeEval
-from ._evaluator import Evaluator
-from ._function import evaluator
-from ._judge import AgnoJudge, Judge, JudgeReply, LiteLLMJudge
-from ._lifespan import lifespan
-from ._llmjudge import RetryPolicy
-from ._notify import LogNotifier, SlackNotifier, WebhookNotifier
-from ._outcome import Outcome
-from ._prompt import JudgeRequest
-from ._record import EvalRecord
-from ._result import AgentAsJudgeResult
-from ._rubric import Criterion, Rubric
-from ._scorer import ScorerEval
-from ._templates import JudgeTemplate, add_judge, get_judge, list_judges
-from ._verdict import Verdict, parse_verdict
-from .stores import JsonlStore, MemoryStore, SQLiteStore, Store
-from .stores._agno import AgnoDbStore, FanoutStore
+from .stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, PostgresStore, SQLiteStore, Store
 
 __version__ = "0.1.0"
 
@@ -111,11 +118,3 @@ __all__ = (
     "stats",
 )
 
-
-def __getattr__(name: str) -> object:
-    # PostgresStore needs the optional psycopg extra: imported on first use, not with the package.
-    if name == "PostgresStore":
-        from .stores._postgres import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._errors import JudgehooksError
+from .exceptions import JudgehooksError
 
 __all__ = (
     "BASE_URL_ENV",

@@ -282,7 +282,7 @@ def test_retry_after_is_honoured(make_judge, make_agent, store, server):
 
 @pytest.mark.anyio
 async def test_requests_per_minute_spaces_judge_calls():
-    from judgehooks.dispatch._ratelimit import RateLimiter
+    from judgehooks._grading.ratelimit import RateLimiter
 
     limiter = RateLimiter(6000)  # one call per 10 ms
     await limiter.acquire()

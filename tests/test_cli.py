@@ -20,8 +20,8 @@ from agno.models.openai.like import OpenAILike
 from agno.team import Team
 
 from judgehooks import AgentAsJudgeEval, EvalRecord, SQLiteStore
-from judgehooks._commands.common import parse_time
-from judgehooks._commands.stats import Report
+from judgehooks._cli.common import parse_time
+from judgehooks._cli.stats import Report
 from judgehooks.stores import MemoryStore, iter_records, store_from_url
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

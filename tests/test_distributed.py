@@ -18,9 +18,10 @@ import redis
 from conftest import wait_for
 
 import judgehooks
+from judgehooks._evaluators.spec import rebuild as rebuild_evaluator
 from judgehooks import SQLiteStore
-from judgehooks._record import record_id
-from judgehooks.distributed._broker import GROUP, STREAM
+from judgehooks._base.record import record_id
+from judgehooks._grading.redis.broker import GROUP, STREAM
 from judgehooks.testing import FakeJudge, RedisServer
 
 
@@ -126,7 +127,7 @@ def test_worker_without_a_broker_says_how_to_give_one(capsys, monkeypatch):
 
 def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_duplicates(
         make_producer, make_agent, rds, redis_url, server):
-    from judgehooks.distributed._grader import Worker
+    from judgehooks._grading.redis.worker import Worker
 
     judge = make_producer()
     agent = make_agent(judge)
@@ -136,7 +137,7 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
     for _, fields in rds.xrange(STREAM):  # at-least-once: every job delivered twice
         rds.xadd(STREAM, fields)
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, concurrency=4, reclaim_after=2)
+    worker = Worker(redis_url, store, concurrency=4, reclaim_after=2, rebuild=rebuild_evaluator)
     os.environ.setdefault("OPENAI_API_KEY", "from-env")  # specs carry no secrets
     asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))  # all six acked and deleted
     by_run = {r.run_id: r for r in store.records}
@@ -152,14 +153,14 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
 ])
 def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, make_agent, redis_url,
                                                                  custom_judge, rebuild, says):
-    from judgehooks.distributed._grader import Worker
+    from judgehooks._grading.redis.worker import Worker
 
     judge = make_producer(name="custom", **({"judge": FakeJudge('{"passed": true, "reason": "ok"}')}
                                             if custom_judge else {}))
     out = make_agent(judge).run("q")
     assert judgehooks.drain(30)
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild)
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild_evaluator if rebuild else None)
     asyncio.run(serve_until(worker, lambda: len(store.records) == 1))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
@@ -171,7 +172,7 @@ def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judg
     """Every evaluator kind takes broker=: a built-in check is rebuilt from its spec (as `judgehooks
     resume` does); an @evaluator function cannot travel, and its job ends as an error naming --import."""
     from judgehooks import Contains, evaluator
-    from judgehooks.distributed._grader import Worker
+    from judgehooks._grading.redis.worker import Worker
 
     hook = dict(run_in_background=True, broker=redis_url, outbox=str(tmp_path / "producer.outbox.db"),
                 store=judgehooks.MemoryStore())
@@ -183,7 +184,7 @@ def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judg
     assert judgehooks.drain(30)
     assert rds.xlen(STREAM) == 4 and check.store.records == []  # producers never grade
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2)
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild_evaluator)
     asyncio.run(serve_until(worker, lambda: len(store.records) == 4))
     got = {(r.evaluator, r.run_id): r for r in store.records}
     assert [got["says-yes", o.run_id].status for o in outs] == ["passed", "failed"]
@@ -198,7 +199,7 @@ def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_ju
         make_producer, make_agent, redis_url, rds):
     import json
 
-    from judgehooks.distributed._grader import Worker
+    from judgehooks._grading.redis.worker import Worker
 
     out = make_agent(make_producer(name="tampered")).run("q")
     assert judgehooks.drain(30)
@@ -211,7 +212,7 @@ def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_ju
     rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
     rds.xadd(STREAM, {b"data": b"not a taskiq message"})
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2)
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild_evaluator)
     asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
@@ -241,8 +242,8 @@ judge = AgentAsJudgeEval(name="imported", criteria="c", judge=FakeJudge('{"passe
 
 
 def test_imported_evaluators_grade_with_their_own_judge_and_callbacks(make_agent, redis_url, tmp_path, monkeypatch):
-    from judgehooks.distributed._grader import Worker
-    from judgehooks.distributed._worker import _imported_evaluators
+    from judgehooks._grading.redis.worker import Worker
+    from judgehooks._cli.worker import _imported_evaluators
 
     (tmp_path / "dist_app_evals.py").write_text(IMPORTED)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -16,9 +16,9 @@ from conftest import wait_for
 
 import judgehooks
 from judgehooks import EvalContext, Evaluator, Outcome, Regex, SQLiteStore, evaluator
-from judgehooks._context import context_to_dict
-from judgehooks.dispatch import Outbox
-from judgehooks.dispatch._outbox import Job
+from judgehooks._base.context import context_to_dict
+from judgehooks._grading.outbox import Outbox
+from judgehooks._grading.outbox import Job
 
 
 class MaxWords(Evaluator):
@@ -150,7 +150,7 @@ def test_background_check_details_persist_in_sqlite(make_agent, tmp_path):
 
 
 def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
-    from judgehooks._record import FIELDS, EvalRecord
+    from judgehooks._base.record import FIELDS, EvalRecord
     from judgehooks.stores._sqlite import _row
 
     path = str(tmp_path / "old.db")
@@ -170,7 +170,7 @@ def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
 
 
 def test_builtin_checks_rebuild_from_their_spec_and_user_code_needs_import():
-    from judgehooks._commands.resume import rebuild
+    from judgehooks._evaluators.spec import rebuild
 
     original = Regex("ab+", flags="i", must_match=False, name="re")
     spec = json.loads(json.dumps(original.spec()))
@@ -220,7 +220,7 @@ def test_judgehooks_resume_rebuilds_checks_and_needs_import_for_user_code(tmp_pa
 
 
 def test_sqlite_keeps_integer_and_fractional_thresholds(tmp_path):
-    from judgehooks._record import EvalRecord
+    from judgehooks._base.record import EvalRecord
     from judgehooks.stores._sqlite import _row
 
     store = SQLiteStore(str(tmp_path / "thresholds.db"))

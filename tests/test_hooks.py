@@ -57,7 +57,7 @@ def test_record_carries_ids_tokens_and_texts(make_judge, make_agent, store):
 
 
 def test_record_id_is_deterministic(make_judge, make_agent, store):
-    from judgehooks._record import record_id
+    from judgehooks._base.record import record_id
 
     agent = make_agent(make_judge(name="det"))
     out = agent.run("hello")
@@ -320,7 +320,7 @@ def test_tool_calls_reach_the_judge_when_asked(make_judge, make_agent, store, se
     out = agent.run("use a tool [[tool=lookup]]")
     assert "TOOL_RESULT: LOOKED-UP" in out.content
     assert only(store, run_id=out.run_id).status == "passed"
-    from judgehooks._context import snapshot_run
+    from judgehooks._hooks.snapshot import snapshot_run
 
     ctx = snapshot_run(out, with_tools=True)
     assert [c.name for c in ctx.tool_calls] == ["lookup"] and ctx.tool_calls[0].result == "LOOKED-UP"

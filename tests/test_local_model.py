@@ -22,7 +22,7 @@ from agno.agent import Agent
 
 import judgehooks
 from judgehooks import AgentAsJudgeEval, SQLiteStore
-from judgehooks._record import record_id
+from judgehooks._base.record import record_id
 from judgehooks.local import (
     BASE_URL_ENV,
     INSTALL_HINT,

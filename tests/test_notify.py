@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 
 import judgehooks
 from judgehooks import LogNotifier, SlackNotifier, WebhookNotifier, WindowedAlert
-from judgehooks._record import EvalRecord
+from judgehooks._base.record import EvalRecord
 from judgehooks.testing import WebhookReceiver
 
 

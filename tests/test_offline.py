@@ -47,7 +47,7 @@ async def test_arun_batch(make_judge):
 
 
 def test_record_ids_are_unique_per_case_and_deterministic(make_judge):
-    from judgehooks._record import record_id
+    from judgehooks._base.record import record_id
 
     judge = make_judge(name="batch")
     result = judge.run(cases=[{"input": "a", "output": "b"}] * 3)

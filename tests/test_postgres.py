@@ -7,7 +7,7 @@ import pytest
 from conftest import rec
 
 from judgehooks import PostgresStore
-from judgehooks._record import FIELDS
+from judgehooks._base.record import FIELDS
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from judgehooks import EvalContext, ToolCall
-from judgehooks._context import render_content
-from judgehooks._prompt import build_request, verdict_schema
+from judgehooks._base.context import render_content
+from judgehooks._judges.prompt import build_request, verdict_schema
 
 
 def ctx(**kw):

@@ -38,7 +38,7 @@ def test_records_wait_while_down_and_arrive_in_order_when_back(tmp_path):
     async def write(i: int) -> None:
         await spilling.write([rec(i)])
 
-    judgehooks_loop = judgehooks._portal.call
+    judgehooks_loop = judgehooks._runtime.runtime.call
     judgehooks_loop(write, 0)
     inner.down = True
     with capture_logs() as logs:
@@ -95,7 +95,7 @@ from judgehooks import EvalRecord, PostgresStore
 from judgehooks.stores._spill import SpillingStore
 spilling = SpillingStore(PostgresStore(sys.argv[1], timeout=1, connect_timeout=1), sys.argv[2])
 records = [EvalRecord(id=f"id-{i}", status="passed", evaluator="e", mode="binary", passed=True) for i in range(5)]
-judgehooks._portal.call(spilling.write, records)
+judgehooks._runtime.runtime.call(spilling.write, records)
 print(spilling.stats()["spill_pending"])
 """
     out = subprocess.run([sys.executable, "-c", writer, dsn, str(outbox)], capture_output=True, text=True, timeout=120)

@@ -10,7 +10,7 @@ from conftest import rec
 from structlog.testing import capture_logs
 
 from judgehooks import SQLiteStore, StoreError
-from judgehooks._record import FIELDS
+from judgehooks._base.record import FIELDS
 
 
 @pytest.mark.anyio

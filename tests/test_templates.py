@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judgehooks import EvalContext, JudgeTemplate, _templates, add_judge, get_judge, list_judges
-from judgehooks._prompt import build_request
+from judgehooks import EvalContext, JudgeTemplate, add_judge, get_judge, list_judges
+from judgehooks._evaluators import templates as _templates
+from judgehooks._judges.prompt import build_request
 
 BUILT_INS = ("faithfulness", "helpfulness", "safety", "tone")
 

@@ -9,9 +9,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._errors import StoreError
-from .._record import EvalRecord
-from ._base import Store
+from .._base.record import EvalRecord
+from ..exceptions import StoreError
 
 
 def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
@@ -124,28 +123,3 @@ class AgnoDbStore:
         return None
 
 
-class FanoutStore:
-    """Writes to every store; reads from the first."""
-
-    def __init__(self, primary: Store, *mirrors: Store) -> None:
-        self.stores = (primary, *mirrors)
-
-    def __repr__(self) -> str:
-        return f"FanoutStore({', '.join(map(repr, self.stores))})"
-
-    async def write(self, records: Sequence[EvalRecord]) -> None:
-        errors = []
-        for store in self.stores:
-            try:
-                await store.write(records)
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
-
-    async def query(self, **filters: Any) -> list[EvalRecord]:
-        return await self.stores[0].query(**filters)
-
-    async def aclose(self) -> None:
-        for store in self.stores:
-            await store.aclose()

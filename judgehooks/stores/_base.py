@@ -9,9 +9,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
-from .._errors import StoreError
-from .._log import log
-from .._record import EvalRecord
+from .._base.log import log
+from .._base.record import EvalRecord
+from ..exceptions import StoreError
 
 
 @runtime_checkable

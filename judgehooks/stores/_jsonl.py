@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._log import log
-from .._record import EvalRecord
-from .._sqlitefile import checked_path
+from .._base.log import log
+from .._base.record import EvalRecord
+from .._base.sqlitefile import checked_path
 from ._base import select
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from .._record import EvalRecord
+from .._base.record import EvalRecord
 from ._base import select
 
 

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .. import _background, _portal
-from .._log import log
-from .._record import FIELDS, EvalRecord
+from .._base.log import log
+from .._base.record import FIELDS, EvalRecord
+from .._runtime import runtime
 from ._base import select_sql
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
@@ -74,7 +74,7 @@ def _close_at_exit(ref: weakref.ref[PostgresStore]) -> None:
     store = ref()
     if store is not None and store._pool_ is not None and store._pid == os.getpid():
         try:
-            _portal.call(store._close)
+            runtime.call(store._close)
         except Exception as exc:  # every record is already stored or spilled; say why the pool did not close
             log.warning("postgres_pool_close_failed", store=repr(store), error_type=type(exc).__name__,
                         error=str(exc))
@@ -116,7 +116,7 @@ class PostgresStore:
         self._options = {"min_size": min_size, "max_size": max_size, "timeout": float(timeout)}
         self._connect_timeout = connect_timeout
         # A pool belongs to the event loop that opened it: it lives on the judgehooks loop, and
-        # calls from other loops are run there (`_portal.on_loop`).
+        # calls from other loops are run there (`runtime.on_loop`).
         self._pool_: Any = None
         self._schema_ready = False
         self._pid = os.getpid()
@@ -149,7 +149,7 @@ class PostgresStore:
             if self._pool_ is None:
                 self._pool_ = pool
                 await pool.open(wait=False)
-                _background.close_at_exit(functools.partial(_close_at_exit, weakref.ref(self)))
+                runtime.add_closer(functools.partial(_close_at_exit, weakref.ref(self)), order=1)
         return self._pool_
 
     def _connect_kwargs(self) -> dict[str, Any]:
@@ -177,7 +177,7 @@ class PostgresStore:
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         if records:
-            await _portal.on_loop(self._write, [_row(r) for r in records])
+            await runtime.on_loop(self._write, [_row(r) for r in records])
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         names = ", ".join(FIELDS)
@@ -213,7 +213,7 @@ class PostgresStore:
         sql, args = select_sql(self.table, FIELDS, "%s", lambda ts: ts, agent_id=agent_id, team_id=team_id,
                                evaluator=evaluator, status=status, run_id=run_id, since=since, until=until,
                                limit=limit)
-        return [_record(row) for row in await _portal.on_loop(self._fetch, sql, args)]
+        return [_record(row) for row in await runtime.on_loop(self._fetch, sql, args)]
 
     async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:
         pool = await self._pool()
@@ -223,7 +223,7 @@ class PostgresStore:
 
     async def aclose(self) -> None:
         """Close the pool; the next call opens a new one."""
-        await _portal.on_loop(self._close)
+        await runtime.on_loop(self._close)
 
     async def _close(self) -> None:
         pool, self._pool_ = self._pool_, None

@@ -12,7 +12,6 @@ through it, because it sits where they meet: the pipeline's store.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import os
 import sqlite3
 import threading
@@ -25,10 +24,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .. import _portal
-from .._log import log
-from .._record import EvalRecord
-from .._sqlitefile import checked_path, connect_wal
+from .._base.log import log
+from .._base.record import EvalRecord
+from .._base.sqlitefile import checked_path, connect_wal
+from .._runtime import runtime
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (
@@ -133,7 +132,8 @@ class SpillingStore:
         self._task: Any = None
         self._idle = threading.Event()
         self._idle.set()
-        _registry.add(self)
+        runtime.add_waiter(self, self._wait_until)
+        _live.add(self)
         if os.path.exists(self.spill.path) and self.spill.count(self.key):  # left by an earlier process
             self._kick()
 
@@ -165,10 +165,10 @@ class SpillingStore:
                 return
             self._running = True
         # A plain task on the judgehooks loop, outside the portal's task group: at exit it is
-        # cancelled with the loop, and its rows simply stay in the file.
+        # cancelled before the loop stops, and its rows simply stay in the file.
         _stop_at_exit()
         try:
-            self._task = _portal.call(_start_task, self._redeliver)
+            self._task = runtime.call(_start_task, self._redeliver)
         except RuntimeError:  # called on the judgehooks loop itself
             self._task = asyncio.get_running_loop().create_task(self._redeliver())
 
@@ -223,6 +223,13 @@ class SpillingStore:
         """Block until nothing waits in the spill (True), or `timeout` passes (False)."""
         return self._idle.wait(timeout)
 
+    def _wait_until(self, timeout: float | None) -> bool:
+        """`drain()`'s wait for this spill, saying so when it runs out of time."""
+        if self.wait(timeout):
+            return True
+        log.warning("drain_timeout", store=self.key, spill_pending=self.stats()["spill_pending"])
+        return False
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             counts = {"spilled": self.spilled, "redelivered": self.redelivered}
@@ -240,7 +247,8 @@ class SpillingStore:
     async def aclose(self) -> None:
         """Stop re-delivering and close the wrapped store. Spilled rows stay on disk for the next
         process (or `judgehooks resume`)."""
-        _registry.discard(self)
+        runtime.remove_waiter(self)
+        _live.discard(self)
         task, self._task = self._task, None
         if task is not None:
             task.get_loop().call_soon_threadsafe(task.cancel)
@@ -259,11 +267,11 @@ async def _cancel(task: asyncio.Task[Any]) -> None:
 
 def _stop_redelivery() -> None:
     """At exit, before the judgehooks loop stops: end re-delivery tasks (their rows stay on disk)."""
-    for spilling in list(_registry):
+    for spilling in list(_live):
         task, spilling._task = spilling._task, None
         if task is not None and not task.done():
             try:
-                _portal.call(_cancel, task)
+                runtime.call(_cancel, task)
             except Exception as exc:  # its rows stay on disk for the next process either way
                 log.warning("spill_redelivery_stop_failed", store=spilling.key, error_type=type(exc).__name__,
                             error=str(exc))
@@ -271,26 +279,12 @@ def _stop_redelivery() -> None:
 
 _exit_hook = threading.Lock()
 _exit_hook_installed = False
+_live: weakref.WeakSet[SpillingStore] = weakref.WeakSet()  # stores whose re-delivery may be running
 
 
 def _stop_at_exit() -> None:
-    # Registered after the loop's own exit hook, so atexit runs it first.
     global _exit_hook_installed
     with _exit_hook:
         if not _exit_hook_installed:
-            _portal.get_portal()
-            atexit.register(_stop_redelivery)
+            runtime.add_closer(_stop_redelivery, order=0)  # before pools close (order 1)
             _exit_hook_installed = True
-
-
-_registry: weakref.WeakSet[SpillingStore] = weakref.WeakSet()
-
-
-def wait_for_spills(deadline: float | None) -> bool:
-    """Wait until every live SpillingStore has re-delivered what it holds (for `drain`)."""
-    for spilling in list(_registry):
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not spilling.wait(left):
-            log.warning("drain_timeout", store=spilling.key, spill_pending=spilling.stats()["spill_pending"])
-            return False
-    return True

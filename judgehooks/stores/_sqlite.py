@@ -12,8 +12,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._record import FIELDS, EvalRecord
-from .._sqlitefile import checked_path, connect_wal
+from .._base.record import FIELDS, EvalRecord
+from .._base.sqlitefile import checked_path, connect_wal
 from ._base import select_sql
 
 TABLE = "eval_records"

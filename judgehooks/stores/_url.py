@@ -6,6 +6,9 @@ import importlib
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ._memory import MemoryStore
+from ._sqlite import SQLiteStore
+
 SUPPORTED = ("sqlite:///path.db", "postgresql://...", "jsonl:///path.jsonl", "memory://",
              "or a file path (.jsonl: JSONL, else SQLite)")
 
@@ -17,8 +20,6 @@ def store_from_url(url: str) -> Any:
     Raises ValueError for an unknown scheme and ImportError, naming the extra to install, when
     the store's optional dependencies are missing.
     """
-    from ._memory import MemoryStore
-    from ._sqlite import SQLiteStore
 
     if not isinstance(url, str) or not url.strip():
         raise ValueError(f"store URL must be a non-empty string, got {url!r}")

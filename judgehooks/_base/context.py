@@ -1,0 +1,100 @@
+"""EvalContext: a frozen snapshot of one agno run, taken on the hook path.
+
+Evaluators read only this snapshot, never agno's live `RunOutput`, so a run that goes on mutating
+its output (or a deferred grading on another thread) cannot change what is judged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the run made: what was called, with what, and what came back."""
+
+    name: str
+    arguments: Mapping[str, Any] | None = None
+    result: str | None = None
+    error: bool = False
+    agent_id: str | None = None  # the member agent that made it, in a team run
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": dict(self.arguments or {}), "result": self.result,
+                "error": self.error, "agent_id": self.agent_id}
+
+
+@dataclass(frozen=True, slots=True)
+class RunUsage:
+    """The run's cost figures from agno's `run_output.metrics`, read when its post hooks start
+    (the run's timer is still going then: latency is the time elapsed so far)."""
+
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cost_usd: float | None = None  # None when the provider reports no cost
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"latency_ms": self.latency_ms, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "total_tokens": self.total_tokens, "cost_usd": self.cost_usd}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalContext:
+    """Everything an evaluator may look at for one judged run (or one offline case)."""
+
+    input: str
+    output: str
+    run_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    agent_name: str | None = None
+    team_id: str | None = None
+    team_name: str | None = None
+    expected: str | None = None  # offline: the case's expected_output; live: metadata["expected"]
+    tool_calls: tuple[ToolCall, ...] = ()  # in the order made, team members' included
+    run_status: str | None = None
+    usage: RunUsage | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    case_index: int | None = None  # position in an offline batch
+
+
+def render_content(content: Any) -> str:
+    """The run's output as the judge should read it: pydantic models and containers as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    dump = getattr(content, "model_dump_json", None)
+    if callable(dump):
+        return dump()
+    try:
+        return json.dumps(content, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(content)
+
+
+def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
+    """A JSON-ready dict of the context, for the durable outbox."""
+    return {
+        "input": ctx.input, "output": ctx.output, "run_id": ctx.run_id, "session_id": ctx.session_id,
+        "user_id": ctx.user_id, "agent_id": ctx.agent_id, "agent_name": ctx.agent_name,
+        "team_id": ctx.team_id, "team_name": ctx.team_name, "expected": ctx.expected,
+        "tool_calls": [c.as_dict() for c in ctx.tool_calls], "run_status": ctx.run_status,
+        "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
+        "usage": None if ctx.usage is None else ctx.usage.as_dict(),
+    }
+
+
+def context_from_dict(data: Mapping[str, Any]) -> EvalContext:
+    calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments"), result=c.get("result"),
+                           error=bool(c.get("error")), agent_id=c.get("agent_id"))
+                  for c in data.get("tool_calls") or ())
+    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage")}
+    usage = data.get("usage")
+    return EvalContext(**fields, tool_calls=calls, usage=None if usage is None else RunUsage(**usage))

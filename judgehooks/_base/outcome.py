@@ -1,0 +1,103 @@
+"""Outcome: what one evaluator concluded about one run, and how user return values become one.
+
+An evaluator's `evaluate(ctx)` may return a bool (pass/fail), a number (a score, thresholded by
+the evaluator), an `Outcome`, a mapping with passed/score/reason, a judgehooks `Verdict` or an
+agno `Score`. Anything else is an error outcome naming the evaluator and the type it returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..exceptions import BadOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A verdict (``passed`` and/or ``score``, a ``reason``, per-check ``details``) or an ``error``.
+
+    The judge fields (attempts, model, tokens, cost) are filled by evaluators that call a model.
+    """
+
+    passed: bool | None = None
+    score: float | None = None
+    reason: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    error: BaseException | None = None
+    attempts: int = 0
+    judge_model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+
+    @property
+    def status(self) -> str:
+        if self.error is not None or self.passed is None:
+            return "error"
+        return "passed" if self.passed else "failed"
+
+    def summary(self, name: str, **extra: Any) -> dict[str, Any]:
+        """A JSON-ready line for a composite's details: one child's verdict or error."""
+        line: dict[str, Any] = {"name": name, **extra, "status": self.status, "score": self.score,
+                                "passed": self.passed, "reason": self.reason}
+        if self.error is not None:
+            line["error"] = f"{type(self.error).__name__}: {self.error}"
+        if self.details:
+            line["details"] = dict(self.details)
+        return line
+
+
+def add_usage(parts: Iterable[Outcome]) -> dict[str, Any]:
+    """The judge usage of several outcomes summed, for a composite's own outcome."""
+    parts = list(parts)
+
+    def total(attr: str) -> Any:
+        values = [getattr(p, attr) for p in parts if getattr(p, attr) is not None]
+        return sum(values) if values else None
+
+    models = sorted({p.judge_model for p in parts if p.judge_model})
+    return {"attempts": sum(p.attempts for p in parts), "prompt_tokens": total("prompt_tokens"),
+            "completion_tokens": total("completion_tokens"), "cost_usd": total("cost_usd"),
+            "judge_model": ",".join(models) or None}
+
+
+def to_outcome(value: Any, *, evaluator: str, threshold: float | None) -> Outcome:
+    """Read what an evaluator returned; a score without a pass decision is held to `threshold`."""
+    if isinstance(value, Outcome):
+        outcome = value
+    elif isinstance(value, bool):
+        outcome = Outcome(passed=value)
+    elif isinstance(value, (int, float)):
+        outcome = Outcome(score=float(value))
+    elif isinstance(value, Mapping) and ("passed" in value or "score" in value):
+        unknown = set(value) - {"passed", "score", "reason", "details"}
+        if unknown:
+            raise BadOutcome(f"evaluator {evaluator!r} returned a mapping with unknown keys {sorted(unknown)}; "
+                             "allowed: passed, score, reason, details")
+        outcome = Outcome(passed=value.get("passed"), score=value.get("score"), reason=value.get("reason"),
+                          details=dict(value.get("details") or {}))
+    elif hasattr(value, "value") and hasattr(value, "passed") and hasattr(value, "detail"):  # agno Score
+        outcome = Outcome(passed=value.passed, score=value.value, reason=value.reason, details=dict(value.detail or {}))
+    elif hasattr(value, "passed") and hasattr(value, "score") and hasattr(value, "reason"):  # Verdict
+        outcome = Outcome(passed=value.passed, score=value.score, reason=value.reason)
+    else:
+        raise BadOutcome(f"evaluator {evaluator!r} returned {type(value).__name__} ({value!r:.80}); return a bool, "
+                         "a number, a dict with passed/score/reason, or a judgehooks.Outcome")
+    if outcome.error is not None:
+        return outcome
+    if outcome.passed is not None and not isinstance(outcome.passed, bool):
+        raise BadOutcome(f"evaluator {evaluator!r} returned passed={outcome.passed!r}; it must be True or False")
+    if outcome.score is not None:
+        score = outcome.score
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
+            raise BadOutcome(f"evaluator {evaluator!r} returned score={score!r}; it must be a number (not NaN)")
+        if outcome.passed is None:
+            if threshold is None:
+                raise BadOutcome(f"evaluator {evaluator!r} returned a score ({score!r}) but has no threshold to "
+                                 "decide pass or fail: give it threshold=..., or return a bool")
+            outcome = replace(outcome, passed=score >= threshold)
+    if outcome.passed is None:
+        raise BadOutcome(f"evaluator {evaluator!r} returned neither passed nor score")
+    return outcome

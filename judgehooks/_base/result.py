@@ -1,0 +1,83 @@
+"""AgentAsJudgeResult: the outcome of an offline `run()` / `arun()`, shaped like agno's."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from .record import EvalRecord
+
+
+@dataclass
+class AgentAsJudgeResult:
+    """Per-case records plus statistics over the *graded* cases (passed or failed).
+
+    Errors and skips never count toward the pass rate; they are reported beside it, so a batch
+    with judge errors cannot look healthier than it was. ``pass_rate`` is a percentage, as in agno.
+    """
+
+    run_id: str
+    records: list[EvalRecord] = field(default_factory=list)
+    avg_score: float | None = field(init=False, default=None)
+    min_score: float | None = field(init=False, default=None)
+    max_score: float | None = field(init=False, default=None)
+    std_dev_score: float | None = field(init=False, default=None)
+    pass_rate: float = field(init=False, default=0.0)
+    graded_count: int = field(init=False, default=0)
+    error_count: int = field(init=False, default=0)
+    skipped_count: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.compute_stats()
+
+    @property
+    def results(self) -> list[EvalRecord]:
+        """agno's name for the per-case results."""
+        return self.records
+
+    @property
+    def errors(self) -> list[EvalRecord]:
+        return [r for r in self.records if r.status == "error"]
+
+    def compute_stats(self) -> None:
+        graded = [r for r in self.records if r.status in ("passed", "failed")]
+        self.graded_count = len(graded)
+        self.error_count = sum(r.status == "error" for r in self.records)
+        self.skipped_count = sum(r.status == "skipped" for r in self.records)
+        self.pass_rate = (100.0 * sum(r.status == "passed" for r in graded) / len(graded)) if graded else 0.0
+        scores = [r.score for r in graded if r.score is not None]
+        if scores:
+            self.avg_score = statistics.mean(scores)
+            self.min_score, self.max_score = min(scores), max(scores)
+            self.std_dev_score = statistics.stdev(scores) if len(scores) > 1 else 0.0
+        else:
+            self.avg_score = self.min_score = self.max_score = self.std_dev_score = None
+
+    def print_summary(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="judgehooks summary", show_header=False)
+        table.add_row("Evaluations", str(len(self.records)))
+        table.add_row("Graded", str(self.graded_count))
+        table.add_row("Pass rate (graded)", f"{self.pass_rate:.1f}%")
+        table.add_row("Errors", str(self.error_count))
+        if self.skipped_count:
+            table.add_row("Skipped", str(self.skipped_count))
+        if self.avg_score is not None:
+            table.add_row("Score avg / min / max", f"{self.avg_score:.2f} / {self.min_score:g} / {self.max_score:g}")
+            table.add_row("Score std dev", f"{self.std_dev_score:.2f}")
+        (console or Console()).print(table)
+
+    def print_results(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="judgehooks results")
+        for column in ("status", "score", "input", "reason / error"):
+            table.add_column(column)
+        for r in self.records:
+            detail = r.reason if r.status in ("passed", "failed") else f"{r.error_type}: {r.error_message}"
+            table.add_row(r.status, "" if r.score is None else f"{r.score:g}", r.input[:60], (detail or "")[:120])
+        (console or Console()).print(table)

@@ -1,0 +1,67 @@
+"""The `judgehooks` command: report, tail, grade, resume; one module per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..stores._url import store_from_url as from_url
+from .common import CommandError
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Subcommand -> module with `add_arguments(parser)` and `run(args) -> int`; its docstring's first line is the help.
+COMMANDS: dict[str, str] = {
+    "report": "judgehooks._cli.report",
+    "tail": "judgehooks._cli.tail",
+    "grade": "judgehooks._cli.grade",
+    "resume": "judgehooks._cli.resume",
+    "worker": "judgehooks._cli.worker",
+}
+
+
+def store_from_url(url: str) -> Any:
+    """`judgehooks.stores.store_from_url`, for scripts: a bad URL or a missing extra exits with the reason."""
+    try:
+        return from_url(url)
+    except (ValueError, ImportError) as exc:
+        raise SystemExit(f"judgehooks: {exc}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="judgehooks", description="Grade agno runs with LLM judges, and read "
+                                     "the verdicts back. Every command takes --store URL (or $JUDGEHOOKS_DB).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        summary = module.__doc__.strip().splitlines()[0] if module.__doc__ else None
+        command = sub.add_parser(name, help=summary, description=summary)
+        module.add_arguments(command)
+        command.set_defaults(func=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # The command is the application here: library warnings (store retries, lost writes) go to stderr.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="judgehooks: %(levelname)s %(message)s")
+    try:
+        return args.func(args)
+    except CommandError as exc:
+        print(f"judgehooks: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("judgehooks: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `judgehooks report | head`: the reader left; exit quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

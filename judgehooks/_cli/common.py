@@ -1,0 +1,149 @@
+"""What the subcommands share: the --store option, opening a store with a one-line error,
+time windows, record filters, and calling the async stores from the command's thread."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from .._runtime import runtime
+from ..stores._url import redact, store_from_url
+
+T = TypeVar("T")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class CommandError(Exception):
+    """Ends a command with ``judgehooks: <message>`` on stderr and exit status ``code``, no traceback."""
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def default_store_url() -> str:
+    return os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db"
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="URL",
+                        help="store URL or path: sqlite:///evals.db, postgresql://..., jsonl:///evals.jsonl, "
+                             "or a file path (default: $JUDGEHOOKS_DB or ./judgehooks.db)")
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", metavar="ID", help="only records of this agent id")
+    parser.add_argument("--team", metavar="ID", help="only records of this team id")
+    parser.add_argument("--evaluator", metavar="NAME", help="only records of this evaluator")
+
+
+def filters_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The Store.query keywords the filter options ask for."""
+    return {"agent_id": args.agent, "team_id": args.team, "evaluator": args.evaluator}
+
+
+def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Run a store coroutine on the judgehooks loop, the one loop every store and judge here uses."""
+    async def bound() -> T:
+        return await fn(*args, **kwargs)
+
+    return runtime.call(bound)
+
+
+def open_store(url: str | None, *, must_exist: bool) -> Any:
+    """The store `url` names (default: $JUDGEHOOKS_DB or ./judgehooks.db), checked with one read.
+    ``must_exist``: a missing store file is an error, so a typo never reports on a new, empty database."""
+    store = store_at(url, must_exist=must_exist)
+    check_store(store, label_of(url))
+    return store
+
+
+def store_at(url: str | None, *, must_exist: bool) -> Any:
+    """`open_store` without the read: the URL parsed and the store built, no I/O yet."""
+    try:
+        store = store_from_url(url or default_store_url())
+        path = getattr(store, "path", None)
+        if must_exist and isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
+            raise FileNotFoundError(f"no such file {path!r}")
+    except Exception as exc:
+        raise CommandError(f"cannot open store {label_of(url)}: {one_line(exc)}") from None
+    return store
+
+
+def label_of(url: str | None) -> str:
+    """The store URL as shown to people: the default filled in, any password hidden."""
+    return redact(url or default_store_url())
+
+
+def read(label: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """`call` for reads: a store failing midway ends the command with one line, never a partial answer."""
+    try:
+        return call(fn, *args, **kwargs)
+    except Exception as exc:
+        raise CommandError(f"cannot read store {label}: {one_line(exc)}") from None
+
+
+def check_store(store: Any, label: str) -> None:
+    """One read, so an unreachable store fails the command at once with one line, not halfway through."""
+    try:
+        call(store.query, limit=1)
+    except Exception as exc:
+        raise CommandError(f"cannot open store {label}: {one_line(exc)}") from None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its first line, prefixed with its type unless that says nothing new."""
+    text = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, (ValueError, ImportError, FileNotFoundError)) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def parse_time(value: str, *, now: datetime | None = None) -> datetime:
+    """A point in time from ``24h`` / ``30m`` / ``7d`` / ``2w`` / ``90s`` ago, or an ISO 8601 time
+    (UTC when it has no offset). Bad input raises ArgumentTypeError, which argparse reports."""
+    match = _DURATION.match(value)
+    if match:
+        amount, unit = float(match.group(1)), match.group(2)
+        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a duration (30m, 24h, 7d, 2w) nor an ISO time (2026-11-30T08:00:00Z)") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def count(value: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
+
+
+def when(moment: datetime) -> str:
+    """A record time for people: UTC, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """Plain aligned columns: text left, numbers right."""
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        out = []
+        for cell, width in zip(cells, widths, strict=True):
+            numeric = cell == "-" or bool(re.fullmatch(r"-?[\d.,]+%?", cell))
+            out.append(cell.rjust(width) if numeric else cell.ljust(width))
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])

@@ -1,0 +1,75 @@
+"""Grade the jobs that processes left in the outbox when they died or timed out at exit."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sqlite3
+import sys
+from typing import Any
+
+from .._evaluators.spec import rebuild
+from .._runtime import runtime
+from ..stores._spill import SpillFile, SpillingStore, store_key
+from ..stores._sqlite import outbox_path_for
+from .common import add_store_argument, open_store
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    parser.add_argument("--outbox", help="outbox file; default beside a SQLite store, else $JUDGEHOOKS_OUTBOX "
+                                         "or ./judgehooks.outbox.db")
+    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
+                        help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+    parser.add_argument("--concurrency", type=int, default=32)
+
+
+def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
+    conn = sqlite3.connect(outbox_path)
+    try:
+        rows = conn.execute("SELECT evaluator, spec FROM eval_jobs GROUP BY evaluator").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    finally:
+        conn.close()
+    return {name: (json.loads(spec) if spec else None) for name, spec in rows}
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args.store, must_exist=False)
+    outbox = args.outbox or outbox_path_for(store)
+    if not os.path.exists(outbox):
+        print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
+        return 0
+
+    spilled = SpillFile(outbox).count(store_key(store))  # counted first: re-delivery starts right away
+    spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
+    for module in args.import_ or ():
+        importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
+    known = {d.name for d in runtime.drainables()}
+    specs = _pending_specs(outbox)
+    evaluators = []
+    for name, spec in specs.items():
+        if name in known:
+            continue
+        try:
+            evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency))
+        except ValueError as exc:
+            print(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
+                  f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
+    if not specs and not spilled:
+        print("judgehooks resume: nothing pending")
+        return 0
+    finished = runtime.drain(args.timeout)
+    if spill.redelivered or spill.stats()["spill_pending"]:
+        print(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
+              f"{spill.stats()['spill_pending']} still waiting")
+    stats = runtime.stats()
+    resumed = sum(s["resumed"] for s in stats.values())
+    done = sum(s["done"] for s in stats.values())
+    print(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
+          f"{'all done' if finished else 'timed out: the rest stay pending'}")
+    return 0 if finished else 1

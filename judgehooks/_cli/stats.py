@@ -1,0 +1,127 @@
+"""Streaming statistics over records for `judgehooks report`: memory stays bounded by the number
+of groups, distinct scores and worst failures kept, not by the number of records."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._base.record import EvalRecord
+
+
+def target(record: EvalRecord) -> tuple[str, str, str]:
+    """What was graded: ("agent", id, name), ("team", id, name), or ("offline", "", "") for batches."""
+    if record.agent_id or record.agent_name:
+        return "agent", record.agent_id or "", record.agent_name or ""
+    if record.team_id or record.team_name:
+        return "team", record.team_id or "", record.team_name or ""
+    return "offline", "", ""
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+@dataclass
+class Tally:
+    """Counts, rates, scores and latency of one group of records."""
+
+    count: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    weighted_passed: float = 0.0
+    weighted_graded: float = 0.0
+    scores: Counter[float] = field(default_factory=Counter)  # distinct value -> how many: an exact median
+    latency_sum: float = 0.0
+    latency_count: int = 0
+
+    def add(self, record: EvalRecord) -> None:
+        self.count += 1
+        self.statuses[record.status] += 1
+        if record.status in ("passed", "failed"):
+            weight = 1.0 / record.sample_rate if record.sample_rate > 0 else 1.0
+            self.weighted_graded += weight
+            self.weighted_passed += weight if record.status == "passed" else 0.0
+            if record.mode == "numeric" and record.score is not None:
+                self.scores[record.score] += 1
+        if record.latency_ms is not None and record.status != "skipped":
+            self.latency_sum += record.latency_ms
+            self.latency_count += 1
+
+    def to_json(self) -> dict[str, Any]:
+        passed, failed = self.statuses["passed"], self.statuses["failed"]
+        return {
+            "count": self.count, "passed": passed, "failed": failed,
+            "error": self.statuses["error"], "skipped": self.statuses["skipped"],
+            "pass_rate": _ratio(passed, passed + failed),
+            "weighted_pass_rate": _ratio(self.weighted_passed, self.weighted_graded),
+            "error_rate": _ratio(self.statuses["error"], self.count),
+            "skip_rate": _ratio(self.statuses["skipped"], self.count),
+            "score": self._score_stats(),
+            "latency_ms_mean": _ratio(self.latency_sum, self.latency_count),
+        }
+
+    def _score_stats(self) -> dict[str, float | None]:
+        n = sum(self.scores.values())
+        if not n:
+            return {"mean": None, "min": None, "p50": None, "max": None}
+        values = sorted(self.scores)
+        return {"mean": sum(v * c for v, c in self.scores.items()) / n, "min": values[0],
+                "p50": _median(values, self.scores, n), "max": values[-1]}
+
+
+def _median(values: list[float], counts: Counter[float], n: int) -> float:
+    lower, upper = (n - 1) // 2, n // 2  # the two middle ranks (equal when n is odd)
+    seen, low = 0, None
+    for value in values:
+        seen += counts[value]
+        if low is None and seen > lower:
+            low = value
+        if seen > upper:
+            return (low + value) / 2
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Report:
+    """Tallies per (target, evaluator) and overall, plus the `worst` lowest-scored failures."""
+
+    worst: int = 5
+    groups: dict[tuple[str, str, str], Tally] = field(default_factory=dict)
+    names: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    total: Tally = field(default_factory=Tally)
+    failures: list[EvalRecord] = field(default_factory=list)
+
+    def add(self, record: EvalRecord) -> None:
+        kind, ident, name = target(record)
+        key = (kind, ident, record.evaluator)
+        self.groups.setdefault(key, Tally()).add(record)
+        self.names.setdefault(key, name)
+        self.total.add(record)
+        if record.status == "failed" and self.worst:
+            self.failures.append(record)
+            if len(self.failures) > 4 * self.worst:
+                self._trim()
+
+    def _trim(self) -> None:
+        # Lowest numeric score first; failures without a score (binary) after them; newest first within.
+        self.failures.sort(key=lambda r: -r.created_at.timestamp())
+        self.failures.sort(key=lambda r: (r.score is None, r.score or 0.0))
+        del self.failures[self.worst:]
+
+    def to_json(self) -> dict[str, Any]:
+        self._trim()
+        groups = []
+        for key in sorted(self.groups):
+            kind, ident, evaluator = key
+            groups.append({"kind": kind, "id": ident or None, "name": self.names[key] or None,
+                           "evaluator": evaluator, **self.groups[key].to_json()})
+        return {"groups": groups, "total": self.total.to_json(),
+                "worst_failures": [_failure(r) for r in self.failures]}
+
+
+def _failure(record: EvalRecord) -> dict[str, Any]:
+    kind, ident, name = target(record)
+    return {"created_at": record.created_at.isoformat(), "evaluator": record.evaluator, "kind": kind,
+            "id": ident or None, "name": name or None, "run_id": record.run_id, "score": record.score,
+            "threshold": record.threshold, "reason": record.reason, "record_id": record.id}

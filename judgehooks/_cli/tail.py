@@ -1,0 +1,119 @@
+"""Print records as they arrive: the last N first, then every new one until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import timedelta
+from typing import Any
+
+from .._base.record import EvalRecord
+from ..stores._base import iter_records
+from .common import (
+    CommandError,
+    add_filter_arguments,
+    add_store_argument,
+    call,
+    count,
+    filters_of,
+    label_of,
+    one_line,
+    open_store,
+    read,
+    when,
+)
+from .stats import target
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    add_filter_arguments(parser)
+    parser.add_argument("--status", choices=("passed", "failed", "error", "skipped"), help="only this status")
+    parser.add_argument("-n", "--lines", type=count, default=10, metavar="N",
+                        help="print the last N records first (default 10)")
+    parser.add_argument("-f", "--follow", action=argparse.BooleanOptionalAction, default=True,
+                        help="keep printing new records until Ctrl-C (default); --no-follow prints the last N")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                        help="seconds between polls (default 1)")
+    parser.add_argument("--lookback", type=float, default=60.0, metavar="SECONDS",
+                        help="re-read this many seconds before the newest record seen, so records stored late "
+                             "(batched background writes, retries) are not missed (default 60)")
+    parser.add_argument("--json", action="store_true", help="one JSON record per line")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.interval <= 0 or args.lookback < 0:
+        raise CommandError(f"tail: --interval must be > 0 and --lookback >= 0, got {args.interval} and "
+                           f"{args.lookback}", code=2)
+    store = open_store(args.store, must_exist=True)
+    filters = {**filters_of(args), "status": args.status}
+    show = _json_line if args.json else _text_line
+    label = label_of(args.store)
+    try:
+        last = read(label, store.query, **filters, limit=max(args.lines, 1))
+        follower = _Follower(store, filters, timedelta(seconds=args.lookback))
+        if args.follow and last:
+            follower.newest = last[0].created_at
+            read(label, follower.poll)  # before printing: a record stored after the last N is new
+        for record in reversed(last[:args.lines]):
+            _emit(show(record))
+        while args.follow:
+            time.sleep(args.interval)
+            try:
+                fresh = call(follower.poll)
+            except Exception as exc:  # a store outage while following: say so, keep polling, lose nothing
+                print(f"judgehooks: tail: cannot read store {label}: {one_line(exc)}; retrying",
+                      file=sys.stderr, flush=True)
+                continue
+            for record in fresh:
+                _emit(show(record))
+        return 0
+    except KeyboardInterrupt:  # the way to stop following: not an error
+        return 0
+
+
+class _Follower:
+    """New records since the last poll, oldest first. Polls from the newest time seen minus a
+    lookback, and remembers ids inside that window, so nothing is printed twice or skipped."""
+
+    def __init__(self, store: Any, filters: dict[str, Any], lookback: timedelta) -> None:
+        self.store, self.filters, self.lookback = store, filters, lookback
+        self.seen: dict[str, Any] = {}  # id -> created_at, for records inside the lookback window
+        self.newest = None
+
+    async def poll(self) -> list[EvalRecord]:
+        since = None if self.newest is None else self.newest - self.lookback
+        found = [record async for record in iter_records(self.store, since=since, **self.filters)]
+        fresh = sorted((r for r in found if r.id not in self.seen), key=lambda r: (r.created_at, r.id))
+        for record in fresh:
+            self.seen[record.id] = record.created_at
+            if self.newest is None or record.created_at > self.newest:
+                self.newest = record.created_at
+        if self.newest is not None:
+            horizon = self.newest - self.lookback
+            self.seen = {i: t for i, t in self.seen.items() if t >= horizon}
+        return fresh
+
+
+def _emit(line: str) -> None:
+    print(line, flush=True)
+
+
+def _json_line(record: EvalRecord) -> str:
+    return json.dumps(record.model_dump(mode="json"), ensure_ascii=False)
+
+
+def _text_line(record: EvalRecord) -> str:
+    kind, ident, name = target(record)
+    who = "offline" if kind == "offline" else f"{kind}={name or ident}"
+    score = "" if record.score is None else f" score={record.score:g}"
+    if record.status == "error":
+        detail = f"{record.error_type}: {record.error_message or ''}"
+    else:
+        detail = record.reason or ""
+    detail = " ".join(detail.split())
+    detail = detail if len(detail) <= 160 else detail[:159] + "…"
+    return (f"{when(record.created_at)} {record.status:<7} {record.evaluator} {who}{score} "
+            f"run={record.run_id} {detail}").rstrip()

@@ -1,1 +1,0 @@
-"""The `judgehooks` subcommands: one module each, with `add_arguments(parser)` and `run(args) -> int`."""

@@ -1,0 +1,56 @@
+"""`@evaluator`: a plain function of the run's snapshot, sync or async, as a full evaluator.
+
+    @judgehooks.evaluator(name="short", threshold=0.5)
+    def short(ctx):                        # bool, a score, a dict or an Outcome
+        return 1.0 if len(ctx.output) < 200 else 0.0
+
+Sync functions run on a worker thread so they never block the judgehooks loop. Built from user
+code: `judgehooks resume` needs ``--import`` with the module that defines it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from .._base.context import EvalContext
+from .base import Evaluator
+
+
+class FunctionEvaluator(Evaluator):
+    """An evaluator whose `evaluate` is the wrapped function."""
+
+    def __init__(self, fn: Callable[[EvalContext], Any], *, tool_calls: bool = True, **hook: Any) -> None:
+        if not callable(fn):
+            raise TypeError(f"evaluator needs a function taking the run's EvalContext, got {type(fn).__name__}")
+        try:
+            inspect.signature(fn).bind(None)
+        except TypeError:
+            raise TypeError(f"{getattr(fn, '__qualname__', fn)!r} must take exactly one argument, the run's "
+                            "EvalContext") from None
+        except ValueError:  # no signature available (some builtins): let the call decide
+            pass
+        self.fn = fn
+        self.needs_tools = bool(tool_calls)
+        self._fn_is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+        hook.setdefault("name", getattr(fn, "__name__", None) or type(fn).__name__)
+        super().__init__(**hook)
+        self.__doc__ = fn.__doc__
+
+    async def evaluate(self, ctx: EvalContext) -> Any:
+        if self._fn_is_async:
+            return await self.fn(ctx)
+        return await anyio.to_thread.run_sync(self.fn, ctx)
+
+
+def evaluator(fn: Callable[[EvalContext], Any] | None = None, **settings: Any) -> Any:
+    """Decorator: ``@evaluator`` or ``@evaluator(name=..., threshold=..., store=..., ...)`` turns
+    ``fn(ctx) -> bool | float | dict | Outcome`` into an evaluator for ``post_hooks``. Settings are
+    `Evaluator`'s (name, threshold, store, on_fail, run_in_background, sample_rate, ...) plus
+    ``tool_calls=False`` to skip snapshotting tool calls the function does not read."""
+    if fn is not None:
+        return FunctionEvaluator(fn, **settings)
+    return lambda f: FunctionEvaluator(f, **settings)

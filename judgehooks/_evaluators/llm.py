@@ -1,0 +1,220 @@
+"""AgentAsJudgeEval: agno's evaluator API, graded by the judgehooks core (the LLM-judge evaluator).
+
+Hook shells, sampling, background dispatch and offline batches come from `Evaluator`; this class
+adds agno's parameters and the judge call (`JudgeCall`: prompt, retries, verdict).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from .._base.context import EvalContext
+from .._base.outcome import Outcome
+from .._base.record import EvalRecord
+from .._base.validate import check_number
+from .._hooks.gate import DEFAULT_FALLBACK
+from .._hooks.sampling import SampleRate
+from .._judges.agno import AgnoJudge
+from .._judges.base import Judge
+from .._judges.call import JudgeCall, RetryPolicy
+from .._judges.litellm import LiteLLMJudge
+from .._judges.process import ProcessJudge
+from ..stores import Store
+from .base import Evaluator, judges_in_background
+
+DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
+
+
+def check_grading(criteria: Any, scoring_strategy: Any, threshold: Any) -> None:
+    """The judge settings every LLM evaluator (and judge template) shares, checked once."""
+    if not isinstance(criteria, str) or not criteria.strip():
+        raise ValueError("criteria must be a non-empty string saying what a good output is, "
+                         f"got {criteria!r}")
+    if scoring_strategy not in ("binary", "numeric"):
+        raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
+        raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+
+
+def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_guidelines") -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
+
+
+def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
+    digest = hashlib.sha1(f"{criteria}\x1f{mode}\x1f{threshold}".encode()).hexdigest()[:10]
+    return f"agent_as_judge-{digest}"
+
+
+def make_judge(judge: Judge | None, model: Any, *, evaluator_agent: Any = None, api_base: str | None = None,
+               api_key: str | None = None, timeout: float = 60.0, temperature: float | None = None,
+               structured_output: bool = True, litellm_kwargs: Mapping[str, Any] | None = None,
+               judge_process: bool = False, judge_processes: int | None = None,
+               explicit_process: bool = False) -> Judge:
+    """The judge for an LLM evaluator: the one given; an agno evaluator agent or Model; else a
+    litellm model string ($JUDGEHOOKS_MODEL, else agno's default), in a helper process when
+    `judge_process` (background grading by default)."""
+    if judge is None:
+        if evaluator_agent is not None:
+            judge = AgnoJudge(evaluator_agent=evaluator_agent)
+        elif model is not None and not isinstance(model, str):
+            judge = AgnoJudge(model=model)
+        else:
+            judge = LiteLLMJudge(model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL,
+                                 api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
+                                 structured_output=structured_output, litellm_kwargs=litellm_kwargs)
+    if judge_process and not isinstance(judge, LiteLLMJudge):
+        if explicit_process:
+            raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
+                             "evaluator_agent or custom judge")
+        return judge
+    return ProcessJudge(judge, judge_processes or 1) if judge_process else judge  # type: ignore[arg-type]
+
+
+class AgentAsJudgeEval(Evaluator):
+    """Grade agno Agent and Team runs with an LLM judge, as a post hook or offline.
+
+    Takes agno's `AgentAsJudgeEval` parameters, in agno's order and with agno's defaults, so
+    ``from judgehooks import AgentAsJudgeEval`` is a drop-in swap. Beyond agno's: ``on_error``,
+    ``store``, the judge's connection and retry settings, ``include_tool_calls`` and ``judge``
+    (any object with ``async complete(request)``, e.g. `judgehooks.testing.FakeJudge`).
+
+    Every evaluation ends as one `EvalRecord` in ``store`` (SQLite by default): passed, failed, or
+    error when the judge cannot be reached or read. ``on_fail`` gets failed records and
+    ``on_error`` error records, sync or async, from ``run()`` and ``arun()`` alike.
+    """
+
+    scale = 10.0
+
+    def __init__(
+        self,
+        criteria: str = "",
+        scoring_strategy: Literal["numeric", "binary"] = "binary",
+        threshold: int = 7,
+        on_fail: Callable[[EvalRecord], Any] | None = None,
+        additional_guidelines: str | Sequence[str] | None = None,
+        name: str | None = None,
+        model: Any = None,
+        evaluator_agent: Any = None,
+        print_summary: bool = False,
+        print_results: bool = False,
+        show_spinner: bool = True,
+        file_path_to_save_results: str | None = None,
+        debug_mode: bool = False,
+        db: Any = None,
+        telemetry: bool = True,
+        run_in_background: bool = False,
+        *,
+        on_error: Callable[[EvalRecord], Any] | None = None,
+        store: Store | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 2,
+        retry_backoff: float = 0.5,
+        temperature: float | None = None,
+        structured_output: bool = True,
+        litellm_kwargs: Mapping[str, Any] | None = None,
+        include_tool_calls: bool = False,
+        max_concurrency: int = 32,
+        judge: Judge | None = None,
+        sample_rate: SampleRate = 1.0,
+        when: Callable[[EvalContext], bool] | None = None,
+        max_queue: int = 10_000,
+        overload: str = "block",
+        block_timeout: float = 5.0,
+        on_drop: Callable[[EvalRecord], Any] | None = None,
+        outbox: str | os.PathLike[str] | bool | None = None,
+        requests_per_minute: float | None = None,
+        judge_process: bool | None = None,
+        judge_processes: int | None = None,
+        gate: bool = False,
+        fallback: str = DEFAULT_FALLBACK,
+        repair: int = 0,
+        on_record: Callable[[EvalRecord], Any] | None = None,
+        context_key: str | None = None,
+        spill: str | os.PathLike[str] | bool | None = None,
+        broker: str | None = None,
+    ) -> None:
+        check_grading(criteria, scoring_strategy, threshold)
+        check_number("timeout", timeout, minimum=0, allow_equal=False)
+        check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
+        check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
+        if model is not None and not isinstance(model, str) and not hasattr(model, "aresponse"):
+            raise TypeError(f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini') or an agno Model, "
+                            f"got {type(model).__name__}")
+        if judge is not None and not hasattr(judge, "complete"):
+            raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
+        if judge_processes is not None:
+            check_number("judge_processes", judge_processes, minimum=1, allow_equal=True, integer=True)
+        if context_key is not None and (not isinstance(context_key, str) or not context_key):
+            raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, "
+                             f"got {context_key!r}")
+
+        # agno's public attributes, same names and meaning.
+        self.criteria = criteria
+        self.scoring_strategy = scoring_strategy
+        self.mode = scoring_strategy
+        self.additional_guidelines = additional_guidelines
+        self.model = model
+        self.evaluator_agent = evaluator_agent
+        self.show_spinner = show_spinner
+        self.debug_mode = debug_mode
+        self.telemetry = telemetry  # accepted for compatibility; judgehooks never sends telemetry
+        self.include_tool_calls = include_tool_calls
+        self.needs_tools = include_tool_calls
+
+        mode_threshold = threshold if scoring_strategy == "numeric" else None
+        self.judge: Judge = make_judge(
+            judge, model, evaluator_agent=evaluator_agent, api_base=api_base, api_key=api_key, timeout=timeout,
+            temperature=temperature, structured_output=structured_output, litellm_kwargs=litellm_kwargs,
+            judge_process=(judges_in_background(run_in_background, broker) if judge_process is None
+                           else judge_process),
+            judge_processes=judge_processes, explicit_process=judge_process is not None)
+        self._call = JudgeCall(judge=self.judge, criteria=criteria, mode=scoring_strategy, threshold=mode_threshold,
+                               guidelines=guidelines_tuple(additional_guidelines),
+                               include_tools=include_tool_calls, context_key=context_key, timeout=timeout,
+                               retry=RetryPolicy(retries=retries, backoff=retry_backoff),
+                               label=name or _default_name(criteria, scoring_strategy, mode_threshold))
+        self._judge_spec = {"api_base": api_base, "timeout": timeout, "retries": retries,
+                            "retry_backoff": retry_backoff, "temperature": temperature,
+                            "structured_output": structured_output}
+        super().__init__(
+            name=name, threshold=mode_threshold, on_fail=on_fail, on_error=on_error, store=store, db=db,
+            run_in_background=run_in_background, sample_rate=sample_rate, when=when,
+            max_concurrency=max_concurrency, max_queue=max_queue, overload=overload, block_timeout=block_timeout,
+            on_drop=on_drop, outbox=outbox, requests_per_minute=requests_per_minute, print_summary=print_summary,
+            print_results=print_results, file_path_to_save_results=file_path_to_save_results, gate=gate,
+            fallback=fallback, repair=repair, on_record=on_record, spill=spill, broker=broker)
+        self.threshold = threshold  # agno's attribute: the numeric threshold, kept in binary mode too
+
+    def default_name(self) -> str:
+        return self._call.label
+
+    def record_metadata(self) -> Mapping[str, Any]:
+        return {"criteria": self.criteria}
+
+    async def evaluate(self, ctx: EvalContext) -> Outcome:
+        """Ask the judge (with retries); a judge that cannot be reached or read is an error outcome."""
+        return await self._call.ask(ctx)
+
+    def __repr__(self) -> str:
+        return (f"AgentAsJudgeEval(name={self.evaluator!r}, scoring_strategy={self.scoring_strategy!r}, "
+                f"threshold={self.threshold!r}, judge={self.judge.model!r})")
+
+    def spec(self) -> dict[str, Any]:
+        """What `judgehooks resume` needs to rebuild this evaluator in another process (no secrets)."""
+        judge = self.judge
+        return {"name": self.evaluator, "criteria": self.criteria, "scoring_strategy": self.scoring_strategy,
+                "threshold": self.threshold, "additional_guidelines": list(self._call.guidelines),
+                "include_tool_calls": self.include_tool_calls, "context_key": self._call.context_key,
+                "model": judge.model if isinstance(judge, (LiteLLMJudge, ProcessJudge)) else None,
+                **self._judge_spec}

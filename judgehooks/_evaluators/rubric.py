@@ -1,0 +1,135 @@
+"""Rubric: several weighted criteria graded by an LLM judge in one evaluator.
+
+Each criterion is its own judge call (concurrently), with the same prompt, strict verdict schema,
+parser and retries as `AgentAsJudgeEval`: criteria cannot anchor each other's scores, a reply
+that cannot be read is retried for that criterion alone, and no second verdict format exists to
+get wrong. The price is one call per criterion. Each criterion's score and reason are stored in
+``details["criteria"]``; the record's score is their weighted mean (1-10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .._base.context import EvalContext
+from .._base.outcome import Outcome, add_usage
+from .._base.validate import check_number
+from .._judges.base import Judge
+from .._judges.call import JudgeCall, RetryPolicy
+from .._judges.litellm import LiteLLMJudge
+from .._judges.process import ProcessJudge
+from .base import Evaluator, judges_in_background, stable_name
+from .combine import assess_calls, member_error
+from .llm import make_judge
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One rubric line: what is judged, its weight, and optionally a floor the criterion's own
+    score must reach (1-10) whatever the weighted score."""
+
+    name: str
+    description: str
+    weight: float = 1.0
+    min_score: int | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("name", "description"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"Criterion {field} must be a non-empty string, got {value!r}")
+        check_number(f"weight of criterion {self.name!r}", self.weight, minimum=0, allow_equal=False)
+        if self.min_score is not None and (isinstance(self.min_score, bool) or not isinstance(self.min_score, int)
+                                           or not 1 <= self.min_score <= 10):
+            raise ValueError(f"min_score of criterion {self.name!r} must be an integer from 1 to 10, "
+                             f"got {self.min_score!r}")
+
+
+def _criteria(value: Any) -> tuple[Criterion, ...]:
+    if isinstance(value, Mapping):
+        value = [Criterion(name, text) for name, text in value.items()]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError("criteria must be a non-empty list of Criterion (or dicts with name, description, "
+                         "weight, min_score), or a mapping name -> description")
+    items = []
+    for i, item in enumerate(value):
+        if isinstance(item, Mapping):
+            try:
+                item = Criterion(**item)
+            except TypeError as exc:
+                raise ValueError(f"criteria[{i}]: {exc}") from None
+        if not isinstance(item, Criterion):
+            raise TypeError(f"criteria[{i}] must be a Criterion or a dict, got {type(item).__name__}")
+        items.append(item)
+    names = [c.name for c in items]
+    if len(set(names)) != len(names):
+        raise ValueError(f"criteria names must be distinct, got {names}")
+    return tuple(items)
+
+
+class Rubric(Evaluator):
+    """Weighted criteria, one LLM-judge call each. Passes when the weighted score reaches
+    ``threshold`` (1-10) and no criterion is under its ``min_score``. Judge settings are
+    `AgentAsJudgeEval`'s (model, api_base, api_key, judge, timeout, retries, ...)."""
+
+    mode = "numeric"
+    scale = 10.0
+
+    def __init__(self, criteria: Sequence[Criterion | Mapping[str, Any]] | Mapping[str, str], *, threshold: int = 7,
+                 model: Any = None, judge: Judge | None = None, api_base: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0, retries: int = 2, retry_backoff: float = 0.5, temperature: float | None = None,
+                 structured_output: bool = True, litellm_kwargs: Mapping[str, Any] | None = None,
+                 include_tool_calls: bool = False, judge_process: bool | None = None, **hook: Any) -> None:
+        self.criteria = _criteria(criteria)
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
+            raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+        check_number("timeout", timeout, minimum=0, allow_equal=False)
+        check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
+        check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
+        background = judges_in_background(hook.get("run_in_background"), hook.get("broker"))
+        self.judge: Judge = make_judge(
+            judge, model, api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
+            structured_output=structured_output, litellm_kwargs=litellm_kwargs,
+            judge_process=background if judge_process is None else judge_process,
+            explicit_process=judge_process is not None)
+        retry = RetryPolicy(retries=retries, backoff=retry_backoff)
+        self._calls = tuple(
+            JudgeCall(judge=self.judge, criteria=f"{c.name}: {c.description}", mode="numeric",
+                      threshold=c.min_score or threshold, include_tools=include_tool_calls, timeout=timeout,
+                      retry=retry, label=hook.get("name") or "rubric")
+            for c in self.criteria)
+        self.needs_tools = include_tool_calls
+        if isinstance(self.judge, (LiteLLMJudge, ProcessJudge)):
+            self._rebuild = {"criteria": [asdict(c) for c in self.criteria], "model": self.judge.model,
+                             "api_base": api_base, "timeout": timeout, "retries": retries,
+                             "retry_backoff": retry_backoff, "temperature": temperature,
+                             "structured_output": structured_output, "include_tool_calls": include_tool_calls}
+        super().__init__(threshold=threshold, **hook)
+
+    def default_name(self) -> str:
+        return stable_name("rubric", [[asdict(c) for c in self.criteria], self.pass_threshold])
+
+    def record_metadata(self) -> Mapping[str, Any]:
+        return {"criteria": "; ".join(f"{c.name} (x{c.weight:g})" for c in self.criteria)}
+
+    async def evaluate(self, ctx: EvalContext) -> Outcome:
+        outcomes = await assess_calls([call.ask for call in self._calls], ctx)
+        lines = [o.summary(c.name, weight=c.weight, min_score=c.min_score)
+                 for c, o in zip(self.criteria, outcomes, strict=True)]
+        details = {"criteria": lines}
+        usage = add_usage(outcomes)
+        errors = [(c.name, o) for c, o in zip(self.criteria, outcomes, strict=True) if o.status == "error"]
+        if errors:
+            return Outcome(error=member_error("criterion", errors), details=details, **usage)
+        total = sum(c.weight for c in self.criteria)
+        score = round(sum(c.weight * (o.score or 0) for c, o in zip(self.criteria, outcomes, strict=True)) / total, 4)
+        below = [c.name for c, o in zip(self.criteria, outcomes, strict=True)
+                 if c.min_score is not None and (o.score or 0) < c.min_score]
+        assert self.pass_threshold is not None
+        passed = score >= self.pass_threshold and not below
+        reason = f"weighted score {score:g} {'>=' if score >= self.pass_threshold else '<'} {self.pass_threshold:g}"
+        if below:
+            reason += f"; under their minimum: {below}"
+        return Outcome(passed=passed, score=score, reason=reason, details=details, **usage)

@@ -1,0 +1,418 @@
+"""The background dispatcher: the hook persists a job and hands it off; grading happens here.
+
+Caller side (any thread, any event loop, ~tens of microseconds): sampling decision, snapshot,
+`Outbox.put`, then `loop.call_soon_threadsafe`. Loop side (the judgehooks loop thread, or the
+application's loop inside `judgehooks.lifespan()`): a bounded queue, `max_concurrency` workers, an
+overload policy, batched store writes, then the outbox row is deleted. Every shed job becomes a
+`skipped` record; every graded one a passed/failed/error record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio.to_thread
+
+from .._base.context import EvalContext, context_from_dict, context_to_dict
+from .._base.log import log
+from .._base.record import EvalRecord
+from .._runtime import runtime
+from ..exceptions import StoreError
+from ..stores import write_with_retry
+from .outbox import Job, Outbox
+from .pipeline import Pipeline
+from .ratelimit import RateLimiter
+from .tasks import current_loop, noop, run_on, safe, spawn, wait_with_timeout
+
+Overload = Literal["block", "drop_newest", "drop_oldest"]
+OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
+
+
+@dataclass
+class Counters:
+    """What `judgehooks.stats()` reports for one dispatcher."""
+
+    submitted: int = 0
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    dropped: int = 0
+    retries: int = 0
+    resumed: int = 0
+    store_failures: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class Dispatcher:
+    """Grades submitted contexts on the judgehooks loop, bounded and durable."""
+
+    judges_here = True  # False in subclasses that hand jobs on instead of judging them (no warm-up)
+
+    def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, max_queue: int = 10_000,
+                 max_concurrency: int = 32, overload: Overload = "block", block_timeout: float = 5.0,
+                 on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
+                 requests_per_minute: float | None = None, spec: dict[str, Any] | None = None,
+                 batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None) -> None:
+        self.pipeline = pipeline
+        self.outbox = outbox
+        self.max_queue = max_queue
+        self.max_concurrency = max_concurrency
+        self.overload = overload
+        self.block_timeout = block_timeout
+        self.on_drop = on_drop
+        self.spec = None if spec is None else json.dumps(spec)  # once, not on every hook call
+        self.counters = Counters()
+        self._sampling = sampling
+        self._limiter = RateLimiter.for_model(getattr(pipeline.judge, "model", pipeline.name), requests_per_minute)
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
+        self._lock = threading.Lock()  # counters touched from caller threads
+        self._started = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run; changes only in relocate()
+        # loop-side state, touched only on self._loop
+        self._queue: collections.deque[tuple[Job, EvalContext, bool]] = collections.deque()
+        self._ready: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
+        self._paused = False  # set while the workers move to another loop
+        self._scope: anyio.CancelScope | None = None
+        self._stopped: asyncio.Event | None = None
+        self._in_flight = 0
+        self._to_write: list[tuple[EvalRecord | None, str | None, bool]] = []
+        self._notifying = 0
+        self._flush_wakeup: asyncio.Event | None = None
+        self._writing = 0
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.name
+
+    # ---- caller side --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers (on the judgehooks loop, or the app's loop inside `judgehooks.lifespan()`),
+        and resume this evaluator's orphaned jobs."""
+        if self._started:
+            return
+        with self._lock:
+            if self._started:
+                return
+            self._launch(runtime.home_loop())
+            self._started = True
+            runtime.add_drainable(self)
+            warm = getattr(self.pipeline.judge, "warm_up", None) if self.judges_here else None
+            if warm is not None:  # import litellm off the loop before the first job needs it
+                threading.Thread(target=warm, name="judgehooks-warmup", daemon=True).start()
+
+    def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start serving on `loop` (from any thread). Jobs already queued are picked up there."""
+        self._loop = loop
+        loop.call_soon_threadsafe(self._begin)
+
+    def _begin(self) -> None:
+        self._ready, self._idle, self._flush_wakeup = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._paused = False
+        if self._queue:
+            self._ready.set()
+        self._maybe_idle()
+        spawn(self._serve())
+
+    async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Move the workers to `loop`: the old loop finishes its in-flight jobs, writes and
+        callbacks, then the queue (untouched, in order) is served on the new one."""
+        old = self._loop
+        if not self._started or old is loop:
+            return
+        assert old is not None
+        await run_on(old, self._quiesce)
+        with self._lock:
+            self._launch(loop)  # hand-offs from now on go to the new loop
+        await run_on(old, noop)  # hand-offs scheduled on the old loop before the switch have been forwarded
+
+    async def _quiesce(self) -> None:
+        self._paused = True
+        await asyncio.sleep(0)  # let shed tasks already spawned enqueue their records
+        while self._in_flight or self._to_write or self._writing or self._notifying:
+            await asyncio.sleep(0.005)
+        assert self._scope is not None and self._stopped is not None
+        self._scope.cancel()
+        await self._stopped.wait()
+
+    def _persist(self, ctx: EvalContext, sample_rate: float) -> Job:
+        self.start()
+        job = Job(id=self.pipeline.record_id(ctx), evaluator=self.pipeline.name,
+                  context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
+        if self.outbox is not None:
+            self.outbox.put(job)
+        with self._lock:
+            self.counters.submitted += 1
+        return job
+
+    def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+        with self._lock:  # so a relocation never falls between reading the loop and scheduling on it
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
+
+    def submit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
+        """Persist and hand off one evaluation (sync callers). Never blocks past `block_timeout`."""
+        job = self._persist(ctx, sample_rate)
+        holds_slot = self.overload == "block" and self._slots.acquire(timeout=self.block_timeout)
+        self._handoff(job, ctx, holds_slot)
+
+    async def asubmit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
+        """`submit` for callers on an event loop: waiting for room happens off their loop."""
+        job = self._persist(ctx, sample_rate)
+        holds_slot = False
+        if self.overload == "block":
+            holds_slot = self._slots.acquire(blocking=False) or await anyio.to_thread.run_sync(
+                lambda: self._slots.acquire(timeout=self.block_timeout))
+        self._handoff(job, ctx, holds_slot)
+
+    # ---- loop side ----------------------------------------------------------------------------
+
+    def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+        if asyncio.get_running_loop() is not self._loop:  # scheduled just before a relocation
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
+            return
+        if self.overload == "block" and not holds_slot:
+            spawn(self._shed(job, ctx, f"queue full: no room within {self.block_timeout:g}s (block)"))
+            return
+        if self.overload != "block" and len(self._queue) >= self.max_queue:
+            if self.overload == "drop_newest":
+                spawn(self._shed(job, ctx, "queue full: newest dropped (drop_newest)"))
+                return
+            old_job, old_ctx, _ = self._queue.popleft()
+            spawn(self._shed(old_job, old_ctx, "queue full: oldest dropped (drop_oldest)"))
+        self._queue.append((job, ctx, holds_slot))
+        assert self._ready is not None and self._idle is not None
+        self._idle.clear()
+        self._ready.set()
+
+    async def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
+        record = self.pipeline.skipped(ctx, reason, job.sample_rate)
+        with self._lock:
+            self.counters.dropped += 1
+            self.counters.by_reason[reason] = self.counters.by_reason.get(reason, 0) + 1
+        log.warning("evaluation_dropped", evaluator=record.evaluator, run_id=record.run_id, reason=reason,
+                    queue_depth=len(self._queue))
+        self._enqueue_write(record, job.id)
+        if self.on_drop is not None:
+            self._notifying += 1
+            try:
+                await self.on_drop(record)
+            finally:
+                self._notifying -= 1
+                self._maybe_idle()
+
+    async def _serve(self) -> None:
+        stopped = self._stopped
+        assert stopped is not None
+        try:
+            with anyio.CancelScope() as self._scope:
+                async with anyio.create_task_group() as tg:
+                    for _ in range(self.max_concurrency):
+                        tg.start_soon(self._worker)
+                    tg.start_soon(self._writer)
+                    if self.outbox is not None:
+                        tg.start_soon(self._resume_and_heartbeat)
+        finally:
+            stopped.set()
+
+    async def _worker(self) -> None:
+        assert self._ready is not None
+        while True:
+            if not self._queue or self._paused:
+                self._ready.clear()
+                self._maybe_idle()
+                await self._ready.wait()
+                continue
+            job, ctx, holds_slot = self._queue.popleft()
+            if holds_slot:
+                self._slots.release()
+            self._in_flight += 1
+            try:
+                await self._grade(job, ctx)
+            except Exception:  # a bug, never judge trouble (that is an error record): the job stays
+                log.exception("background_evaluation_crashed", evaluator=job.evaluator, job_id=job.id)
+            finally:
+                self._in_flight -= 1
+                self._maybe_idle()
+
+    async def _grade(self, job: Job, ctx: EvalContext) -> None:
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        record = await self.pipeline.grade(ctx, job.sample_rate)
+        with self._lock:
+            self.counters.done += 1
+            self.counters.retries += max(0, record.attempts - 1)
+            if record.status == "passed":
+                self.counters.passed += 1
+            elif record.status == "failed":
+                self.counters.failed += 1
+            elif record.status == "error":
+                self.counters.errors += 1
+        self._enqueue_write(record, job.id, notify=True)
+
+    def _enqueue_write(self, record: EvalRecord | None, job_id: str | None, *, notify: bool = False) -> None:
+        assert self._flush_wakeup is not None and self._idle is not None
+        self._to_write.append((record, job_id, notify))
+        self._idle.clear()
+        if len(self._to_write) >= self._batch_size:
+            self._flush_wakeup.set()
+
+    async def _writer(self) -> None:
+        """Batched store writes; the outbox rows go only once their records are stored."""
+        assert self._flush_wakeup is not None
+        while True:
+            if not self._to_write:
+                self._maybe_idle()
+                with anyio.move_on_after(self._flush_interval):
+                    await self._flush_wakeup.wait()
+                self._flush_wakeup.clear()
+                continue
+            batch, self._to_write = self._to_write[: self._batch_size], self._to_write[self._batch_size:]
+            self._writing += 1
+            stored = False
+            try:
+                records = [r for r, _, _ in batch if r is not None]  # None: a job finished without a record
+                if records:
+                    await write_with_retry(self.pipeline.store, records)
+                stored = True
+                if self.outbox is not None:
+                    await anyio.to_thread.run_sync(self.outbox.delete, [j for _, j, _ in batch if j is not None])
+            except StoreError:
+                with self._lock:
+                    self.counters.store_failures += len(batch)
+                # The jobs stay in the outbox: the next process to start a dispatcher regrades them.
+            except Exception:
+                log.exception("outbox_delete_failed", jobs=len(batch))
+            finally:
+                self._writing -= 1
+            # As inline: store, then callbacks and the evaluation event (saying whether it was stored).
+            for record, _, notify in batch:
+                if notify and record is not None:
+                    self._notifying += 1
+                    spawn(self._notify(record, stored))
+            self._maybe_idle()
+
+    async def _notify(self, record: EvalRecord, stored: bool) -> None:
+        try:
+            await self.pipeline.notify(record, stored=stored)
+        finally:
+            self._notifying -= 1
+            self._maybe_idle()
+
+    async def _resume_and_heartbeat(self) -> None:
+        assert self.outbox is not None
+        outbox = self.outbox
+        beat = max(1.0, outbox.stale_after / 3)
+        next_beat = 0.0
+        while True:
+            try:
+                free = 0 if self._paused else self.max_queue - len(self._queue)
+                jobs = (await anyio.to_thread.run_sync(outbox.claim, [self.pipeline.name], free)
+                        if free > 0 else [])
+                for job in jobs:
+                    ctx = context_from_dict(job.context)
+                    with self._lock:
+                        self.counters.resumed += 1
+                    self._queue.append((job, ctx, False))
+                if jobs:
+                    log.info("outbox_resumed", evaluator=self.pipeline.name, jobs=len(jobs))
+                    assert self._ready is not None and self._idle is not None
+                    self._idle.clear()
+                    self._ready.set()
+                    continue
+                if time.monotonic() >= next_beat:
+                    await anyio.to_thread.run_sync(outbox.heartbeat)
+                    next_beat = time.monotonic() + beat
+                await anyio.to_thread.run_sync(outbox.checkpoint)
+            except Exception:
+                log.exception("outbox_maintenance_failed", outbox=outbox.path)
+            await anyio.sleep(1.0)
+
+    def _maybe_idle(self) -> None:
+        if self._idle is not None and not self._queue and not self._in_flight and not self._to_write \
+                and not self._writing and not self._notifying:
+            self._idle.set()
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: forget the parent's loop and in-memory queue; start afresh on next use."""
+        self._started = False
+        self._loop = None
+        self._queue.clear()
+        self._in_flight = 0
+        self._to_write = []
+        self._writing = 0
+        self._notifying = 0
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.max_queue)
+        self.counters = Counters()
+        if self.outbox is not None:
+            self.outbox.reset_after_fork()
+
+    # ---- observation and shutdown ---------------------------------------------------------------
+
+    def release(self) -> None:
+        """At exit, after the drain: unfinished jobs stay in the outbox for the next process."""
+        if self.outbox is not None:
+            self.outbox.release()
+
+    async def _wait_idle(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Wait on `loop` until idle; False if the workers moved to another loop meanwhile."""
+        while self._loop is loop:
+            idle = self._idle
+            assert idle is not None
+            with anyio.move_on_after(0.2):  # wake now and then to notice a relocation
+                await idle.wait()
+            await asyncio.sleep(0)  # let call_soon_threadsafe hand-offs already scheduled land
+            if idle.is_set() and self._idle is idle and not self._paused:
+                return True
+        return False
+
+    def drain(self, timeout: float | None) -> bool:
+        """Wait until every submitted job is graded, stored and called back. Not from the loop
+        the workers run on (use `await judgehooks.adrain()` there)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._started:
+            loop = self._loop
+            assert loop is not None
+            if current_loop() is loop:
+                raise RuntimeError("drain() would block the event loop the evaluations run on: "
+                                   "use `await judgehooks.adrain()`")
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            future = asyncio.run_coroutine_threadsafe(wait_with_timeout(self._wait_idle, loop, left), loop)
+            try:
+                if future.result():
+                    return True
+            except TimeoutError:
+                return False
+        return True
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counters = dict(vars(self.counters))
+            counters["by_reason"] = dict(self.counters.by_reason)
+        if self._sampling is not None:
+            counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
+        counters.update(queue_depth=len(self._queue), in_flight=self._in_flight,
+                        evaluator=self.pipeline.name,
+                        loop="app" if runtime.is_app_loop(self._loop) else "judgehooks",
+                        oldest_pending_age_s=safe(self.outbox.oldest_age) if self.outbox is not None else None,
+                        outbox=None if self.outbox is None else self.outbox.path)
+        spill_stats = getattr(self.pipeline.store, "stats", None)  # a SpillingStore: spilled, redelivered, pending
+        if spill_stats is not None:
+            counters.update(safe(spill_stats) or {})
+        return counters
+
+

@@ -1,0 +1,203 @@
+"""The outbox: evaluations persisted on the hook path, before the hand-off, so a crash loses none.
+
+A small SQLite file (WAL, synchronous=NORMAL: a committed job survives the process being killed).
+Each job row is deleted once its record is in the store. Jobs are owned by the process that
+wrote them; a process that starts a dispatcher claims the jobs of owners that are gone (same
+host and the pid is dead, or no heartbeat for `stale_after` seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._base.sqlitefile import checked_path, connect_wal
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS eval_jobs (
+        id TEXT PRIMARY KEY,
+        evaluator TEXT NOT NULL,
+        spec TEXT,
+        context TEXT NOT NULL,
+        sample_rate REAL NOT NULL DEFAULT 1.0,
+        created_at REAL NOT NULL,
+        owner TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS ix_eval_jobs_evaluator ON eval_jobs (evaluator, created_at)",
+    """CREATE TABLE IF NOT EXISTS eval_owners (
+        owner TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL
+    )""",
+)
+
+HOST = socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One pending evaluation: which evaluator, what to judge, with what sampling probability."""
+
+    id: str
+    evaluator: str
+    context: dict[str, Any]
+    sample_rate: float = 1.0
+    spec: str | None = None  # the evaluator's settings as JSON, serialised once per evaluator
+    created_at: float = 0.0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Outbox:
+    """Durable pending jobs in one SQLite file. Thread-safe; every call is short and blocking."""
+
+    def __init__(self, path: str | os.PathLike[str], *, stale_after: float = 30.0) -> None:
+        self.path = checked_path(path, "outbox")
+        self.stale_after = stale_after
+        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        # Checkpoints and scans use their own connection, so they never hold up a put.
+        self._maint_lock = threading.Lock()
+        self._maint_conn: sqlite3.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"Outbox({self.path!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            if self._pid != os.getpid():  # forked: a new owner, new connections
+                self._pid = os.getpid()
+                self.owner = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:8]}"
+                self._maint_conn = None
+            # Checkpoints copy the WAL into the database and fsync: never on the hook path.
+            # `checkpoint()` runs them from the dispatcher's maintenance task instead.
+            conn = connect_wal(self.path, 30.0, autocheckpoint=False)
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
+                         (self.owner, HOST, self._pid, time.time()))
+            self._conn = conn
+        return self._conn
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: fresh locks (a parent thread may have held them); connections reopen."""
+        self._lock, self._maint_lock = threading.Lock(), threading.Lock()
+
+    def put(self, job: Job) -> None:
+        """Persist one job (the hook path). Idempotent on the job id."""
+        row = (job.id, job.evaluator, job.spec,
+               json.dumps(job.context, default=str, ensure_ascii=False), job.sample_rate, job.created_at or time.time(),
+               self.owner)
+        with self._lock:
+            self._connect().execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Forget finished jobs: one short statement per chunk, so a put never waits long."""
+        for start in range(0, len(ids), 25):
+            chunk = list(ids[start:start + 25])
+            with self._lock:
+                self._connect().execute(f"DELETE FROM eval_jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+
+    def _maintenance(self) -> sqlite3.Connection:
+        if self._maint_conn is None:
+            with self._lock:
+                self._connect()  # schema first
+            self._maint_conn = connect_wal(self.path, 30.0, autocheckpoint=False)
+        return self._maint_conn
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file (PASSIVE: never waits for, or blocks, writers)."""
+        with self._maint_lock:
+            self._maintenance().execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def heartbeat(self) -> None:
+        with self._lock:
+            self._connect().execute("UPDATE eval_owners SET heartbeat = ? WHERE owner = ?", (time.time(), self.owner))
+
+    def _dead_owners(self, conn: sqlite3.Connection) -> list[str]:
+        now = time.time()
+        dead = []
+        known = set()
+        for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM eval_owners"):
+            known.add(owner)
+            if owner == self.owner:
+                continue
+            if (host == HOST and not _pid_alive(pid)) or now - beat > self.stale_after:
+                dead.append(owner)
+        orphans = [row[0] for row in conn.execute("SELECT DISTINCT owner FROM eval_jobs")
+                   if row[0] not in known and row[0] != self.owner]
+        return dead + orphans
+
+    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
+        """Take over the pending jobs of owners that are gone (for `evaluators`, or all), oldest first."""
+        names = None if evaluators is None else list(evaluators)
+        with self._maint_lock:  # a read-only look first: most of the time nobody has died
+            if not self._dead_owners(self._maintenance()):
+                return []
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                dead = self._dead_owners(conn)
+                if not dead:
+                    conn.execute("COMMIT")
+                    return []
+                marks = ",".join("?" * len(dead))
+                sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at FROM eval_jobs "
+                       f"WHERE owner IN ({marks})")
+                args: list[Any] = list(dead)
+                if names is not None:
+                    sql += f" AND evaluator IN ({','.join('?' * len(names))})"
+                    args += names
+                sql += " ORDER BY created_at"
+                if limit is not None:
+                    sql += f" LIMIT {int(limit)}"
+                rows = conn.execute(sql, args).fetchall()
+                conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
+                remaining = {r[0] for r in conn.execute(
+                    f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
+                conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return [Job(id=r[0], evaluator=r[1], spec=r[2],
+                    context=json.loads(r[3]), sample_rate=r[4], created_at=r[5]) for r in rows]
+
+    def oldest_age(self) -> float | None:
+        with self._lock:
+            oldest = self._connect().execute("SELECT MIN(created_at) FROM eval_jobs WHERE owner = ?",
+                                             (self.owner,)).fetchone()[0]
+        return None if oldest is None else max(0.0, time.time() - oldest)
+
+    def release(self) -> None:
+        """At a clean exit: leave our unfinished jobs claimable at once by the next process."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.execute("UPDATE eval_owners SET heartbeat = 0 WHERE owner = ?", (self.owner,))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+        with self._maint_lock:
+            if self._maint_conn is not None:
+                self._maint_conn.close()
+                self._maint_conn = None

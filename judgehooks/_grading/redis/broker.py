@@ -1,0 +1,136 @@
+"""The Redis Streams broker (taskiq-redis) with what taskiq-redis leaves out, measured here:
+
+- An idle `RedisStreamBroker` reclaims a dead consumer's messages only after new traffic arrives
+  (its XAUTOCLAIM runs after an XREADGROUP that returned something). Ours reclaims on a timer.
+- Its consumer group starts at "$", so jobs published before the first worker starts are never
+  delivered. Ours starts at "0", created by producers and workers alike.
+- A live worker's slow job would be reclaimed once it is idle for `reclaim_after`; ours touches
+  the messages it holds (XCLAIM JUSTID) so only a dead worker's messages go idle.
+- Acked messages stay in the stream forever; ours deletes them on ack (XACK + XDEL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from redis.asyncio import Redis, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from taskiq import AckableMessage
+from taskiq_redis import RedisStreamBroker
+
+from ..._base.log import log
+from . import check_url
+
+TASK_NAME = "judgehooks.grade"
+STREAM = "judgehooks:grading"
+GROUP = "judgehooks-workers"
+
+
+class StreamMessage(AckableMessage):
+    """A delivery that remembers its stream entry, so the worker can stop touching it."""
+
+    entry_id: str
+
+
+class JudgeStreamBroker(RedisStreamBroker):
+    """taskiq-redis's stream broker, with timed reclaim, keep-alive of held messages and XDEL on ack."""
+
+    def __init__(self, url: str, *, consumer_name: str | None = None, reclaim_after: float = 30.0,
+                 fetch_count: int = 32, max_connections: int = 50) -> None:
+        super().__init__(check_url(url), queue_name=STREAM, consumer_group_name=GROUP, consumer_name=consumer_name,
+                         consumer_id="0", xread_block=int(min(1.0, reclaim_after / 4) * 1000),
+                         idle_timeout=int(reclaim_after * 1000), xread_count=fetch_count,
+                         max_connection_pool_size=max_connections, socket_connect_timeout=5)
+        self.reclaim_after = reclaim_after
+        self.held: set[str] = set()  # entries delivered to this consumer and not yet finished
+        self.reclaimed = 0
+
+    async def _declare_consumer_group(self) -> None:
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            try:
+                await conn.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
+        entry = _text(entry_id)
+        self.held.add(entry)
+        return StreamMessage(data=fields[b"data"], ack=self._acker(entry), entry_id=entry)
+
+    def _acker(self, entry: str) -> Callable[[], Any]:
+        async def ack() -> None:
+            async with Redis(connection_pool=self.connection_pool) as conn:
+                pipe = conn.pipeline(transaction=True)
+                pipe.xack(STREAM, GROUP, entry)
+                pipe.xdel(STREAM, entry)
+                await pipe.execute()
+            self.held.discard(entry)
+
+        return ack
+
+    async def listen(self) -> AsyncGenerator[AckableMessage, None]:
+        """New entries for this consumer; every `reclaim_after / 2` seconds, even when the stream is
+        quiet, also the entries dead consumers left idle for `reclaim_after` seconds."""
+        next_reclaim = 0.0
+        backoff = 0.1
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            while True:
+                try:
+                    reclaimed: list[tuple[Any, Any]] = []
+                    if time.monotonic() >= next_reclaim:
+                        reclaimed = await self._reclaim(conn)
+                        next_reclaim = time.monotonic() + self.reclaim_after / 2
+                    fetched = [] if reclaimed else await conn.xreadgroup(
+                        GROUP, self.consumer_name, {STREAM: ">"}, block=self.block, count=self.count)
+                except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                    # Redis restarting or unreachable: wait and read again; held entries stay pending.
+                    log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
+                                error=str(exc), retry_in_s=backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                backoff = 0.1
+                for entry_id, fields in reclaimed:
+                    yield self._message(entry_id, fields)
+                for _stream, entries in fetched or ():
+                    for entry_id, fields in entries:
+                        yield self._message(entry_id, fields)
+
+    async def _reclaim(self, conn: Redis) -> list[tuple[Any, Any]]:
+        claimed: list[tuple[Any, Any]] = []
+        cursor: Any = "0-0"
+        while True:
+            reply = await conn.xautoclaim(STREAM, GROUP, self.consumer_name, min_idle_time=self.idle_timeout,
+                                          start_id=cursor, count=self.unacknowledged_batch_size)
+            cursor, entries = reply[0], reply[1]
+            # Our own held entries come back too when this loop was busy: they are already being graded.
+            claimed.extend((entry_id, fields) for entry_id, fields in entries
+                           if fields and _text(entry_id) not in self.held)
+            if cursor in (b"0-0", "0-0") or len(claimed) >= self.unacknowledged_batch_size:
+                break
+        if claimed:
+            self.reclaimed += len(claimed)
+            log.info("broker_reclaimed", consumer=self.consumer_name, entries=len(claimed))
+        return claimed
+
+    async def keep_alive(self) -> None:
+        """Reset the idle time of the entries this consumer holds, so no live job is reclaimed."""
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            while True:
+                await asyncio.sleep(self.reclaim_after / 3)
+                held = list(self.held)
+                if held:
+                    try:
+                        await conn.xclaim(STREAM, GROUP, self.consumer_name, min_idle_time=0, message_ids=held,
+                                          justid=True)
+                    except Exception as exc:  # Redis away for a moment: the next beat tries again
+                        log.warning("broker_keep_alive_failed", error_type=type(exc).__name__, error=str(exc))
+
+
+def _text(entry_id: Any) -> str:
+    return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)

@@ -1,0 +1,179 @@
+"""The worker side: taskiq's Receiver, run in this process, grading jobs from the Redis stream.
+
+One job: rebuild (or look up) the evaluator, judge through the same Pipeline as every other path
+(our RetryPolicy retries in-process with backoff, so taskiq's retry delays, which need a scheduler,
+are never used), store idempotently on the deterministic record id, then ack. A job is acked only
+once its record is stored; a worker that dies before that leaves it pending, and a live worker
+reclaims it. Delivery is at least once; the record id makes the store exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from taskiq import Context, TaskiqDepends
+from taskiq.acks import AcknowledgeType
+from taskiq.receiver import Receiver
+
+from ..._base.context import EvalContext, context_from_dict
+from ..._base.log import log
+from ..._base.outcome import Outcome
+from ..._base.record import Mode
+from ..._judges.litellm import load_litellm
+from ...exceptions import JudgehooksError, NotRebuildable, StoreError
+from ...stores import Store
+from ..pipeline import Pipeline
+from .broker import TASK_NAME, JudgeStreamBroker, StreamMessage
+
+#: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
+Rebuild = Callable[..., Any]
+
+
+class EvaluatorUnavailable(JudgehooksError):
+    """A job names an evaluator this worker can neither rebuild nor find among imported ones."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Unavailable:
+    """Stands in for an evaluator the worker cannot build, so its job still ends as one `error`
+    record through the same Pipeline, saying why."""
+
+    evaluator: str
+    why: str
+    mode: Mode = "binary"
+    pass_threshold: float | None = None
+
+    async def assess(self, ctx: EvalContext) -> Outcome:
+        return Outcome(error=EvaluatorUnavailable(self.why))
+
+    def record_metadata(self) -> Mapping[str, Any]:
+        return {}
+
+
+class _Receiver(Receiver):
+    """taskiq's Receiver, remembering its running jobs (to cancel them at the shutdown deadline) and
+    releasing each finished delivery from the broker's keep-alive, acked or not."""
+
+    def __init__(self, broker: JudgeStreamBroker, **kwargs: Any) -> None:
+        super().__init__(broker, **kwargs)
+        self.running: set[asyncio.Task[Any]] = set()
+
+    async def callback(self, message: Any, raise_err: bool = False) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.running.add(task)
+        try:
+            await super().callback(message, raise_err)
+        finally:
+            self.running.discard(task)  # type: ignore[arg-type]
+            if isinstance(message, StreamMessage):
+                self.broker.held.discard(message.entry_id)  # type: ignore[attr-defined]
+
+
+class Worker:
+    """Grades jobs from the stream into `store`, `concurrency` at a time."""
+
+    def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
+                 shutdown_timeout: float = 30.0, evaluators: Mapping[str, Any] | None = None,
+                 consumer_name: str | None = None, rebuild: Rebuild | None = None) -> None:
+        self.store = store
+        self.concurrency = concurrency
+        self.shutdown_timeout = shutdown_timeout
+        # None: only imported evaluators grade (jobs cannot pick a judge endpoint). Else how a job's
+        # spec becomes an evaluator; the CLI passes `judgehooks resume`'s rule.
+        self.rebuild = rebuild
+        self.consumer_name = consumer_name or f"{socket.gethostname()}:{os.getpid()}"
+        self.broker = JudgeStreamBroker(broker_url, consumer_name=self.consumer_name, reclaim_after=reclaim_after,
+                                        fetch_count=concurrency, max_connections=concurrency + 8)
+        self.broker.is_worker_process = True
+
+        async def grade(job: str, context: Context = TaskiqDepends()) -> None:
+            await self.grade(job, context)
+
+        self.broker.register_task(grade, task_name=TASK_NAME)  # taskiq renames the function: not a method
+        # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`.
+        self._pipelines: dict[str, Pipeline] = {
+            name: dataclasses.replace(ev._pipeline, store=store) for name, ev in (evaluators or {}).items()}
+        self.counts = {"graded": 0, "unavailable": 0, "bad": 0, "store_failed": 0}
+
+    def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
+        """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
+        `judgehooks resume`'s rule, else one whose every record is an EvaluatorUnavailable error."""
+        key = f"{evaluator}\x1f{spec_text}"
+        found = self._pipelines.get(evaluator) or self._pipelines.get(key)
+        if found is not None:
+            return found
+        if self.rebuild is None:
+            why = (f"evaluator {evaluator!r} is not among this worker's imported evaluators and the worker runs "
+                   f"with --imported-only: add --import <module that defines it>")
+        else:
+            try:
+                # spill=False: if the store is down the job stays unacked for a worker that can store it,
+                # rather than waiting in a file on this worker's disk.
+                built = self.rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
+                                     run_in_background=False, spill=False)
+                self._pipelines[key] = built._pipeline
+                return built._pipeline
+            except NotRebuildable as exc:
+                why = (f"evaluator {evaluator!r} cannot be rebuilt from its job spec: {exc}; start the worker "
+                       f"with --import <module that defines it>")
+            except Exception as exc:  # settings this version cannot build: still one record, saying why
+                why = (f"evaluator {evaluator!r} could not be rebuilt from its job spec: {type(exc).__name__}: "
+                       f"{exc}; start the worker with --import <module that defines it>")
+        return Pipeline(evaluator=_Unavailable(evaluator, why), store=self.store)  # not cached: a fix may follow
+
+    async def grade(self, job: str, context: Context) -> None:
+        """The taskiq task: one job in, one stored record out, then the ack."""
+        try:
+            data = json.loads(job)
+            ctx = context_from_dict(data["context"])
+            evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
+        except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the log
+            self.counts["bad"] += 1
+            log.error("worker_bad_job", error_type=type(exc).__name__, error=str(exc), job=str(job)[:4000])
+            await context.ack()
+            return
+        pipeline = self._pipeline(evaluator, data.get("spec"))
+        if isinstance(pipeline.evaluator, _Unavailable):
+            self.counts["unavailable"] += 1
+        try:
+            await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
+        except StoreError:  # logged with the record; unacked, so it is reclaimed and graded again
+            self.counts["store_failed"] += 1
+            return
+        self.counts["graded"] += 1
+        await context.ack()
+
+    async def serve(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
+        """Grade until `stop` is set; then take nothing new, give running jobs `shutdown_timeout`
+        seconds, and cancel the rest (unacked: another worker reclaims them)."""
+        receiver = _Receiver(self.broker, max_async_tasks=self.concurrency, max_prefetch=0, run_startup=False,
+                             ack_type=AcknowledgeType.MANUAL, wait_tasks_timeout=self.shutdown_timeout,
+                             propagate_exceptions=False)
+        # litellm's import takes seconds: off the loop and before the first job, or it stalls them all.
+        await asyncio.to_thread(load_litellm)
+        await self.broker.startup()  # connects, and creates the stream and group if this is the first worker
+        if ready is not None:
+            ready()
+        keep_alive = asyncio.create_task(self.broker.keep_alive())
+        try:
+            await receiver.listen(stop)
+        finally:
+            keep_alive.cancel()
+            left = list(receiver.running)
+            for task in left:
+                task.cancel()
+            await asyncio.gather(keep_alive, *left, return_exceptions=True)
+            if left:
+                log.warning("worker_left_jobs_pending", consumer=self.consumer_name, jobs=len(left),
+                            note="unacked: reclaimed by a live worker")
+            try:
+                await asyncio.wait_for(self.broker.shutdown(), 5)
+            except Exception:
+                log.exception("broker_shutdown_failed")

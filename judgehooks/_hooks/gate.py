@@ -1,0 +1,152 @@
+"""Quality gates: a failed verdict blocks the answer, optionally after re-running the agent to repair it.
+
+A gate works inline only: it must have the verdict before agno hands the run back. On a failed
+verdict it replaces the run's content with a fallback message and raises agno's `OutputCheckError`,
+so the run's status is `error` (agno itself replaces the content only when it is None, so without
+this the rejected answer would still reach the caller).
+
+Repair (``repair=k``) first re-runs the agent or team up to k times with the judge's reason as
+guidance. Each attempt is a separate agno run in the same session, graded into its own record whose
+metadata names the attempt and the original run; the first attempt that is not failed supplies the
+content the caller sees. A ContextVar keeps the re-run's own post hook from grading or repairing it
+again (the repair loop grades it).
+
+Streaming: text already streamed cannot be taken back. A blocked stream ends with agno's
+`RunErrorEvent` whose content is the fallback, and no `RunCompletedEvent`; a repaired stream ends
+with a `RunCompletedEvent` (and run output) carrying the repaired answer after the rejected text.
+
+Judge errors and skipped evaluations never block (fail open): an `error` record is not a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+
+from .._base.context import EvalContext, render_content
+from .._base.log import log
+from .._base.record import EvalRecord
+from .._runtime import runtime
+
+DEFAULT_FALLBACK = "Sorry, I can't give a reliable answer to that right now. Please try again or rephrase."
+
+REPAIR_PROMPT = ("{input}\n\nA reviewer rejected the previous answer to this request, for this reason: {reason}\n"
+                 "Answer the request again, fixing that.")
+
+# (gate id, agent/team id) pairs whose repair loop is running in this context: their re-runs'
+# own post hooks step aside. Keyed by owner so a team's re-run still grades its members.
+_REPAIRING: ContextVar[frozenset[tuple[int, int]]] = ContextVar("judgehooks_repairing", default=frozenset())
+
+Grade = Callable[[EvalContext], Awaitable[EvalRecord | None]]
+Snapshot = Callable[[Any], EvalContext]
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A gate's settings: the message shown instead of a failed answer, and repair attempts."""
+
+    fallback: str = DEFAULT_FALLBACK
+    repair: int = 0
+
+    @classmethod
+    def configure(cls, *, gate: Any, fallback: Any, repair: Any, run_in_background: bool) -> Gate | None:
+        """Validate the evaluator's gate settings; None when neither gate nor repair is asked for."""
+        if not isinstance(gate, bool):
+            raise TypeError(f"gate must be True or False, got {gate!r}")
+        if isinstance(repair, bool) or not isinstance(repair, int) or repair < 0:
+            raise ValueError(f"repair must be an integer >= 0 (re-runs before the gate blocks), got {repair!r}")
+        if not isinstance(fallback, str) or not fallback.strip():
+            raise ValueError(f"fallback must be a non-empty string shown instead of a failed answer, got {fallback!r}")
+        if not gate and repair == 0:
+            return None
+        if run_in_background:
+            raise ValueError("gate=True and repair=N need the verdict before the run returns, so they work inline "
+                             "only: use them with run_in_background=False")
+        return cls(fallback=fallback, repair=repair)
+
+    def stands_aside(self, owner: Any) -> bool:
+        """True inside this gate's own re-run of `owner`: the repair loop grades that run itself."""
+        return (id(self), id(owner)) in _REPAIRING.get()
+
+    async def enforce(self, record: EvalRecord | None, run_output: Any, owner: Any, snapshot: Snapshot,
+                      grade: Grade, on_loop: bool) -> None:
+        """After the verdict: pass on anything but `failed`; else try repairs, then block.
+
+        `on_loop` says we run on the judgehooks loop (the sync hook): re-run with `owner.run` on a
+        worker thread and grade directly. Otherwise we run on the caller's loop (the async hook):
+        re-run with `owner.arun` and grade on the judgehooks loop."""
+        if record is None or record.status != "failed":
+            return
+        last = record
+        if self.repair:
+            token = _REPAIRING.set(_REPAIRING.get() | {(id(self), id(owner))})
+            try:
+                for attempt in range(1, self.repair + 1):
+                    outcome = await self._attempt(record, last, attempt, run_output, owner, snapshot, grade, on_loop)
+                    if outcome is None:
+                        break
+                    last, content = outcome
+                    if last.status != "failed":  # passed, or a judge error: never counted as a failure
+                        _show(run_output, content)
+                        log.info("gate_repaired", evaluator=record.evaluator, run_id=record.run_id,
+                                 attempt=attempt, attempt_run_id=last.run_id, status=last.status)
+                        return
+            finally:
+                _REPAIRING.reset(token)
+        self.block(run_output, record, last)
+
+    async def _attempt(self, original: EvalRecord, last: EvalRecord, attempt: int, run_output: Any, owner: Any,
+                       snapshot: Snapshot, grade: Grade, on_loop: bool) -> tuple[EvalRecord, Any] | None:
+        """One re-run with the last reason as guidance, graded; None if the re-run itself failed."""
+        prompt = REPAIR_PROMPT.format(input=original.input, reason=last.reason or "it did not meet the criteria")
+        metadata = {**(getattr(run_output, "metadata", None) or {}), "judgehooks_repair_of": original.run_id,
+                    "judgehooks_repair_attempt": attempt, "judgehooks_evaluator": original.evaluator}
+        kwargs = {"session_id": original.session_id, "user_id": original.user_id, "metadata": metadata,
+                  "stream": False}
+        try:
+            if on_loop:
+                output = await anyio.to_thread.run_sync(partial(owner.run, prompt, **kwargs))
+            else:
+                output = await owner.arun(prompt, **kwargs)
+        except Exception as exc:
+            log.warning("repair_run_failed", evaluator=original.evaluator, run_id=original.run_id, attempt=attempt,
+                        error_type=type(exc).__name__, error=str(exc))
+            return None
+        from agno.run.base import RunStatus
+
+        if getattr(output, "status", None) == RunStatus.error or output.content is None:
+            log.warning("repair_run_failed", evaluator=original.evaluator, run_id=original.run_id, attempt=attempt,
+                        error_type="RunError", error=str(output.content))
+            return None
+        ctx = snapshot(output)
+        if on_loop:
+            attempt_record = await grade(ctx)
+        else:
+            attempt_record = await runtime.wait(runtime.submit(grade, ctx))
+        return (attempt_record, output.content) if attempt_record is not None else None
+
+    def block(self, run_output: Any, record: EvalRecord, last: EvalRecord) -> None:
+        """Show the fallback instead of the failed answer and make agno end the run as an error."""
+        from agno.exceptions import OutputCheckError
+
+        _show(run_output, self.fallback)
+        log.info("gate_blocked", evaluator=record.evaluator, run_id=record.run_id, record_id=last.id,
+                 score=last.score, reason=last.reason, repairs=self.repair)
+        raise OutputCheckError(self.fallback, additional_data={
+            "evaluator": record.evaluator, "record_id": last.id, "run_id": record.run_id, "score": last.score,
+            "reason": last.reason, "repair_attempts": self.repair})
+
+
+def _show(run_output: Any, content: Any) -> None:
+    """Make `content` what the caller gets and what the session remembers the assistant said: the run's
+    content and its last assistant message (history sent to the model on later turns)."""
+    run_output.content = content
+    for message in reversed(getattr(run_output, "messages", None) or ()):
+        if getattr(message, "role", None) == "assistant":
+            message.content = render_content(content)
+            return

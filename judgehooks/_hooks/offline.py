@@ -1,0 +1,87 @@
+"""Offline grading: `run()` / `arun()` over one input/output pair or a batch of cases.
+
+The same pipeline as live runs, many contexts at once (bounded), with agno-shaped results whose
+statistics count only graded cases: errors are reported beside the pass rate, never inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._base.context import EvalContext, render_content
+from .._base.log import log
+from .._base.record import EvalRecord
+from .._base.result import AgentAsJudgeResult
+from .._grading.pipeline import Pipeline
+from ..exceptions import StoreError
+
+
+def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
+             expected_output: str | None) -> list[EvalContext]:
+    """The contexts to grade: one pair, or every case (dicts with input, output, expected_output)."""
+    single = input is not None or output is not None
+    if single and cases is not None:
+        raise ValueError("provide either input and output, or cases, not both")
+    if not single and cases is None:
+        raise ValueError("provide input and output, or cases=[{'input': ..., 'output': ...}, ...]")
+    if single:
+        if input is None or output is None:
+            raise ValueError("both input and output are required to grade a single case")
+        cases = [{"input": input, "output": output, "expected_output": expected_output}]
+    assert cases is not None
+    if len(cases) == 0:
+        raise ValueError("cases is empty: nothing to grade")
+    run_id = str(uuid.uuid4())
+    found = []
+    for i, case in enumerate(cases):
+        if not isinstance(case, Mapping) or "input" not in case or "output" not in case:
+            raise ValueError(f"cases[{i}] must be a mapping with 'input' and 'output', got {case!r:.120}")
+        expected = case.get("expected_output", case.get("expected"))
+        found.append(EvalContext(
+            input=render_content(case["input"]), output=render_content(case["output"]),
+            expected=None if expected is None else render_content(expected),
+            run_id=run_id, case_index=i, metadata=dict(case.get("metadata") or {})))
+    return found
+
+
+async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int, *, name: str,
+                print_summary: bool = False, print_results: bool = False,
+                save_to: str | None = None) -> AgentAsJudgeResult:
+    """Grade every context, at most `limit` at once. Raises StoreError (with `.result`) only after
+    every case is graded, if the store could not take the records."""
+    outcomes = await pipeline.evaluate_many(contexts, limit)
+    records: list[EvalRecord] = []
+    store_errors: list[StoreError] = []
+    for outcome in outcomes:
+        if isinstance(outcome, StoreError):
+            store_errors.append(outcome)
+            records.extend(outcome.records)
+        else:
+            records.append(outcome)  # type: ignore[arg-type]
+    result = AgentAsJudgeResult(run_id=contexts[0].run_id or "", records=records)
+    if print_results:
+        result.print_results()
+    if print_summary:
+        result.print_summary()
+    if save_to:
+        save(result, save_to, name)
+    if store_errors:
+        error = StoreError(f"{len(store_errors)} of {len(records)} record(s) were not stored: {store_errors[0]}")
+        error.records = [r for e in store_errors for r in e.records]
+        error.result = result  # type: ignore[attr-defined]
+        raise error
+    return result
+
+
+def save(result: AgentAsJudgeResult, template: str, name: str) -> None:
+    """Write the batch's results as JSON to `template` ({name} and {run_id} are filled in)."""
+    path = Path(template.format(name=name, run_id=result.run_id))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"run_id": result.run_id, "pass_rate": result.pass_rate, "error_count": result.error_count,
+               "avg_score": result.avg_score, "records": [r.model_dump(mode="json") for r in result.records]}
+    path.write_text(json.dumps(payload, indent=2))
+    log.info("results_saved", path=str(path), records=len(result.records))

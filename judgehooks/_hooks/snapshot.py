@@ -1,0 +1,82 @@
+"""The snapshot of a live agno run that every evaluator reads (never agno's RunOutput itself)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._base.context import EvalContext, RunUsage, ToolCall, render_content
+
+
+def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
+    """Every tool call of the run in the order made. In a team run a member's calls follow the
+    leader's call that delegated to it (agno's k-th member response answers the k-th
+    `delegate_task_to_member`; `delegate_task_to_members` reaches all the rest)."""
+    calls: list[ToolCall] = []
+
+    def collect(output: Any) -> None:
+        agent_id = getattr(output, "agent_id", None)
+        members = list(getattr(output, "member_responses", None) or ())
+        for tool in getattr(output, "tools", None) or ():
+            calls.append(ToolCall(
+                name=tool.tool_name or "", arguments=dict(tool.tool_args or {}),
+                result=None if tool.result is None else str(tool.result),
+                error=bool(tool.tool_call_error), agent_id=agent_id))
+            if tool.tool_name == "delegate_task_to_member" and members:
+                collect(members.pop(0))
+            elif tool.tool_name == "delegate_task_to_members":
+                while members:
+                    collect(members.pop(0))
+        for member in members:
+            collect(member)
+
+    collect(run_output)
+    return tuple(calls)
+
+
+def _usage(run_output: Any) -> RunUsage | None:
+    metrics = getattr(run_output, "metrics", None)
+    if metrics is None:
+        return None
+    seconds = metrics.duration
+    if seconds is None and metrics.timer is not None and metrics.timer.start_time is not None:
+        seconds = metrics.timer.elapsed
+    return RunUsage(latency_ms=None if seconds is None else round(seconds * 1000, 3),
+                    input_tokens=metrics.input_tokens, output_tokens=metrics.output_tokens,
+                    total_tokens=metrics.total_tokens, cost_usd=metrics.cost)
+
+
+def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
+                 metadata: Mapping[str, Any] | None = None, with_tools: bool = False) -> EvalContext:
+    """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run."""
+    is_team = hasattr(run_output, "team_id") and not hasattr(run_output, "agent_id")
+    run_input = getattr(run_output, "input", None)
+    status = getattr(run_output, "status", None)
+    merged: dict[str, Any] = dict(getattr(run_output, "metadata", None) or {})
+    merged.update(metadata or {})
+    if is_team:
+        agent_id = agent_name = None
+        team_id = getattr(run_output, "team_id", None) or getattr(team, "id", None)
+        team_name = getattr(run_output, "team_name", None) or getattr(team, "name", None)
+    else:
+        agent_id = run_output.agent_id or getattr(agent, "id", None)
+        agent_name = run_output.agent_name or getattr(agent, "name", None)
+        # A member agent's run inside a team carries the team in its parent context.
+        team_id = getattr(run_output, "team_id", None) or getattr(agent, "team_id", None)
+        team_name = None
+    return EvalContext(
+        input=run_input.input_content_string() if run_input is not None else "",
+        output=render_content(run_output.content),
+        run_id=run_output.run_id,
+        session_id=run_output.session_id,
+        user_id=user_id or run_output.user_id,
+        agent_id=agent_id,
+        agent_name=agent_name,
+        team_id=team_id,
+        team_name=team_name,
+        expected=None if merged.get("expected") is None else render_content(merged["expected"]),
+        tool_calls=_tool_calls(run_output) if with_tools else (),
+        run_status=getattr(status, "value", status),
+        usage=_usage(run_output),
+        metadata=merged,
+    )

@@ -1,0 +1,83 @@
+"""Judges: the seam between an evaluator and the model that grades.
+
+A Judge is anything with ``async complete(request) -> JudgeReply``. `LiteLLMJudge` (any litellm
+model string, the default) and `AgnoJudge` (an agno Model or evaluator Agent) ship here; `FakeJudge`
+in `judgehooks.testing`. Judges make ONE attempt: the retry policy lives in the core, so there are
+no hidden SDK retries on top of ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..exceptions import MalformedVerdict
+from .prompt import JudgeRequest
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReply:
+    text: str
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """One call to a grading model. Raise on failure; the core decides whether to retry."""
+
+    model: str
+
+    async def complete(self, request: JudgeRequest) -> JudgeReply: ...
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+_RETRYABLE_NAMES = frozenset({
+    "JudgeProcessDied", "Timeout", "APITimeoutError", "APIConnectionError", "RateLimitError", "InternalServerError",
+    "ServiceUnavailableError", "BadGatewayError", "ConnectError", "ReadTimeout", "RemoteProtocolError"})
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 5xx, timeouts, connection errors and unreadable replies are worth another attempt."""
+    if isinstance(exc, MalformedVerdict):
+        return True
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    name = error_name(exc)
+    if name in _RETRYABLE_NAMES:
+        return True
+    status = _status_of(exc)
+    return status is not None and (status == 429 or status >= 500)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The server's Retry-After, when the error carries one (seconds form only)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or getattr(exc, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def error_name(exc: BaseException) -> str:
+    """A stable error_type: the exception's class name (litellm's names are informative), or the
+    original's name for an error raised in the judge process."""
+    return getattr(exc, "remote_type", None) or type(exc).__name__
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc) or repr(exc)
+    return text if len(text) <= 500 else text[:497] + "..."
+

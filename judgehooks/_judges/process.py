@@ -1,0 +1,184 @@
+"""Judge calls in a helper process, so litellm's client CPU never holds the caller's GIL.
+
+litellm spends ~3-5 ms of CPU per call. In-process, that CPU competes for the GIL with the
+application's own threads (an agent's `run()` waits up to a GIL switch interval, 5 ms, behind it)
+and caps grading at one core. `ProcessJudge` sends each request to a child process
+(`python -m judgehooks._judges.worker`, a clean interpreter: nothing of the parent's `__main__` is
+re-run) over pipes as JSON lines; the child runs a `LiteLLMJudge` on its own event loop with
+many calls in flight. The parent keeps everything else: records, stores, callbacks.
+
+Errors cross the pipe as values (type name, status code, Retry-After, message) and come back as
+`RemoteJudgeError`, which the retry policy reads like the original. If the child dies, pending
+calls fail as retryable errors and the next call starts a new child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from .._base.log import log
+from .._runtime import runtime
+from .base import JudgeReply
+from .litellm import LiteLLMJudge
+from .prompt import JudgeRequest
+
+
+class RemoteJudgeError(Exception):
+    """A judge failure raised in the judge process; keeps the original's type name and status."""
+
+    def __init__(self, remote_type: str, message: str, status_code: int | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.remote_type = remote_type
+        self.status_code = status_code
+        self.headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+
+
+class _Child:
+    """One judge process and the calls waiting on it."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True")}
+        self.proc = subprocess.Popen([sys.executable, "-m", "judgehooks._judges.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((json.dumps(config) + "\n").encode())
+        self._write_lock = threading.Lock()
+        self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+        self.alive = True
+        threading.Thread(target=self._read, name="judgehooks-judgeproc-reader", daemon=True).start()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def send(self, payload: dict[str, Any]) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if not self.alive:  # died between choosing it and now: fail now, not at the timeout
+            future.set_result({"error": {"type": "JudgeProcessDied", "message": "judge process is gone",
+                                         "status": 503}})
+            return future
+        call_id = next(self._ids)
+        with self._lock:
+            self._pending[call_id] = (loop, future)
+        line = (json.dumps({"id": call_id, **payload}) + "\n").encode()
+        try:
+            with self._write_lock:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(line)
+        except (BrokenPipeError, OSError) as exc:
+            self._fail_all(f"judge process is gone: {exc}")
+        return future
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                reply = json.loads(raw)
+                reply["id"]
+            except (ValueError, KeyError, TypeError):
+                log.warning("judge_process_bad_line", line=raw[:200].decode("utf-8", "replace"))
+                continue
+            with self._lock:
+                waiter = self._pending.pop(reply["id"], None)
+            if waiter is not None:
+                loop, future = waiter
+                loop.call_soon_threadsafe(_resolve, future, reply)
+        self._fail_all(f"judge process exited with code {self.proc.wait()}")
+
+    def _fail_all(self, message: str) -> None:
+        self.alive = False
+        with self._lock:
+            waiters, self._pending = list(self._pending.values()), {}
+        for loop, future in waiters:
+            error = {"type": "JudgeProcessDied", "message": message, "status": 503}
+            loop.call_soon_threadsafe(_resolve, future, {"error": error})
+
+    def close(self) -> None:
+        self.alive = False
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+
+
+def _resolve(future: asyncio.Future[Any], reply: dict[str, Any]) -> None:
+    if not future.done():
+        future.set_result(reply)
+
+
+_children: dict[str, list[_Child]] = {}
+_children_lock = threading.Lock()
+
+
+def _child_for(config: dict[str, Any], processes: int) -> _Child:
+    """Up to `processes` judge processes per distinct judge configuration, shared by every evaluator
+    using it; each call goes to the one with the fewest calls in flight."""
+    key = json.dumps(config, sort_keys=True, default=str)
+    with _children_lock:
+        pool = [child for child in _children.get(key, []) if child.alive]
+        if len(pool) < processes:
+            idle = [child for child in pool if not child.in_flight]
+            if not idle:
+                pool.append(_Child(config))
+        _children[key] = pool
+        return min(pool, key=lambda child: child.in_flight)
+
+
+def close_all() -> None:
+    """Stop every judge process (their stdin closes; each finishes its in-flight calls and exits)."""
+    with _children_lock:
+        children = [child for pool in _children.values() for child in pool]
+        _children.clear()
+    for child in children:
+        child.close()
+
+
+_orphans: list[Any] = []
+
+
+def _forget_after_fork() -> None:
+    """In a forked child the parent's judge processes and their reader threads are not ours; they
+    stay referenced so collecting them does not close the parent's pipes."""
+    _orphans.append(dict(_children))
+    _children.clear()
+
+
+runtime.add_closer(close_all, order=2)  # at exit, after stores have closed
+runtime.on_fork(_forget_after_fork)
+
+
+class ProcessJudge:
+    """A `LiteLLMJudge` that runs in a helper process. Same settings, same results."""
+
+    def __init__(self, judge: LiteLLMJudge, processes: int = 1) -> None:
+        self.model = judge.model
+        self.processes = processes
+        self._config = {"model": judge.model, "structured_output": judge.structured_output,
+                        "kwargs": judge.call_kwargs}
+
+    def _ensure(self) -> _Child:
+        return _child_for(self._config, self.processes)
+
+    def warm_up(self) -> None:
+        self._ensure()
+
+    async def complete(self, request: JudgeRequest) -> JudgeReply:
+        reply = await self._ensure().send({"messages": list(request.messages), "mode": request.mode})
+        error = reply.get("error")
+        if error is not None:
+            raise RemoteJudgeError(error["type"], error["message"], error.get("status"), error.get("retry_after"))
+        return JudgeReply(text=reply["text"], model=reply.get("model"), prompt_tokens=reply.get("prompt_tokens"),
+                          completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"))
