@@ -66,6 +66,8 @@ class HookSettings:
         if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
             raise TypeError(f"store must implement judgehooks.stores.Store (write, query), "
                             f"got {type(self.store).__name__}")
+        if self.db is not None:
+            AgnoDbStore(self.db)  # refuses, by name, a db that cannot hold agno eval runs
         Sampler.validate(self.sample_rate, self.when)
         check_number("max_concurrency", self.max_concurrency, minimum=1, allow_equal=True, integer=True)
         check_number("max_queue", self.max_queue, minimum=1, allow_equal=True, integer=True)
