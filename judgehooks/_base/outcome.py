@@ -7,9 +7,12 @@ agno `Score`. Anything else is an error outcome naming the evaluator and the typ
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
+
+import anyio.to_thread
 
 from ..exceptions import BadOutcome
 
@@ -101,3 +104,28 @@ def to_outcome(value: Any, *, evaluator: str, threshold: float | None) -> Outcom
     if outcome.passed is None:
         raise BadOutcome(f"evaluator {evaluator!r} returned neither passed nor score")
     return outcome
+
+
+class Runnable(Protocol):
+    """What `run_evaluator` needs: a name for messages, a threshold for bare scores, `evaluate`."""
+
+    @property
+    def evaluator_name(self) -> str: ...
+
+    @property
+    def pass_threshold(self) -> float | None: ...
+
+    def evaluate(self, ctx: Any) -> Any: ...
+
+
+async def run_evaluator(evaluator: Runnable, ctx: Any) -> Outcome:
+    """Run `evaluator.evaluate(ctx)` (awaited if async, else on a worker thread) and read its
+    result. Never raises: an exception, or a return value that is no verdict, is an error outcome."""
+    try:
+        if inspect.iscoroutinefunction(evaluator.evaluate):
+            value = await evaluator.evaluate(ctx)
+        else:
+            value = await anyio.to_thread.run_sync(evaluator.evaluate, ctx)
+        return to_outcome(value, evaluator=evaluator.evaluator_name, threshold=evaluator.pass_threshold)
+    except Exception as exc:
+        return Outcome(error=exc)

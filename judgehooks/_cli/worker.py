@@ -57,7 +57,7 @@ def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
         if not evaluators:
             raise CommandError(f"worker: --import {name}: the module defines no judgehooks evaluator at module level",
                                code=2)
-        found.update((ev.evaluator, ev) for ev in evaluators)
+        found.update((ev.evaluator_name, ev) for ev in evaluators)
     return found
 
 

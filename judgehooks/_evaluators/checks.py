@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,13 +26,21 @@ from .base import Evaluator
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
+@dataclass(eq=False)
 class Regex(Evaluator):
     """Passes when the output matches ``pattern`` (searched anywhere), or, with
     ``must_match=False``, when it does not. ``flags`` is letters: i, m, s, x."""
 
+    pattern: str
+    _: KW_ONLY
+    flags: str = ""
+    must_match: bool = True
+    regex: re.Pattern[str] = field(init=False, repr=False)
+
     needs_tools = False
 
-    def __init__(self, pattern: str, *, flags: str = "", must_match: bool = True, **hook: Any) -> None:
+    def __post_init__(self) -> None:
+        pattern, flags = self.pattern, self.flags
         if not isinstance(pattern, str) or not pattern:
             raise ValueError(f"pattern must be a non-empty regular expression string, got {pattern!r}")
         unknown = set(flags) - set(_FLAGS) if isinstance(flags, str) else {flags}
@@ -41,9 +50,7 @@ class Regex(Evaluator):
             self.regex = re.compile(pattern, sum(_FLAGS[f] for f in set(flags)))
         except re.error as exc:
             raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        self.must_match = bool(must_match)
-        self._rebuild = {"pattern": pattern, "flags": flags, "must_match": self.must_match}
-        super().__init__(**hook)
+        self.must_match = bool(self.must_match)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         found = self.regex.search(ctx.output)
@@ -61,20 +68,22 @@ def _present(values: Sequence[str], output: str, case_sensitive: bool) -> list[s
     return [v for v in values if _fold(v, case_sensitive) in text]
 
 
+@dataclass(eq=False)
 class Contains(Evaluator):
     """Passes when the output contains every one of ``values`` (``require="all"``) or at least one
     (``require="any"``)."""
 
+    values: str | Sequence[str]
+    _: KW_ONLY
+    require: str = "all"
+    case_sensitive: bool = True
+
     needs_tools = False
 
-    def __init__(self, values: str | Sequence[str], *, require: str = "all", case_sensitive: bool = True,
-                 **hook: Any) -> None:
-        self.values = check_strings("values", values)
-        check_choice("require", require, ("all", "any"))
-        self.require = require
-        self.case_sensitive = bool(case_sensitive)
-        self._rebuild = {"values": list(self.values), "require": require, "case_sensitive": self.case_sensitive}
-        super().__init__(**hook)
+    def __post_init__(self) -> None:
+        self.values = check_strings("values", self.values)
+        check_choice("require", self.require, ("all", "any"))
+        self.case_sensitive = bool(self.case_sensitive)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         present = _present(self.values, ctx.output, self.case_sensitive)
@@ -84,16 +93,19 @@ class Contains(Evaluator):
         return Outcome(passed=passed, reason=reason, details={"present": present, "missing": missing})
 
 
+@dataclass(eq=False)
 class NotContains(Evaluator):
     """Passes when the output contains none of ``values``."""
 
+    values: str | Sequence[str]
+    _: KW_ONLY
+    case_sensitive: bool = True
+
     needs_tools = False
 
-    def __init__(self, values: str | Sequence[str], *, case_sensitive: bool = True, **hook: Any) -> None:
-        self.values = check_strings("values", values)
-        self.case_sensitive = bool(case_sensitive)
-        self._rebuild = {"values": list(self.values), "case_sensitive": self.case_sensitive}
-        super().__init__(**hook)
+    def __post_init__(self) -> None:
+        self.values = check_strings("values", self.values)
+        self.case_sensitive = bool(self.case_sensitive)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         present = _present(self.values, ctx.output, self.case_sensitive)
@@ -110,51 +122,55 @@ def expected_for(ctx: EvalContext, expected: str | None, evaluator: str) -> str:
     return value
 
 
+@dataclass(eq=False)
 class ExactMatch(Evaluator):
     """Passes when the output equals the expected value (``expected=`` or the run's expected),
     after stripping surrounding whitespace unless ``strip=False``."""
 
+    expected: str | None = None
+    _: KW_ONLY
+    strip: bool = True
+    case_sensitive: bool = True
+
     needs_tools = False
 
-    def __init__(self, expected: str | None = None, *, strip: bool = True, case_sensitive: bool = True,
-                 **hook: Any) -> None:
-        if expected is not None and not isinstance(expected, str):
+    def __post_init__(self) -> None:
+        if self.expected is not None and not isinstance(self.expected, str):
             raise TypeError(f"expected must be a string or None (then the run's expected value is used), "
-                            f"got {type(expected).__name__}")
-        self.expected = expected
-        self.strip = bool(strip)
-        self.case_sensitive = bool(case_sensitive)
-        self._rebuild = {"expected": expected, "strip": self.strip, "case_sensitive": self.case_sensitive}
-        super().__init__(**hook)
+                            f"got {type(self.expected).__name__}")
+        self.strip = bool(self.strip)
+        self.case_sensitive = bool(self.case_sensitive)
 
     def _norm(self, text: str) -> str:
         return _fold(text.strip() if self.strip else text, self.case_sensitive)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        expected = expected_for(ctx, self.expected, self.evaluator)
+        expected = expected_for(ctx, self.expected, self.evaluator_name)
         passed = self._norm(ctx.output) == self._norm(expected)
         return Outcome(passed=passed, reason="equal" if passed else f"expected {expected[:80]!r}",
                        details={"expected": expected})
 
 
+@dataclass(eq=False)
 class LabelMatch(Evaluator):
     """Reads a label from the output (the first of ``labels`` to appear as a whole word) and
     passes when it is the expected label (``expected=`` or the run's expected)."""
 
+    labels: Sequence[str]
+    _: KW_ONLY
+    expected: str | None = None
+    case_sensitive: bool = False
+
     needs_tools = False
 
-    def __init__(self, labels: Sequence[str], *, expected: str | None = None, case_sensitive: bool = False,
-                 **hook: Any) -> None:
-        self.labels = check_strings("labels", labels)
-        self.case_sensitive = bool(case_sensitive)
-        if expected is not None and self._canonical(expected) is None:
-            raise ValueError(f"expected must be one of labels {list(self.labels)}, got {expected!r}")
-        self.expected = expected
-        flags = 0 if case_sensitive else re.IGNORECASE
+    def __post_init__(self) -> None:
+        self.labels = check_strings("labels", self.labels)
+        self.case_sensitive = bool(self.case_sensitive)
+        if self.expected is not None and self._canonical(self.expected) is None:
+            raise ValueError(f"expected must be one of labels {list(self.labels)}, got {self.expected!r}")
+        flags = 0 if self.case_sensitive else re.IGNORECASE
         alternatives = "|".join(re.escape(label) for label in sorted(self.labels, key=len, reverse=True))
         self._finder = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", flags)
-        self._rebuild = {"labels": list(self.labels), "expected": expected, "case_sensitive": self.case_sensitive}
-        super().__init__(**hook)
 
     def _canonical(self, text: str) -> str | None:
         for label in self.labels:
@@ -163,10 +179,10 @@ class LabelMatch(Evaluator):
         return None
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        expected_text = expected_for(ctx, self.expected, self.evaluator)
+        expected_text = expected_for(ctx, self.expected, self.evaluator_name)
         expected = self._canonical(expected_text)
         if expected is None:
-            raise ValueError(f"{self.evaluator}: the run's expected value {expected_text!r} is not one of the "
+            raise ValueError(f"{self.evaluator_name}: the run's expected value {expected_text!r} is not one of the "
                              f"labels {list(self.labels)}")
         found = self._finder.search(ctx.output)
         label = self._canonical(found.group(0)) if found else None
@@ -181,14 +197,11 @@ def _parse(text: str) -> tuple[Any, str | None]:
         return None, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
 
 
+@dataclass(eq=False)
 class IsJSON(Evaluator):
     """Passes when the whole output (surrounding whitespace aside) parses as JSON."""
 
     needs_tools = False
-
-    def __init__(self, **hook: Any) -> None:
-        self._rebuild = {}
-        super().__init__(**hook)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         _, problem = _parse(ctx.output.strip())
@@ -203,12 +216,16 @@ def _jsonschema() -> Any:
     return jsonschema
 
 
+@dataclass(eq=False)
 class JSONSchema(Evaluator):
     """Passes when the output is JSON valid against ``schema`` (checked at construction)."""
 
+    schema: dict[str, Any]
+
     needs_tools = False
 
-    def __init__(self, schema: dict[str, Any], **hook: Any) -> None:
+    def __post_init__(self) -> None:
+        schema = self.schema
         if not isinstance(schema, dict):
             raise TypeError(f"schema must be a JSON schema dict, got {type(schema).__name__}")
         jsonschema = _jsonschema()
@@ -218,10 +235,7 @@ class JSONSchema(Evaluator):
         except jsonschema.SchemaError as exc:
             raise ValueError(f"schema is not a valid JSON schema: {exc.message} "
                              f"(at {'/'.join(map(str, exc.path)) or 'the root'})") from None
-        self.schema = schema
         self._validator = validator_class(schema)
-        self._rebuild = {"schema": schema}
-        super().__init__(**hook)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         data, problem = _parse(ctx.output.strip())
@@ -233,19 +247,22 @@ class JSONSchema(Evaluator):
                        details={"errors": found})
 
 
+@dataclass(eq=False)
 class MatchesModel(Evaluator):
     """Passes when the output validates as the pydantic ``model`` (parsed from JSON).
 
     Built from user code: `judgehooks resume` needs ``--import`` with the module that makes it."""
 
+    model: type
+
     needs_tools = False
 
-    def __init__(self, model: type, **hook: Any) -> None:
-        if not (isinstance(model, type) and hasattr(model, "model_validate")):
-            raise TypeError(f"model must be a pydantic BaseModel class, got {model!r}")
-        self.model = model
-        hook.setdefault("name", f"matches-{model.__name__}")
-        super().__init__(**hook)
+    def __post_init__(self) -> None:
+        if not (isinstance(self.model, type) and hasattr(self.model, "model_validate")):
+            raise TypeError(f"model must be a pydantic BaseModel class, got {self.model!r}")
+
+    def default_name(self) -> str:
+        return f"matches-{self.model.__name__}"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         data, problem = _parse(ctx.output.strip())
@@ -260,25 +277,28 @@ class MatchesModel(Evaluator):
 
 
 
+@dataclass(eq=False)
 class ToolUse(Evaluator):
     """Passes when every tool in ``called`` was called (and, with ``succeeded=True``, at least one
     call of it did not error), in the given order when ``in_order=True``, and no tool in
     ``forbidden`` was called. A team run's member calls count."""
 
-    def __init__(self, called: str | Sequence[str] = (), *, succeeded: bool = True, in_order: bool = False,
-                 forbidden: str | Sequence[str] = (), **hook: Any) -> None:
-        self.called = check_strings("called", called, allow_empty=True)
-        self.forbidden = check_strings("forbidden", forbidden, allow_empty=True)
+    called: str | Sequence[str] = ()
+    _: KW_ONLY
+    succeeded: bool = True
+    in_order: bool = False
+    forbidden: str | Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        self.called = check_strings("called", self.called, allow_empty=True)
+        self.forbidden = check_strings("forbidden", self.forbidden, allow_empty=True)
         if not self.called and not self.forbidden:
             raise ValueError("ToolUse needs called=[...] and/or forbidden=[...]; with neither it checks nothing")
         both = set(self.called) & set(self.forbidden)
         if both:
             raise ValueError(f"tools {sorted(both)} are both in called and forbidden")
-        self.succeeded = bool(succeeded)
-        self.in_order = bool(in_order)
-        self._rebuild = {"called": list(self.called), "succeeded": self.succeeded, "in_order": self.in_order,
-                         "forbidden": list(self.forbidden)}
-        super().__init__(**hook)
+        self.succeeded = bool(self.succeeded)
+        self.in_order = bool(self.in_order)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         calls = [c for c in ctx.tool_calls if not (self.succeeded and c.error)]
@@ -302,16 +322,21 @@ class ToolUse(Evaluator):
                        details={"calls": trajectory})
 
 
+@dataclass(eq=False)
 class Budget(Evaluator):
     """Passes when the run stayed within every limit given: ``max_latency_ms`` (time until its
     post hooks ran), ``max_tokens`` (input + output), ``max_cost_usd``. A figure the run's metrics
     do not have is an error, never a pass."""
 
+    _: KW_ONLY
+    max_latency_ms: float | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
     needs_tools = False
 
-    def __init__(self, *, max_latency_ms: float | None = None, max_tokens: int | None = None,
-                 max_cost_usd: float | None = None, **hook: Any) -> None:
-        limits = {"latency_ms": max_latency_ms, "total_tokens": max_tokens, "cost_usd": max_cost_usd}
+    def __post_init__(self) -> None:
+        limits = {"latency_ms": self.max_latency_ms, "total_tokens": self.max_tokens, "cost_usd": self.max_cost_usd}
         for key, value in limits.items():
             if value is not None:
                 check_number(f"max_{'tokens' if key == 'total_tokens' else key}", value, minimum=0,
@@ -319,8 +344,6 @@ class Budget(Evaluator):
         self.limits = {k: v for k, v in limits.items() if v is not None}
         if not self.limits:
             raise ValueError("Budget needs at least one of max_latency_ms, max_tokens, max_cost_usd")
-        self._rebuild = {"max_latency_ms": max_latency_ms, "max_tokens": max_tokens, "max_cost_usd": max_cost_usd}
-        super().__init__(**hook)
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         usage = ctx.usage
@@ -329,7 +352,7 @@ class Budget(Evaluator):
         for key, limit in self.limits.items():
             actual = None if usage is None else getattr(usage, key)
             if actual is None:
-                raise MissingMetrics(f"{self.evaluator}: the run's metrics have no {key} "
+                raise MissingMetrics(f"{self.evaluator_name}: the run's metrics have no {key} "
                                      f"({'no metrics at all' if usage is None else 'not reported by the model'})")
             details[key] = {"limit": limit, "actual": actual}
             if actual > limit:

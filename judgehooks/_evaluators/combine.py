@@ -2,19 +2,22 @@
 checks first; the first that fails decides before any later, costlier check runs).
 
 Members are any `Evaluator`s; only the composite's own hook settings (store, callbacks,
-background...) are used: the members are asked through `assess` and store nothing themselves.
+background...) are used: the members are run through `run_evaluator` and build no store or
+pipeline of their own.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
 
 from .._base.context import EvalContext
-from .._base.outcome import Outcome, add_usage
+from .._base.outcome import Outcome, add_usage, run_evaluator
 from .._base.validate import check_choice, check_number
 from ..exceptions import MemberError
 from .base import Evaluator
@@ -29,7 +32,7 @@ def check_members(param: str, value: Any) -> tuple[Evaluator, ...]:
         if not isinstance(item, Evaluator):
             raise TypeError(f"{param}[{i}] must be a judgehooks Evaluator (e.g. Regex(...), AgentAsJudgeEval(...), "
                             f"an @evaluator function), got {type(item).__name__}")
-    names = [m.evaluator for m in items]
+    names = [m.evaluator_name for m in items]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"{param} has several members named {duplicates}: give each a distinct name=")
@@ -59,7 +62,7 @@ async def assess_calls(calls: Sequence[Callable[[EvalContext], Awaitable[Outcome
 
 async def assess_all(ctx: EvalContext, evaluators: Sequence[Evaluator]) -> list[Outcome]:
     """Ask every evaluator concurrently; outcomes in the same order."""
-    return await assess_calls([ev.assess for ev in evaluators], ctx)
+    return await assess_calls([partial(run_evaluator, ev) for ev in evaluators], ctx)
 
 
 def member_error(what: str, failed: Sequence[tuple[str, Outcome]]) -> MemberError:
@@ -71,16 +74,22 @@ def member_error(what: str, failed: Sequence[tuple[str, Outcome]]) -> MemberErro
 PASS_RULES = ("all", "any", "score")
 
 
+@dataclass(eq=False)
 class Group(Evaluator):
     """Several evaluators on the same run, concurrently, with weights. The record's score is the
     weighted mean of the members' normalised scores (0..1); it passes when ``pass_rule`` holds:
     ``"all"`` members pass, ``"any"`` passes, or ``"score"`` >= ``threshold``. Each member's
     verdict is stored in ``details["members"]``."""
 
+    members: Sequence[Evaluator | tuple[Evaluator, float]] | Mapping[Evaluator, float]
+    _: KW_ONLY
+    pass_rule: str = "all"
+    weights: tuple[float, ...] = field(init=False, default=())
+
     mode = "numeric"
 
-    def __init__(self, members: Sequence[Evaluator | tuple[Evaluator, float]] | Mapping[Evaluator, float], *,
-                 pass_rule: str = "all", threshold: float | None = None, **hook: Any) -> None:
+    def __post_init__(self) -> None:
+        members, threshold, pass_rule = self.members, self.threshold, self.pass_rule
         if isinstance(members, Mapping):
             pairs = list(members.items())
         elif isinstance(members, (list, tuple)):
@@ -90,7 +99,7 @@ class Group(Evaluator):
                             f"evaluator -> weight, got {type(members).__name__}")
         self.members = check_members("members", [m for m, _ in pairs])
         for (member, weight) in pairs:
-            check_number(f"weight of {member.evaluator!r}", weight, minimum=0, allow_equal=False)
+            check_number(f"weight of {member.evaluator_name!r}", weight, minimum=0, allow_equal=False)
         self.weights = tuple(float(w) for _, w in pairs)
         check_choice("pass_rule", pass_rule, PASS_RULES)
         if pass_rule == "score":
@@ -99,18 +108,18 @@ class Group(Evaluator):
             check_number("threshold", threshold, minimum=0, allow_equal=True)
         elif threshold is not None:
             raise ValueError(f"threshold is only used with pass_rule='score', not {pass_rule!r}")
-        self.pass_rule = pass_rule
-        self.needs_tools = any(m.needs_tools for m in self.members)
-        super().__init__(threshold=threshold, **hook)
+        self.needs_tools = any(m.needs_tools for m in self.members)  # type: ignore[misc]
 
     def default_name(self) -> str:
-        return "group(" + ",".join(m.evaluator for m in self.members) + ")"
+        return "group(" + ",".join(m.evaluator_name for m in self.members) + ")"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         outcomes = await assess_all(ctx, self.members)
-        lines = [o.summary(m.evaluator, weight=w) for m, w, o in zip(self.members, self.weights, outcomes, strict=True)]
-        errors = [(m.evaluator, o) for m, o in zip(self.members, outcomes, strict=True) if o.status == "error"]
-        failed = [m.evaluator for m, o in zip(self.members, outcomes, strict=True) if o.status == "failed"]
+        lines = [o.summary(m.evaluator_name, weight=w)
+                 for m, w, o in zip(self.members, self.weights, outcomes, strict=True)]
+        errors = [(m.evaluator_name, o) for m, o in zip(self.members, outcomes, strict=True)
+                  if o.status == "error"]
+        failed = [m.evaluator_name for m, o in zip(self.members, outcomes, strict=True) if o.status == "failed"]
         graded = [(w, normalised(o, m.scale)) for m, w, o in zip(self.members, self.weights, outcomes, strict=True)
                   if o.status != "error"]
         score = round(sum(w * v for w, v in graded) / sum(w for w, _ in graded), 4) if graded else None
@@ -132,40 +141,46 @@ class Group(Evaluator):
                        details=details, **usage)
 
 
+@dataclass(eq=False)
 class Ordered(Evaluator):
     """Checks run one after another, cheapest first: the first that fails (or errors) decides and
     the rest never run, so a failed regex costs no LLM call. When all pass, the last decides.
     ``details["decided_by"]`` names the deciding check; the record takes the last check's mode
     and threshold."""
 
-    def __init__(self, checks: Sequence[Evaluator], **hook: Any) -> None:
-        self.checks = check_members("checks", checks)
-        if "threshold" in hook:
+    checks: Sequence[Evaluator]
+
+    def __post_init__(self) -> None:
+        self.checks = check_members("checks", self.checks)
+        if self.threshold is not None:
             raise ValueError("Ordered takes its threshold from its last check; set it there")
-        self.needs_tools = any(c.needs_tools for c in self.checks)
-        super().__init__(**hook)
+        self.needs_tools = any(c.needs_tools for c in self.checks)  # type: ignore[misc]
         last = self.checks[-1]
-        self.mode, self.pass_threshold, self.scale = last.mode, last.pass_threshold, last.scale  # type: ignore[misc]
+        self.mode, self.scale = last.mode, last.scale  # type: ignore[misc]
+
+    @property
+    def pass_threshold(self) -> float | None:
+        return self.checks[-1].pass_threshold
 
     def default_name(self) -> str:
-        return "ordered(" + ",".join(c.evaluator for c in self.checks) + ")"
+        return "ordered(" + ",".join(c.evaluator_name for c in self.checks) + ")"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         outcomes: list[Outcome] = []
         for check in self.checks:
-            outcome = await check.assess(ctx)
+            outcome = await run_evaluator(check, ctx)
             outcomes.append(outcome)
             if outcome.status != "passed":
                 break
         decider = self.checks[len(outcomes) - 1]
-        details = {"decided_by": decider.evaluator,
-                   "checks": [o.summary(c.evaluator) for c, o in zip(self.checks, outcomes, strict=False)],
-                   "not_run": [c.evaluator for c in self.checks[len(outcomes):]]}
+        details = {"decided_by": decider.evaluator_name,
+                   "checks": [o.summary(c.evaluator_name) for c, o in zip(self.checks, outcomes, strict=False)],
+                   "not_run": [c.evaluator_name for c in self.checks[len(outcomes):]]}
         usage = add_usage(outcomes)
         if outcome.error is not None or outcome.passed is None:
-            return Outcome(error=outcome.error or MemberError(f"{decider.evaluator!r} reached no verdict"),
+            return Outcome(error=outcome.error or MemberError(f"{decider.evaluator_name!r} reached no verdict"),
                            details=details, **usage)
-        return Outcome(passed=outcome.passed, score=outcome.score, reason=f"{decider.evaluator}: {outcome.reason}",
+        return Outcome(passed=outcome.passed, score=outcome.score, reason=f"{decider.evaluator_name}: {outcome.reason}",
                        details=details, **usage)
 
 
@@ -176,12 +191,12 @@ def combine(samples: Sequence[tuple[Evaluator, Outcome]], *, aggregate: str, thr
             scale: float, min_successes: int) -> Outcome:
     """One verdict from many: majority vote, or the mean score held to `threshold`. Scores are on
     the judges' own scale when they share one (`scale`), else normalised to 0..1."""
-    lines = [o.summary(j.evaluator, sample=i) for i, (j, o) in enumerate(samples)]
+    lines = [o.summary(j.evaluator_name, sample=i) for i, (j, o) in enumerate(samples)]
     good = [(j, o) for j, o in samples if o.status != "error"]
     usage = add_usage(o for _, o in samples)
     details: dict[str, Any] = {"aggregate": aggregate, "samples": lines, "errors": len(samples) - len(good)}
     if len(good) < min_successes:
-        errors = [(j.evaluator, o) for j, o in samples if o.status == "error"]
+        errors = [(j.evaluator_name, o) for j, o in samples if o.status == "error"]
         error = member_error_for(errors, len(good), len(samples), min_successes)
         return Outcome(error=error, details=details, **usage)
     scores = [(o.score if j.scale == scale else normalised(o, j.scale) * scale) for j, o in good
@@ -211,6 +226,7 @@ def member_error_for(errors: Sequence[tuple[str, Outcome]], good: int, total: in
                        f"{type(outcome.error).__name__}: {outcome.error}")
 
 
+@dataclass(eq=False)
 class Ensemble(Evaluator):
     """Ask ``samples`` times each of one judge or several (e.g. different models), concurrently,
     and combine: ``aggregate="majority"`` (more than half pass) or ``"mean"`` (the mean score
@@ -218,29 +234,35 @@ class Ensemble(Evaluator):
     with the ``spread`` (max - min score) and ``stdev``. At least ``min_successes`` samples (by
     default a majority) must reach a verdict, else the record is an error."""
 
+    judges: Evaluator | Sequence[Evaluator]
+    _: KW_ONLY
+    samples: int = 1
+    aggregate: str = "mean"
+    min_successes: int | None = None
+
     mode = "numeric"
 
-    def __init__(self, judges: Evaluator | Sequence[Evaluator], *, samples: int = 1, aggregate: str = "mean",
-                 threshold: float | None = None, min_successes: int | None = None, **hook: Any) -> None:
-        self.judges = check_members("judges", judges)
+    def __post_init__(self) -> None:
+        self.judges = judges = check_members("judges", self.judges)
+        samples, aggregate, threshold, min_successes = self.samples, self.aggregate, self.threshold, self.min_successes
         check_number("samples", samples, minimum=1, allow_equal=True, integer=True)
         check_choice("aggregate", aggregate, AGGREGATES)
-        total = len(self.judges) * samples
+        total = len(judges) * samples
         if total < 2:
             raise ValueError("an ensemble needs at least two samples: several judges, or samples >= 2")
-        scales = {j.scale for j in self.judges}
+        scales = {j.scale for j in judges}
         self.scale = next(iter(scales)) if len(scales) == 1 else 1.0  # type: ignore[misc]
         if aggregate == "mean":
-            binary = [j.evaluator for j in self.judges if j.mode != "numeric"]
+            binary = [j.evaluator_name for j in judges if j.mode != "numeric"]
             if binary:
                 raise ValueError(f"aggregate='mean' needs numeric judges; {binary} give pass/fail only: "
                                  "use aggregate='majority'")
             if threshold is None:
-                own = {j.pass_threshold for j in self.judges}
+                own = {j.pass_threshold for j in judges}
                 if len(own) != 1 or None in own or len(scales) != 1:
                     raise ValueError("aggregate='mean' needs threshold=: the judges have different (or no) "
                                      "thresholds or scales")
-                threshold = own.pop()
+                self.threshold = own.pop()
         elif threshold is not None:
             raise ValueError("threshold is only used with aggregate='mean'; a majority vote uses each "
                              "judge's own pass/fail")
@@ -249,12 +271,11 @@ class Ensemble(Evaluator):
         check_number("min_successes", min_successes, minimum=1, allow_equal=True, integer=True)
         if min_successes > total:
             raise ValueError(f"min_successes ({min_successes}) is more than the {total} samples asked for")
-        self.samples, self.aggregate, self.min_successes = samples, aggregate, min_successes
-        self.needs_tools = any(j.needs_tools for j in self.judges)
-        super().__init__(threshold=threshold, **hook)
+        self.min_successes = min_successes
+        self.needs_tools = any(j.needs_tools for j in judges)  # type: ignore[misc]
 
     def default_name(self) -> str:
-        return f"ensemble({','.join(j.evaluator for j in self.judges)})x{self.samples}"
+        return f"ensemble({','.join(j.evaluator_name for j in self.judges)})x{self.samples}"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         asked = [j for j in self.judges for _ in range(self.samples)]
@@ -263,33 +284,42 @@ class Ensemble(Evaluator):
                        threshold=self.pass_threshold, scale=self.scale, min_successes=self.min_successes)
 
 
+@dataclass(eq=False)
 class Borderline(Evaluator):
     """Ask a numeric judge once; only when its score is within ``margin`` of the threshold, ask
     ``extra_samples`` more times and decide on the mean. ``details["reasked"]`` says which."""
 
+    judge: Evaluator
+    _: KW_ONLY
+    margin: float = 1.0
+    extra_samples: int = 2
+
     mode = "numeric"
 
-    def __init__(self, judge: Evaluator, *, margin: float = 1.0, extra_samples: int = 2, **hook: Any) -> None:
-        (self.judge_evaluator,) = check_members("judge", judge)
+    def __post_init__(self) -> None:
+        judge = self.judge
+        (self.judge,) = check_members("judge", judge)
         if judge.mode != "numeric" or judge.pass_threshold is None:
             raise ValueError("Borderline needs a numeric judge with a threshold, e.g. "
                              "AgentAsJudgeEval(scoring_strategy='numeric', threshold=7)")
-        check_number("margin", margin, minimum=0, allow_equal=True)
-        check_number("extra_samples", extra_samples, minimum=1, allow_equal=True, integer=True)
-        if "threshold" in hook:
+        check_number("margin", self.margin, minimum=0, allow_equal=True)
+        check_number("extra_samples", self.extra_samples, minimum=1, allow_equal=True, integer=True)
+        if self.threshold is not None:
             raise ValueError("Borderline takes its threshold from its judge; set it there")
-        self.margin, self.extra_samples = margin, extra_samples
         self.scale = judge.scale  # type: ignore[misc]
-        self.needs_tools = judge.needs_tools
-        super().__init__(threshold=judge.pass_threshold, **hook)
+        self.needs_tools = judge.needs_tools  # type: ignore[misc]
+
+    @property
+    def pass_threshold(self) -> float | None:
+        return self.judge.pass_threshold
 
     def default_name(self) -> str:
-        return f"borderline({self.judge_evaluator.evaluator})"
+        return f"borderline({self.judge.evaluator_name})"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        judge, threshold = self.judge_evaluator, self.pass_threshold
+        judge, threshold = self.judge, self.pass_threshold
         assert threshold is not None
-        first = await judge.assess(ctx)
+        first = await run_evaluator(judge, ctx)
         if first.status == "error" or first.score is None or abs(first.score - threshold) > self.margin:
             return Outcome(passed=first.passed, score=first.score, reason=first.reason, error=first.error,
                            details={**first.details, "reasked": False, "first_score": first.score},

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -20,10 +21,16 @@ from .._base.context import EvalContext
 from .base import Evaluator
 
 
+@dataclass(eq=False)
 class FunctionEvaluator(Evaluator):
     """An evaluator whose `evaluate` is the wrapped function."""
 
-    def __init__(self, fn: Callable[[EvalContext], Any], *, tool_calls: bool = True, **hook: Any) -> None:
+    fn: Callable[[EvalContext], Any]
+    _: KW_ONLY
+    tool_calls: bool = True
+
+    def __post_init__(self) -> None:
+        fn = self.fn
         if not callable(fn):
             raise TypeError(f"evaluator needs a function taking the run's EvalContext, got {type(fn).__name__}")
         try:
@@ -33,12 +40,12 @@ class FunctionEvaluator(Evaluator):
                             "EvalContext") from None
         except ValueError:  # no signature available (some builtins): let the call decide
             pass
-        self.fn = fn
-        self.needs_tools = bool(tool_calls)
+        self.needs_tools = bool(self.tool_calls)  # type: ignore[misc]
         self._fn_is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-        hook.setdefault("name", getattr(fn, "__name__", None) or type(fn).__name__)
-        super().__init__(**hook)
         self.__doc__ = fn.__doc__
+
+    def default_name(self) -> str:
+        return getattr(self.fn, "__name__", None) or type(self.fn).__name__
 
     async def evaluate(self, ctx: EvalContext) -> Any:
         if self._fn_is_async:

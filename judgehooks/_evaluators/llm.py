@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._base.context import EvalContext
@@ -17,13 +18,14 @@ from .._base.record import EvalRecord
 from .._base.validate import check_number
 from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.sampling import SampleRate
+from .._hooks.settings import HookSettings
 from .._judges.agno import AgnoJudge
 from .._judges.base import Judge
 from .._judges.call import JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
 from ..stores import Store
-from .base import Evaluator, judges_in_background
+from .base import Evaluator
 
 DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
 
@@ -79,18 +81,52 @@ def make_judge(judge: Judge | None, model: Any, *, evaluator_agent: Any = None, 
     return ProcessJudge(judge, judge_processes or 1) if judge_process else judge  # type: ignore[arg-type]
 
 
+@dataclass(init=False, eq=False, repr=False)
 class AgentAsJudgeEval(Evaluator):
     """Grade agno Agent and Team runs with an LLM judge, as a post hook or offline.
 
     Takes agno's `AgentAsJudgeEval` parameters, in agno's order and with agno's defaults, so
-    ``from judgehooks import AgentAsJudgeEval`` is a drop-in swap. Beyond agno's: ``on_error``,
-    ``store``, the judge's connection and retry settings, ``include_tool_calls`` and ``judge``
-    (any object with ``async complete(request)``, e.g. `judgehooks.testing.FakeJudge`).
+    ``from judgehooks import AgentAsJudgeEval`` is a drop-in swap. Beyond agno's: the deployment
+    settings every evaluator takes (``on_error``, ``store``, background grading, sampling, gates:
+    see `HookSettings`), the judge's connection and retry settings, ``include_tool_calls`` and
+    ``judge`` (any object with ``async complete(request)``, e.g. `judgehooks.testing.FakeJudge`).
 
     Every evaluation ends as one `EvalRecord` in ``store`` (SQLite by default): passed, failed, or
     error when the judge cannot be reached or read. ``on_fail`` gets failed records and
     ``on_error`` error records, sync or async, from ``run()`` and ``arun()`` alike.
     """
+
+    # agno's fields, in agno's order
+    criteria: str = ""
+    scoring_strategy: Literal["numeric", "binary"] = "binary"
+    threshold: int = 7  # type: ignore[assignment]  # agno's: used in numeric mode only
+    on_fail: Callable[[EvalRecord], Any] | None = None
+    additional_guidelines: str | Sequence[str] | None = None
+    name: str | None = None
+    model: Any = None
+    evaluator_agent: Any = None
+    print_summary: bool = False
+    print_results: bool = False
+    show_spinner: bool = True
+    file_path_to_save_results: str | None = None
+    debug_mode: bool = False
+    db: Any = None
+    telemetry: bool = True  # accepted for compatibility; judgehooks never sends telemetry
+    run_in_background: bool = False  # type: ignore[assignment]
+    # the judge's own
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    retries: int = 2
+    retry_backoff: float = 0.5
+    temperature: float | None = None
+    structured_output: bool = True
+    litellm_kwargs: Mapping[str, Any] | None = field(default=None, repr=False)
+    include_tool_calls: bool = False
+    judge: Judge | None = None
+    context_key: str | None = None
+    judge_process: bool | None = None
+    judge_processes: int | None = None
 
     scale = 10.0
 
@@ -158,43 +194,45 @@ class AgentAsJudgeEval(Evaluator):
         if context_key is not None and (not isinstance(context_key, str) or not context_key):
             raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, "
                              f"got {context_key!r}")
+        # agno's flat signature, mapped in this one place: the fields above are this evaluator's,
+        # the rest is how it is deployed (HookSettings, validated once by the base class).
+        self.criteria, self.scoring_strategy, self.threshold = criteria, scoring_strategy, threshold
+        self.on_fail, self.additional_guidelines, self.name = on_fail, additional_guidelines, name
+        self.model, self.evaluator_agent = model, evaluator_agent
+        self.print_summary, self.print_results, self.show_spinner = print_summary, print_results, show_spinner
+        self.file_path_to_save_results, self.debug_mode, self.db = file_path_to_save_results, debug_mode, db
+        self.telemetry, self.run_in_background = telemetry, run_in_background
+        self.api_base, self.api_key, self.timeout, self.retries = api_base, api_key, timeout, retries
+        self.retry_backoff, self.temperature, self.structured_output = retry_backoff, temperature, structured_output
+        self.litellm_kwargs, self.include_tool_calls, self.judge = litellm_kwargs, include_tool_calls, judge
+        self.context_key, self.judge_process, self.judge_processes = context_key, judge_process, judge_processes
+        self.mode = scoring_strategy  # type: ignore[misc]
+        self.needs_tools = include_tool_calls  # type: ignore[misc]
+        self._init_hook = dict(
+            on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
+            max_queue=max_queue, overload=overload, block_timeout=block_timeout, on_drop=on_drop, outbox=outbox,
+            requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
+            on_record=on_record, spill=spill, broker=broker)
 
-        # agno's public attributes, same names and meaning.
-        self.criteria = criteria
-        self.scoring_strategy = scoring_strategy
-        self.mode = scoring_strategy
-        self.additional_guidelines = additional_guidelines
-        self.model = model
-        self.evaluator_agent = evaluator_agent
-        self.show_spinner = show_spinner
-        self.debug_mode = debug_mode
-        self.telemetry = telemetry  # accepted for compatibility; judgehooks never sends telemetry
-        self.include_tool_calls = include_tool_calls
-        self.needs_tools = include_tool_calls
+    def _prepare(self, settings: HookSettings) -> None:
+        """The judge, now that we know whether this process grades in the background."""
+        process = settings.judges_here if self.judge_process is None else self.judge_process
+        self.judge = make_judge(
+            self.judge, self.model, evaluator_agent=self.evaluator_agent, api_base=self.api_base,
+            api_key=self.api_key, timeout=self.timeout, temperature=self.temperature,
+            structured_output=self.structured_output, litellm_kwargs=self.litellm_kwargs, judge_process=process,
+            judge_processes=self.judge_processes, explicit_process=self.judge_process is not None)
+        self._call = JudgeCall(
+            judge=self.judge, criteria=self.criteria, mode=self.scoring_strategy, threshold=self.pass_threshold,
+            guidelines=guidelines_tuple(self.additional_guidelines), include_tools=self.include_tool_calls,
+            context_key=self.context_key, timeout=self.timeout,
+            retry=RetryPolicy(retries=self.retries, backoff=self.retry_backoff),
+            label=self.name or _default_name(self.criteria, self.scoring_strategy, self.pass_threshold))
 
-        mode_threshold = threshold if scoring_strategy == "numeric" else None
-        self.judge: Judge = make_judge(
-            judge, model, evaluator_agent=evaluator_agent, api_base=api_base, api_key=api_key, timeout=timeout,
-            temperature=temperature, structured_output=structured_output, litellm_kwargs=litellm_kwargs,
-            judge_process=(judges_in_background(run_in_background, broker) if judge_process is None
-                           else judge_process),
-            judge_processes=judge_processes, explicit_process=judge_process is not None)
-        self._call = JudgeCall(judge=self.judge, criteria=criteria, mode=scoring_strategy, threshold=mode_threshold,
-                               guidelines=guidelines_tuple(additional_guidelines),
-                               include_tools=include_tool_calls, context_key=context_key, timeout=timeout,
-                               retry=RetryPolicy(retries=retries, backoff=retry_backoff),
-                               label=name or _default_name(criteria, scoring_strategy, mode_threshold))
-        self._judge_spec = {"api_base": api_base, "timeout": timeout, "retries": retries,
-                            "retry_backoff": retry_backoff, "temperature": temperature,
-                            "structured_output": structured_output}
-        super().__init__(
-            name=name, threshold=mode_threshold, on_fail=on_fail, on_error=on_error, store=store, db=db,
-            run_in_background=run_in_background, sample_rate=sample_rate, when=when,
-            max_concurrency=max_concurrency, max_queue=max_queue, overload=overload, block_timeout=block_timeout,
-            on_drop=on_drop, outbox=outbox, requests_per_minute=requests_per_minute, print_summary=print_summary,
-            print_results=print_results, file_path_to_save_results=file_path_to_save_results, gate=gate,
-            fallback=fallback, repair=repair, on_record=on_record, spill=spill, broker=broker)
-        self.threshold = threshold  # agno's attribute: the numeric threshold, kept in binary mode too
+    @property
+    def pass_threshold(self) -> float | None:
+        """The numeric threshold in numeric mode; binary verdicts are pass/fail."""
+        return self.threshold if self.scoring_strategy == "numeric" else None
 
     def default_name(self) -> str:
         return self._call.label
@@ -207,14 +245,16 @@ class AgentAsJudgeEval(Evaluator):
         return await self._call.ask(ctx)
 
     def __repr__(self) -> str:
-        return (f"AgentAsJudgeEval(name={self.evaluator!r}, scoring_strategy={self.scoring_strategy!r}, "
-                f"threshold={self.threshold!r}, judge={self.judge.model!r})")
+        return (f"AgentAsJudgeEval(name={self.evaluator_name!r}, scoring_strategy={self.scoring_strategy!r}, "
+                f"threshold={self.threshold!r}, judge={self.judge.model if self.judge else None!r})")
 
     def spec(self) -> dict[str, Any]:
         """What `judgehooks resume` needs to rebuild this evaluator in another process (no secrets)."""
         judge = self.judge
-        return {"name": self.evaluator, "criteria": self.criteria, "scoring_strategy": self.scoring_strategy,
+        return {"name": self.evaluator_name, "criteria": self.criteria, "scoring_strategy": self.scoring_strategy,
                 "threshold": self.threshold, "additional_guidelines": list(self._call.guidelines),
                 "include_tool_calls": self.include_tool_calls, "context_key": self._call.context_key,
                 "model": judge.model if isinstance(judge, (LiteLLMJudge, ProcessJudge)) else None,
-                **self._judge_spec}
+                "api_base": self.api_base, "timeout": self.timeout, "retries": self.retries,
+                "retry_backoff": self.retry_backoff, "temperature": self.temperature,
+                "structured_output": self.structured_output}

@@ -10,17 +10,18 @@ get wrong. The price is one call per criterion. Each criterion's score and reaso
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any
 
 from .._base.context import EvalContext
 from .._base.outcome import Outcome, add_usage
 from .._base.validate import check_number
+from .._hooks.settings import HookSettings
 from .._judges.base import Judge
 from .._judges.call import JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
-from .base import Evaluator, judges_in_background, stable_name
+from .base import Evaluator, stable_name
 from .combine import assess_calls, member_error
 from .llm import make_judge
 
@@ -36,10 +37,10 @@ class Criterion:
     min_score: int | None = None
 
     def __post_init__(self) -> None:
-        for field in ("name", "description"):
-            value = getattr(self, field)
+        for what in ("name", "description"):
+            value = getattr(self, what)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"Criterion {field} must be a non-empty string, got {value!r}")
+                raise ValueError(f"Criterion {what} must be a non-empty string, got {value!r}")
         check_number(f"weight of criterion {self.name!r}", self.weight, minimum=0, allow_equal=False)
         if self.min_score is not None and (isinstance(self.min_score, bool) or not isinstance(self.min_score, int)
                                            or not 1 <= self.min_score <= 10):
@@ -69,50 +70,70 @@ def _criteria(value: Any) -> tuple[Criterion, ...]:
     return tuple(items)
 
 
+@dataclass(eq=False)
 class Rubric(Evaluator):
     """Weighted criteria, one LLM-judge call each. Passes when the weighted score reaches
     ``threshold`` (1-10) and no criterion is under its ``min_score``. Judge settings are
     `AgentAsJudgeEval`'s (model, api_base, api_key, judge, timeout, retries, ...)."""
 
+    criteria: Sequence[Criterion | Mapping[str, Any]] | Mapping[str, str]
+    _: KW_ONLY
+    threshold: int = 7  # type: ignore[assignment]
+    model: Any = None
+    judge: Judge | None = None
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    retries: int = 2
+    retry_backoff: float = 0.5
+    temperature: float | None = None
+    structured_output: bool = True
+    litellm_kwargs: Mapping[str, Any] | None = field(default=None, repr=False)
+    include_tool_calls: bool = False
+    judge_process: bool | None = None
+
     mode = "numeric"
     scale = 10.0
 
-    def __init__(self, criteria: Sequence[Criterion | Mapping[str, Any]] | Mapping[str, str], *, threshold: int = 7,
-                 model: Any = None, judge: Judge | None = None, api_base: str | None = None, api_key: str | None = None,
-                 timeout: float = 60.0, retries: int = 2, retry_backoff: float = 0.5, temperature: float | None = None,
-                 structured_output: bool = True, litellm_kwargs: Mapping[str, Any] | None = None,
-                 include_tool_calls: bool = False, judge_process: bool | None = None, **hook: Any) -> None:
-        self.criteria = _criteria(criteria)
+    def __post_init__(self) -> None:
+        self.criteria = _criteria(self.criteria)
+        threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
             raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
-        check_number("timeout", timeout, minimum=0, allow_equal=False)
-        check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
-        check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
-        background = judges_in_background(hook.get("run_in_background"), hook.get("broker"))
-        self.judge: Judge = make_judge(
-            judge, model, api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
-            structured_output=structured_output, litellm_kwargs=litellm_kwargs,
-            judge_process=background if judge_process is None else judge_process,
-            explicit_process=judge_process is not None)
-        retry = RetryPolicy(retries=retries, backoff=retry_backoff)
+        check_number("timeout", self.timeout, minimum=0, allow_equal=False)
+        check_number("retries", self.retries, minimum=0, allow_equal=True, integer=True)
+        check_number("retry_backoff", self.retry_backoff, minimum=0, allow_equal=True)
+        self.needs_tools = self.include_tool_calls  # type: ignore[misc]
+
+    def _prepare(self, settings: HookSettings) -> None:
+        """The judge and one judge call per criterion, now that the deployment is known."""
+        process = settings.judges_here if self.judge_process is None else self.judge_process
+        self.judge = make_judge(
+            self.judge, self.model, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout,
+            temperature=self.temperature, structured_output=self.structured_output,
+            litellm_kwargs=self.litellm_kwargs, judge_process=process,
+            explicit_process=self.judge_process is not None)
+        retry = RetryPolicy(retries=self.retries, backoff=self.retry_backoff)
         self._calls = tuple(
             JudgeCall(judge=self.judge, criteria=f"{c.name}: {c.description}", mode="numeric",
-                      threshold=c.min_score or threshold, include_tools=include_tool_calls, timeout=timeout,
-                      retry=retry, label=hook.get("name") or "rubric")
-            for c in self.criteria)
-        self.needs_tools = include_tool_calls
-        if isinstance(self.judge, (LiteLLMJudge, ProcessJudge)):
-            self._rebuild = {"criteria": [asdict(c) for c in self.criteria], "model": self.judge.model,
-                             "api_base": api_base, "timeout": timeout, "retries": retries,
-                             "retry_backoff": retry_backoff, "temperature": temperature,
-                             "structured_output": structured_output, "include_tool_calls": include_tool_calls}
-        super().__init__(threshold=threshold, **hook)
+                      threshold=c.min_score or self.threshold, include_tools=self.include_tool_calls,
+                      timeout=self.timeout, retry=retry, label=self.name or "rubric")
+            for c in self.criteria)  # type: ignore[union-attr]
+
+    def settings(self) -> dict[str, Any] | None:
+        """Rebuildable in another process only with a litellm model string (no secrets travel)."""
+        if not isinstance(self.judge, (LiteLLMJudge, ProcessJudge)):
+            return None
+        return {"criteria": [asdict(c) for c in self.criteria], "model": self.judge.model,  # type: ignore[arg-type]
+                "api_base": self.api_base, "timeout": self.timeout, "retries": self.retries,
+                "retry_backoff": self.retry_backoff, "temperature": self.temperature,
+                "structured_output": self.structured_output, "include_tool_calls": self.include_tool_calls}
 
     def default_name(self) -> str:
-        return stable_name("rubric", [[asdict(c) for c in self.criteria], self.pass_threshold])
+        return stable_name("rubric", [[asdict(c) for c in self.criteria], self.pass_threshold])  # type: ignore[arg-type]
 
     def record_metadata(self) -> Mapping[str, Any]:
-        return {"criteria": "; ".join(f"{c.name} (x{c.weight:g})" for c in self.criteria)}
+        return {"criteria": "; ".join(f"{c.name} (x{c.weight:g})" for c in self.criteria)}  # type: ignore[union-attr]
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         outcomes = await assess_calls([call.ask for call in self._calls], ctx)

@@ -8,6 +8,7 @@ output text (JSON for structured output), tools are every tool call of the run w
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from .._base.context import EvalContext
@@ -36,21 +37,25 @@ def run_output_for(ctx: EvalContext) -> Any:
                      metadata=dict(ctx.metadata))
 
 
+@dataclass(eq=False)
 class ScorerEval(Evaluator):
     """Grade with an agno Scorer: its ``Score(value in [0, 1], passed, reason, detail)`` becomes
     the record's score, status, reason and details. ``expected`` (or the run's expected value) is
     passed to the scorer. Built from user objects: `judgehooks resume` needs ``--import``."""
 
+    scorer: Any
+    _: KW_ONLY
+    expected: Any = None
+
     mode = "numeric"
 
-    def __init__(self, scorer: Any, *, expected: Any = None, **hook: Any) -> None:
-        if not callable(getattr(scorer, "ascore", None)):
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.scorer, "ascore", None)):
             raise TypeError(f"scorer must be an agno Scorer (an object with async ascore(run, expected)), "
-                            f"got {type(scorer).__name__}")
-        self.scorer = scorer
-        self.expected = expected
-        hook.setdefault("name", f"scorer-{type(scorer).__name__}")
-        super().__init__(**hook)
+                            f"got {type(self.scorer).__name__}")
+
+    def default_name(self) -> str:
+        return f"scorer-{type(self.scorer).__name__}"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         expected = self.expected if self.expected is not None else ctx.expected

@@ -14,8 +14,8 @@ import collections
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -24,8 +24,7 @@ from .._base.context import EvalContext, context_from_dict, context_to_dict
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._runtime import runtime
-from ..exceptions import StoreError
-from ..stores import write_with_retry
+from .counters import Counters
 from .outbox import Job, Outbox
 from .pipeline import Pipeline
 from .ratelimit import RateLimiter
@@ -35,33 +34,30 @@ Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
 
 
-@dataclass
-class Counters:
-    """What `judgehooks.stats()` reports for one dispatcher."""
+class Requeue(Exception):
+    """Raised by a step that cannot finish its job on this loop (the dispatcher is moving): the
+    job goes back to the front of the queue, and the next loop runs it."""
 
-    submitted: int = 0
-    done: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    dropped: int = 0
-    retries: int = 0
-    resumed: int = 0
-    store_failures: int = 0
-    by_reason: dict[str, int] = field(default_factory=dict)
+
+#: The dispatcher's one seam: what is done with a job once a worker takes it. It returns the
+#: record to store (grading), or None when the job needs no record here (publishing to Redis);
+#: `moving()` is true while the workers move to another loop. The default step grades.
+Step = Callable[[Job, EvalContext, Callable[[], bool]], Awaitable[EvalRecord | None]]
 
 
 class Dispatcher:
-    """Grades submitted contexts on the judgehooks loop, bounded and durable."""
+    """Runs a step (by default: grade) on submitted contexts, on the judgehooks loop, bounded and durable."""
 
-    judges_here = True  # False in subclasses that hand jobs on instead of judging them (no warm-up)
-
-    def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, max_queue: int = 10_000,
-                 max_concurrency: int = 32, overload: Overload = "block", block_timeout: float = 5.0,
-                 on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
+    def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, step: Step | None = None,
+                 max_queue: int = 10_000, max_concurrency: int = 32, overload: Overload = "block",
+                 block_timeout: float = 5.0, on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
                  requests_per_minute: float | None = None, spec: dict[str, Any] | None = None,
-                 batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None) -> None:
+                 batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None,
+                 judges_here: bool = True, describe: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.pipeline = pipeline
+        self._step: Step = step if step is not None else self._judge
+        self.judges_here = judges_here  # False when the step hands jobs on (no judge warm-up here)
+        self._describe = describe
         self.outbox = outbox
         self.max_queue = max_queue
         self.max_concurrency = max_concurrency
@@ -201,8 +197,7 @@ class Dispatcher:
     async def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
         record = self.pipeline.skipped(ctx, reason, job.sample_rate)
         with self._lock:
-            self.counters.dropped += 1
-            self.counters.by_reason[reason] = self.counters.by_reason.get(reason, 0) + 1
+            self.counters.shed(reason)
         log.warning("evaluation_dropped", evaluator=record.evaluator, run_id=record.run_id, reason=reason,
                     queue_depth=len(self._queue))
         self._enqueue_write(record, job.id)
@@ -241,27 +236,28 @@ class Dispatcher:
                 self._slots.release()
             self._in_flight += 1
             try:
-                await self._grade(job, ctx)
+                await self._run_step(job, ctx)
             except Exception:  # a bug, never judge trouble (that is an error record): the job stays
                 log.exception("background_evaluation_crashed", evaluator=job.evaluator, job_id=job.id)
             finally:
                 self._in_flight -= 1
                 self._maybe_idle()
 
-    async def _grade(self, job: Job, ctx: EvalContext) -> None:
+    async def _judge(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> EvalRecord:
+        """The default step: grade the job (rate-limited per judge model)."""
         if self._limiter is not None:
             await self._limiter.acquire()
-        record = await self.pipeline.grade(ctx, job.sample_rate)
+        return await self.pipeline.grade(ctx, job.sample_rate)
+
+    async def _run_step(self, job: Job, ctx: EvalContext) -> None:
+        try:
+            record = await self._step(job, ctx, lambda: self._paused)
+        except Requeue:
+            self._queue.appendleft((job, ctx, False))
+            return
         with self._lock:
-            self.counters.done += 1
-            self.counters.retries += max(0, record.attempts - 1)
-            if record.status == "passed":
-                self.counters.passed += 1
-            elif record.status == "failed":
-                self.counters.failed += 1
-            elif record.status == "error":
-                self.counters.errors += 1
-        self._enqueue_write(record, job.id, notify=True)
+            self.counters.finished(record)
+        self._enqueue_write(record, job.id, notify=record is not None)
 
     def _enqueue_write(self, record: EvalRecord | None, job_id: str | None, *, notify: bool = False) -> None:
         assert self._flush_wakeup is not None and self._idle is not None
@@ -282,32 +278,36 @@ class Dispatcher:
                 continue
             batch, self._to_write = self._to_write[: self._batch_size], self._to_write[self._batch_size:]
             self._writing += 1
-            stored = False
             try:
                 records = [r for r, _, _ in batch if r is not None]  # None: a job finished without a record
-                if records:
-                    await write_with_retry(self.pipeline.store, records)
-                stored = True
-                if self.outbox is not None:
-                    await anyio.to_thread.run_sync(self.outbox.delete, [j for _, j, _ in batch if j is not None])
-            except StoreError:
-                with self._lock:
-                    self.counters.store_failures += len(batch)
-                # The jobs stay in the outbox: the next process to start a dispatcher regrades them.
-            except Exception:
-                log.exception("outbox_delete_failed", jobs=len(batch))
+                quiet = {id(r) for r, _, notify in batch if r is not None and not notify}
+                jobs = [j for _, j, _ in batch if j is not None]
+                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=partial(self._release, jobs),
+                                                    spawn=self._spawn_notify)
+                if error is not None:  # the jobs stay in the outbox: the next process regrades them
+                    with self._lock:
+                        self.counters.store_failures += len(batch)
+            except Exception:  # a bug: the batch's jobs stay in the outbox, the writer goes on
+                log.exception("background_write_failed", jobs=len(batch))
             finally:
                 self._writing -= 1
-            # As inline: store, then callbacks and the evaluation event (saying whether it was stored).
-            for record, _, notify in batch:
-                if notify and record is not None:
-                    self._notifying += 1
-                    spawn(self._notify(record, stored))
             self._maybe_idle()
 
-    async def _notify(self, record: EvalRecord, stored: bool) -> None:
+    async def _release(self, jobs: list[str]) -> None:
+        """Their records are stored: the jobs' outbox rows can go."""
+        if self.outbox is not None and jobs:
+            try:
+                await anyio.to_thread.run_sync(self.outbox.delete, jobs)
+            except Exception:
+                log.exception("outbox_delete_failed", jobs=len(jobs))
+
+    def _spawn_notify(self, notify: Coroutine[Any, Any, None]) -> None:
+        self._notifying += 1
+        spawn(self._notified(notify))
+
+    async def _notified(self, notify: Coroutine[Any, Any, None]) -> None:
         try:
-            await self.pipeline.notify(record, stored=stored)
+            await notify
         finally:
             self._notifying -= 1
             self._maybe_idle()
@@ -401,8 +401,7 @@ class Dispatcher:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            counters = dict(vars(self.counters))
-            counters["by_reason"] = dict(self.counters.by_reason)
+            counters = self.counters.as_dict()
         if self._sampling is not None:
             counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
         counters.update(queue_depth=len(self._queue), in_flight=self._in_flight,
@@ -410,6 +409,8 @@ class Dispatcher:
                         loop="app" if runtime.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)
+        if self._describe is not None:
+            counters.update(self._describe(counters))
         spill_stats = getattr(self.pipeline.store, "stats", None)  # a SpillingStore: spilled, redelivered, pending
         if spill_stats is not None:
             counters.update(safe(spill_stats) or {})

@@ -1,16 +1,17 @@
 """The async core: one context in, one stored record out. The only place that does I/O.
 
-    evaluator.assess(ctx) -> Outcome -> EvalRecord -> store -> callbacks -> log
+    EvalContext -> run_evaluator -> Outcome -> EvalRecord -> deliver: store, callbacks, log
 
-Any evaluator (an LLM judge, a deterministic check, a composite) plugs in through `assess`, which
-never raises: failures are `error` outcomes with the exception's type and message. Every path
-(hooks, background dispatch, offline batches, sync and async) runs this code.
+Any evaluator (an LLM judge, a deterministic check, a composite) plugs in through
+`run_evaluator`, which never raises: failures are `error` outcomes with the exception's type and
+message. `Pipeline.grade` makes the record; `Pipeline.deliver` is the ONE way records leave
+grading, used inline, by the batched background writer and by the Redis worker.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,30 +19,34 @@ import anyio
 
 from .._base.context import EvalContext
 from .._base.log import log
-from .._base.outcome import Outcome
+from .._base.outcome import Outcome, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
 from .._judges.base import describe, error_name
-from .._judges.call import RetryPolicy
 from ..exceptions import StoreError
 from ..stores import Store, write_with_retry
 
-__all__ = ("Graded", "Pipeline", "RetryPolicy", "make_record", "make_skipped")
+__all__ = ("Graded", "Pipeline", "make_record", "make_skipped")
 
 
 class Graded(Protocol):
     """What the core needs from an evaluator (every `judgehooks.Evaluator` is one)."""
 
-    evaluator: str
-    mode: Mode
-    pass_threshold: float | None
+    @property
+    def evaluator_name(self) -> str: ...
 
-    async def assess(self, ctx: EvalContext) -> Outcome: ...
+    @property
+    def mode(self) -> Mode: ...
+
+    @property
+    def pass_threshold(self) -> float | None: ...
+
+    def evaluate(self, ctx: EvalContext) -> Any: ...
 
     def record_metadata(self) -> Mapping[str, Any]: ...
 
 
 def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
-    return dict(id=record_id(ev.evaluator, ctx.run_id or "offline", ctx.case_index), evaluator=ev.evaluator,
+    return dict(id=record_id(ev.evaluator_name, ctx.run_id or "offline", ctx.case_index), evaluator=ev.evaluator_name,
                 mode=ev.mode, threshold=ev.pass_threshold, agent_id=ctx.agent_id, agent_name=ctx.agent_name,
                 team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
                 user_id=ctx.user_id, input=ctx.input, output=ctx.output, sample_rate=sample_rate,
@@ -85,12 +90,13 @@ class Pipeline:
 
     @property
     def name(self) -> str:
-        return self.evaluator.evaluator
+        return self.evaluator.evaluator_name
 
     @property
     def judge(self) -> Any:
         """The evaluator's judge when it calls one (rate limits and warm-up key on it), else None."""
-        return getattr(self.evaluator, "judge", None)
+        judge = getattr(self.evaluator, "judge", None)
+        return judge if hasattr(judge, "complete") else None  # a Borderline's `judge` is an evaluator
 
     def record_id(self, ctx: EvalContext) -> str:
         return record_id(self.name, ctx.run_id or "offline", ctx.case_index)
@@ -101,26 +107,45 @@ class Pipeline:
     async def grade(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Run the evaluator; return the unsaved record. Never raises."""
         started = time.perf_counter()
-        outcome = await self.evaluator.assess(ctx)
+        outcome = await run_evaluator(self.evaluator, ctx)
         return make_record(ctx, self.evaluator, outcome, latency_ms=(time.perf_counter() - started) * 1000,
                            sample_rate=sample_rate)
 
     async def evaluate(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
-        """Grade, store, call back, log. Raises StoreError (after callbacks) if the store is down."""
+        """Grade, then deliver. Raises StoreError (after callbacks) if the store is down."""
         record = await self.grade(ctx, sample_rate)
-        return await self.finish(record)
-
-    async def finish(self, record: EvalRecord) -> EvalRecord:
-        store_error: StoreError | None = None
-        try:
-            await write_with_retry(self.store, [record])
-        except StoreError as exc:
-            exc.records = [record]
-            store_error = exc
-        await self.notify(record, stored=store_error is None)
-        if store_error is not None:
-            raise store_error
+        error = await self.deliver([record])
+        if error is not None:
+            raise error
         return record
+
+    async def deliver(self, records: Sequence[EvalRecord], *, quiet: Collection[int] = (),
+                      on_stored: Callable[[], Awaitable[None]] | None = None,
+                      spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None) -> StoreError | None:
+        """Store the records (with retries), then `on_stored()` (the background writer drops their
+        outbox rows there), then for each record whose id() is not in `quiet`: its callbacks and
+        the `evaluation` log event, saying whether it was stored. With `spawn`, each record's
+        callbacks run as a task of their own, so a slow callback never holds the next write.
+
+        Returns the StoreError (after the callbacks ran), never raises it: the caller decides
+        whether the records stay in an outbox or the error goes up."""
+        error: StoreError | None = None
+        if records:
+            try:
+                await write_with_retry(self.store, records)
+            except StoreError as exc:
+                exc.records = list(records)
+                error = exc
+        if error is None and on_stored is not None:
+            await on_stored()
+        for record in records:
+            if id(record) in quiet:
+                continue
+            if spawn is None:
+                await self.notify(record, stored=error is None)
+            else:
+                spawn(self.notify(record, stored=error is None))
+        return error
 
     async def notify(self, record: EvalRecord, *, stored: bool) -> None:
         """Callbacks, then the one structured event for this evaluation."""

@@ -41,20 +41,24 @@ def _named(fn: Any) -> partial:
     return wrapped
 
 
-def dual_entry(hook: Any, owner_type: type) -> Any:
+#: the class attribute that marks judgehooks evaluators (set by `Evaluator`)
+MARKER = "__judgehooks_hook__"
+
+
+def dual_entry(hook: Any) -> Any:
     """The DualHookList entry for one normalised hook: ours become sync hooks with async twins."""
     method = getattr(hook, "func", None)
     target = getattr(method, "__self__", None)
-    if not isinstance(target, owner_type) or getattr(method, "__name__", None) not in _METHODS:
+    if not getattr(target, MARKER, False) or getattr(method, "__name__", None) not in _METHODS:
         return hook
     entry = _named(target.post_check)
     setattr(entry, ASYNC_TWIN, _named(target.async_post_check))
     return entry
 
 
-def ensure_dual_hooks(owner: Any, owner_type: type) -> None:
+def ensure_dual_hooks(owner: Any) -> None:
     """Swap `owner.post_hooks` for a DualHookList once agno has normalised it."""
     hooks = getattr(owner, "post_hooks", None)
     if not hooks or isinstance(hooks, DualHookList) or not getattr(owner, "_hooks_normalised", False):
         return
-    owner.post_hooks = DualHookList(dual_entry(hook, owner_type) for hook in list.__iter__(hooks))
+    owner.post_hooks = DualHookList(dual_entry(hook) for hook in list.__iter__(hooks))

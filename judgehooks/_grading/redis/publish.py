@@ -1,7 +1,8 @@
 """The producer side of distributed grading: the hook persists the job in the local outbox (as in
 background mode), and the judgehooks loop hands it to the Redis stream; workers grade it.
 
-Reusing the background Dispatcher keeps every guarantee it has: the hook costs the outbox write and
+Publishing is the background Dispatcher's step (instead of judging), which keeps every guarantee
+the dispatcher has: the hook costs the outbox write and
 a hand-off, memory is bounded by `max_queue`, shed jobs become `skipped` records, a crashed
 producer's jobs are forwarded by the next process, and `drain()` waits until Redis has them all.
 While Redis is unreachable, jobs wait in the outbox and publishing is retried with backoff.
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -20,7 +23,7 @@ from taskiq.kicker import AsyncKicker
 
 from ..._base.context import EvalContext
 from ..._base.log import log
-from ..dispatcher import Dispatcher
+from ..dispatcher import Requeue
 from ..outbox import Job
 from . import redacted
 from .broker import TASK_NAME, JudgeStreamBroker
@@ -33,31 +36,33 @@ def job_payload(job: Job) -> str:
                       default=str, ensure_ascii=False)
 
 
-class Forwarder(Dispatcher):
-    """A background dispatcher whose step is "publish to Redis" instead of "judge"."""
+class Publisher:
+    """The dispatcher step of distributed grading: "publish the job to Redis" instead of "judge".
 
-    judges_here = False
+    While Redis is unreachable, publishing is retried with backoff and the job waits in the outbox;
+    when the dispatcher moves to another loop (`judgehooks.lifespan`) the job is handed back
+    (`Requeue`) and that loop publishes it.
+    """
 
-    def __init__(self, *args: Any, broker_url: str, **kwargs: Any) -> None:
-        # Outbox deletes come at publishing speed (not the judge's): fewer, larger ones keep the
-        # hook's outbox write from queueing behind them.
-        kwargs.setdefault("batch_size", 256)
-        kwargs.setdefault("flush_interval", 0.1)
-        super().__init__(*args, **kwargs)
+    def __init__(self, broker_url: str, *, max_connections: int) -> None:
         self.broker_url = broker_url
+        self.max_connections = max_connections
         self._broker: JudgeStreamBroker | None = None
         self._broker_loop: asyncio.AbstractEventLoop | None = None
+        self._pid = os.getpid()
         self._down_since: float | None = None
 
     async def _connected(self) -> JudgeStreamBroker:
         loop = asyncio.get_running_loop()
-        if self._broker is None or self._broker_loop is not loop:  # Redis connections belong to one loop
-            broker = JudgeStreamBroker(self.broker_url, max_connections=self.max_concurrency + 2)
+        # Redis connections belong to one loop, and a forked child's to its parent
+        if self._broker is None or self._broker_loop is not loop or self._pid != os.getpid():
+            broker = JudgeStreamBroker(self.broker_url, max_connections=self.max_connections)
             await broker.startup()  # creates the stream and the workers' group, so no job predates it
-            self._broker, self._broker_loop = broker, loop
+            self._broker, self._broker_loop, self._pid = broker, loop, os.getpid()
         return self._broker
 
-    async def _grade(self, job: Job, ctx: EvalContext) -> None:
+    async def step(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> None:
+        """Publish one job; it has no record here (a worker stores it), so the outbox row can go."""
         payload = job_payload(job)
         delay = 0.05
         while True:
@@ -65,9 +70,8 @@ class Forwarder(Dispatcher):
                 await AsyncKicker(TASK_NAME, await self._connected(), {}).kiq(job=payload)
                 break
             except (RedisError, OSError) as exc:
-                if self._paused:  # moving to another loop (judgehooks.lifespan): that loop retries it
-                    self._queue.appendleft((job, ctx, False))
-                    return
+                if moving():  # the dispatcher is moving to another loop: that loop retries it
+                    raise Requeue from exc
                 if self._down_since is None:
                     self._down_since = time.monotonic()
                     log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
@@ -78,16 +82,8 @@ class Forwarder(Dispatcher):
             log.info("broker_recovered", broker=redacted(self.broker_url),
                      down_s=round(time.monotonic() - self._down_since, 3))
             self._down_since = None
-        with self._lock:
-            self.counters.done += 1
-        self._enqueue_write(None, job.id)  # Redis has it: the outbox row can go
 
-    def reset_after_fork(self) -> None:
-        super().reset_after_fork()
-        self._broker = None  # its connections belong to the parent
-
-    def stats(self) -> dict[str, Any]:
-        stats = super().stats()
-        stats.update(broker=redacted(self.broker_url), forwarded=stats["done"],
-                     broker_down=self._down_since is not None)
-        return stats
+    def describe(self, stats: dict[str, Any]) -> dict[str, Any]:
+        """What `judgehooks.stats()` adds for a publishing dispatcher."""
+        return {"broker": redacted(self.broker_url), "forwarded": stats["done"],
+                "broker_down": self._down_since is not None}

@@ -44,12 +44,12 @@ class _Unavailable:
     """Stands in for an evaluator the worker cannot build, so its job still ends as one `error`
     record through the same Pipeline, saying why."""
 
-    evaluator: str
+    evaluator_name: str
     why: str
     mode: Mode = "binary"
     pass_threshold: float | None = None
 
-    async def assess(self, ctx: EvalContext) -> Outcome:
+    async def evaluate(self, ctx: EvalContext) -> Outcome:
         return Outcome(error=EvaluatorUnavailable(self.why))
 
     def record_metadata(self) -> Mapping[str, Any]:

@@ -1,0 +1,163 @@
+"""HookSettings: how an evaluator is deployed, apart from what it grades.
+
+Every evaluator takes the same deployment settings (store, callbacks, background grading,
+sampling, gates). They live here, in one frozen value validated once, which builds the
+`Pipeline` and, for background grading, the `Dispatcher`. An evaluator declares only its own
+fields (`judgehooks._evaluators`), as pydantic_evals keeps `OnlineEvaluator` settings apart from
+the evaluator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._base.callbacks import wrap_callback
+from .._base.context import EvalContext
+from .._base.record import EvalRecord
+from .._base.validate import check_choice, check_number
+from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Step
+from .._grading.outbox import Outbox
+from .._grading.pipeline import Graded, Pipeline
+from .._grading.redis import check_url, require_extra
+from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
+from ..stores._sqlite import outbox_path_for
+from .gate import DEFAULT_FALLBACK, Gate
+from .sampling import Sampler, SampleRate
+
+Callback = Callable[[EvalRecord], Any]
+PathSetting = str | os.PathLike[str] | bool | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookSettings:
+    """Where records go, who hears of them, and when and how runs are graded."""
+
+    store: Store | None = None
+    db: Any = None  # an agno db: records also go to its eval table (AgentOS shows them)
+    on_fail: Callback | None = None
+    on_error: Callback | None = None
+    on_record: Callback | None = None
+    on_drop: Callback | None = None
+    run_in_background: bool = False
+    sample_rate: SampleRate = 1.0
+    when: Callable[[EvalContext], bool] | None = None
+    max_concurrency: int = 32
+    max_queue: int = 10_000
+    overload: str = "block"
+    block_timeout: float = 5.0
+    outbox: PathSetting = None
+    spill: PathSetting = None
+    requests_per_minute: float | None = None
+    broker: str | None = None
+    gate: bool = False
+    fallback: str = DEFAULT_FALLBACK
+    repair: int = 0
+    print_summary: bool = False
+    print_results: bool = False
+    file_path_to_save_results: str | None = None
+    #: the gate, configured from gate/fallback/repair (None: no gate)
+    gate_config: Gate | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
+            raise TypeError(f"store must implement judgehooks.stores.Store (write, query), "
+                            f"got {type(self.store).__name__}")
+        if self.db is not None:
+            AgnoDbStore(self.db)  # refuses, by name, a db that cannot hold agno eval runs
+        Sampler.validate(self.sample_rate, self.when)
+        check_number("max_concurrency", self.max_concurrency, minimum=1, allow_equal=True, integer=True)
+        check_number("max_queue", self.max_queue, minimum=1, allow_equal=True, integer=True)
+        check_number("block_timeout", self.block_timeout, minimum=0, allow_equal=True)
+        check_choice("overload", self.overload, OVERLOAD_POLICIES)
+        if self.requests_per_minute is not None:
+            check_number("requests_per_minute", self.requests_per_minute, minimum=0, allow_equal=False)
+        if self.outbox is not None and not isinstance(self.outbox, (bool, str, os.PathLike)):
+            raise TypeError(f"outbox must be a path, True/None (next to the store) or False (no outbox), "
+                            f"got {type(self.outbox).__name__}")
+        if self.spill is not None and not isinstance(self.spill, (bool, str, os.PathLike)):
+            raise TypeError(f"spill must be a path, True (in the outbox file), False (off) or None (on for "
+                            f"stores that are not local files), got {type(self.spill).__name__}")
+        if self.broker is not None:
+            check_url(self.broker, "broker")
+            if not self.run_in_background:
+                raise ValueError("broker= hands grading to `judgehooks worker` processes, which is background "
+                                 "grading: set run_in_background=True as well")
+            require_extra("broker")
+        for name in ("on_fail", "on_error", "on_record", "on_drop"):
+            wrap_callback(name, getattr(self, name))  # validates: a callback that is not callable fails here
+        gate = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
+                              run_in_background=self.run_in_background)
+        object.__setattr__(self, "gate_config", gate)
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The keyword arguments every evaluator accepts for its deployment."""
+        return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+
+    @property
+    def judges_here(self) -> bool:
+        """Whether this process runs the judge for background jobs (not with a broker: workers do),
+        so LLM evaluators start a judge helper process only when it will be used."""
+        return self.run_in_background and self.broker is None
+
+    def sampler(self) -> Sampler:
+        return Sampler(self.sample_rate, self.when)
+
+    def build(self, evaluator: Graded, *, sampler: Sampler, spec: Mapping[str, Any] | None) -> Wiring:
+        """The store, pipeline and (for background grading) the started dispatcher of one evaluator."""
+        store: Store = self.store if self.store is not None else default_store()
+        sink: Store = store if self.db is None else FanoutStore(store, AgnoDbStore(self.db))
+        spill = self._spill_path(store)
+        if spill is not None:
+            sink = SpillingStore(sink, spill)
+        pipeline = Pipeline(evaluator=evaluator, store=sink, on_fail=wrap_callback("on_fail", self.on_fail),
+                            on_error=wrap_callback("on_error", self.on_error),
+                            on_record=wrap_callback("on_record", self.on_record))
+        dispatcher = None
+        if self.run_in_background:
+            step: Step | None = None
+            options: dict[str, Any] = {}
+            if self.broker is not None:  # publish jobs to Redis; `judgehooks worker` processes grade them
+                from .._grading.redis.publish import Publisher
+
+                publisher = Publisher(self.broker, max_connections=self.max_concurrency + 2)
+                step, options = publisher.step, {"batch_size": 256, "flush_interval": 0.1,
+                                                 "describe": publisher.describe, "judges_here": False}
+            dispatcher = Dispatcher(
+                pipeline, step=step, outbox=self._outbox(store), max_queue=self.max_queue,
+                max_concurrency=self.max_concurrency, overload=self.overload,  # type: ignore[arg-type]
+                block_timeout=self.block_timeout, on_drop=wrap_callback("on_drop", self.on_drop),
+                requests_per_minute=self.requests_per_minute, spec=None if spec is None else dict(spec),
+                sampling=sampler.counts, **options)
+            dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
+        return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher)
+
+    def _outbox(self, store: Store) -> Outbox | None:
+        """The outbox file: explicit path; False for none; else beside a SQLite store, or from
+        $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
+        if self.outbox is False:
+            return None
+        return Outbox(self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store))
+
+    def _spill_path(self, store: Store) -> str | os.PathLike[str] | None:
+        """Where records wait while the store is down: an explicit path; False for nowhere; else the
+        outbox file, by default only for stores that can go away (not a local file or memory)."""
+        local = self.db is None and isinstance(store, (SQLiteStore, MemoryStore, JsonlStore))
+        if self.spill is False or (self.spill is None and local):
+            return None
+        if isinstance(self.spill, (str, os.PathLike)):
+            return self.spill
+        return self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store)
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """What HookSettings built for one evaluator."""
+
+    store: Store
+    pipeline: Pipeline
+    dispatcher: Dispatcher | None

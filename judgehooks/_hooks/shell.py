@@ -1,0 +1,137 @@
+"""The hook shell: what every evaluator does when agno calls it, the same for a judge and a regex.
+
+`post_check` (agno's `run()`) and `async_post_check` (agno's `arun()`) are thin: snapshot, sample,
+then grade inline on the judgehooks loop (and gate), or persist and hand off to the background
+dispatcher. `run()` / `arun()` grade offline through the same pipeline. The store, pipeline and
+dispatcher come from `HookSettings.build`, on first use (at once for background grading, which
+also resumes jobs a dead process left), so the members of a composite never build any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .._base.context import EvalContext
+from .._base.record import EvalRecord
+from .._base.result import AgentAsJudgeResult
+from .._grading.pipeline import Graded
+from .._runtime import runtime
+from ..exceptions import StoreError
+from . import offline
+from .hooklist import ensure_dual_hooks
+from .settings import HookSettings, Wiring
+from .snapshot import snapshot_run
+
+
+class HookShell:
+    """One evaluator's deployment: settings, sampler, gate, and what they build."""
+
+    def __init__(self, evaluator: Graded, settings: HookSettings, *, needs_tools: bool,
+                 spec: Mapping[str, Any] | None) -> None:
+        self.evaluator = evaluator
+        self.settings = settings
+        self.sampler = settings.sampler()
+        self.gate = settings.gate_config
+        self.needs_tools = needs_tools
+        self._spec = spec
+        self._wiring: Wiring | None = None
+        self._lock = threading.Lock()
+        if settings.run_in_background:
+            self.wiring  # noqa: B018 - start the dispatcher now: it resumes this evaluator's orphaned jobs
+
+    @property
+    def wiring(self) -> Wiring:
+        if self._wiring is None:
+            with self._lock:
+                if self._wiring is None:
+                    self._wiring = self.settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
+        return self._wiring
+
+    # ---- agno's hooks -----------------------------------------------------------------------
+
+    def _admit(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+               metadata: Mapping[str, Any] | None) -> tuple[EvalContext, float] | None:
+        """Both shells' first step: the snapshot and its sampling rate, or None when this run is not
+        graded here (sampled out, filtered, or a gate's own repair re-run)."""
+        owner = agent if agent is not None else team
+        if self.gate is not None and self.gate.stands_aside(owner):
+            return None
+        if owner is not None:
+            ensure_dual_hooks(owner)
+        ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                           with_tools=self.needs_tools)
+        rate = self.sampler.decide(ctx)
+        return None if rate is None else (ctx, rate)
+
+    def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+                   metadata: Mapping[str, Any] | None) -> None:
+        """Grade this run inline (then gate it), or persist it and hand it off."""
+        if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
+            return
+        ctx, rate = admitted
+        wiring = self.wiring
+        if wiring.dispatcher is not None:
+            wiring.dispatcher.submit(ctx, rate)
+            return
+        record = runtime.call(self.grade_quietly, ctx, rate)
+        if self.gate is not None:
+            runtime.call(self.gate.enforce, record, run_output, agent or team, self._snapshot(agent, team),
+                         self.grade_quietly, True)
+
+    async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+                               metadata: Mapping[str, Any] | None) -> None:
+        """Grading runs on the judgehooks loop; the caller's loop only awaits."""
+        if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
+            return
+        ctx, rate = admitted
+        wiring = self.wiring
+        if wiring.dispatcher is not None:
+            await wiring.dispatcher.asubmit(ctx, rate)
+            return
+        record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate))
+        if self.gate is not None:
+            await self.gate.enforce(record, run_output, agent or team, self._snapshot(agent, team),
+                                    self.grade_quietly, False)
+
+    def _snapshot(self, agent: Any, team: Any) -> Callable[[Any], EvalContext]:
+        """How the gate snapshots a repair attempt's run, as this hook snapshots the original."""
+        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools)
+
+    async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
+        try:
+            return await self.wiring.pipeline.evaluate(ctx, sample_rate)
+        except StoreError as exc:
+            # Already logged with the full record by the store writer; a gate still needs the verdict.
+            return exc.records[0] if exc.records else None
+
+    # ---- offline grading --------------------------------------------------------------------
+
+    def run(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
+            expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
+        return runtime.call(self._offline, input, output, cases, expected_output, print_summary, print_results)
+
+    async def arun(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
+                   expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
+        future = runtime.submit(self._offline, input, output, cases, expected_output, print_summary, print_results)
+        return await asyncio.wrap_future(future)
+
+    async def _offline(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
+                       expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
+        contexts = offline.contexts(input, output, cases, expected_output)
+        settings = self.settings
+        return await offline.grade(self.wiring.pipeline, contexts, settings.max_concurrency,
+                                   name=self.evaluator.evaluator_name,
+                                   print_summary=settings.print_summary or print_summary,
+                                   print_results=settings.print_results or print_results,
+                                   save_to=settings.file_path_to_save_results)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: sampling, and the background queue when there is one."""
+        if self._wiring is not None and self._wiring.dispatcher is not None:
+            return self._wiring.dispatcher.stats()
+        counts = self.sampler.counts
+        return {"evaluator": self.evaluator.evaluator_name, "sampled_out": counts.sampled_out,
+                "filtered_out": counts.filtered_out}

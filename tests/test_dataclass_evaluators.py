@@ -1,0 +1,122 @@
+"""Evaluators are dataclasses that declare only their own settings; deployment settings
+(store, callbacks, background, sampling, gates) are one validated HookSettings."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from conftest import wait_for
+
+import judgehooks
+from judgehooks import (
+    AgentAsJudgeEval,
+    Contains,
+    EvalContext,
+    Evaluator,
+    Group,
+    MemoryStore,
+    Ordered,
+    Regex,
+    Rubric,
+)
+from judgehooks._evaluators.spec import rebuild
+from judgehooks._hooks.settings import HookSettings
+
+HOOK = HookSettings.names()
+
+
+@dataclasses.dataclass
+class MaxChars(Evaluator):
+    """A user's evaluator in the dataclass style: one field, one method."""
+
+    limit: int
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit!r}")
+
+    def evaluate(self, ctx: EvalContext) -> bool:
+        return len(ctx.output) <= self.limit
+
+
+def test_a_dataclass_subclass_takes_its_own_fields_and_every_deployment_setting(make_agent):
+    store, failed = MemoryStore(), []
+    check = MaxChars(3, name="short", store=store, on_fail=failed.append)
+    out = make_agent(check).run("a question long enough to get a long echo")
+    [record] = store.records
+    assert (record.run_id, record.evaluator, record.status) == (out.run_id, "short", "failed")
+    wait_for(lambda: failed == [record])
+    assert check.limit == 3 and check.hook_settings.store is store
+
+
+def test_a_dataclass_subclass_validates_its_fields_and_the_settings_once():
+    with pytest.raises(ValueError, match="limit must be >= 1"):
+        MaxChars(0)
+    with pytest.raises(ValueError, match="overload must be one of"):
+        MaxChars(3, overload="sometimes")
+    with pytest.raises(TypeError, match="on_fail must be a callable"):
+        Regex("x", on_fail="page me")
+
+
+@pytest.mark.parametrize("cls", [Regex, Contains, MaxChars, Group, Ordered, Rubric])
+def test_built_in_evaluators_declare_only_their_own_fields(cls):
+    names = {f.name for f in dataclasses.fields(cls)}
+    assert not names & HOOK, f"{cls.__name__} declares deployment settings {sorted(names & HOOK)}"
+
+
+def test_agent_as_judge_eval_keeps_agnos_fields_and_maps_the_rest_onto_hook_settings():
+    from agno.eval import AgentAsJudgeEval as AgnoEval
+
+    ours = {f.name for f in dataclasses.fields(AgentAsJudgeEval)}
+    assert {f.name for f in dataclasses.fields(AgnoEval)} <= ours  # agno's order is the signature's (test_config)
+    store = MemoryStore()
+    judge = AgentAsJudgeEval(criteria="c", model="openai/m", api_key="k", store=store, on_fail=print,
+                             sample_rate=0.5, max_queue=7)
+    settings = judge.hook_settings
+    assert (settings.store, settings.on_fail, settings.sample_rate, settings.max_queue) == (store, print, 0.5, 7)
+    assert "k" not in repr(judge)  # the key is not a field shown in logs
+
+
+def test_composite_members_build_no_store_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JUDGEHOOKS_DB", raising=False)
+    store = MemoryStore()
+    group = Group([Regex("a", name="has-a"), Contains("b", name="has-b")], store=store)
+    result = group.run(input="q", output="ab")
+    assert [r.status for r in result.records] == ["passed"] and len(store.records) == 1
+    assert list(tmp_path.iterdir()) == []  # no default SQLite file for the members
+
+
+def test_spec_and_default_name_derive_from_the_fields_and_rebuild_the_same_evaluator():
+    check = Regex("^ok", flags="i", must_match=False)
+    spec = check.spec()
+    assert spec == {"class": "Regex", "settings": {"pattern": "^ok", "flags": "i", "must_match": False,
+                                                   "name": check.evaluator_name, "threshold": None}}
+    copy = rebuild(spec, store=MemoryStore(), outbox=False, run_in_background=False)
+    assert (type(copy), copy.pattern, copy.flags, copy.must_match, copy.evaluator_name) == (
+        Regex, "^ok", "i", False, check.evaluator_name)
+    assert Regex("^ok", flags="i", must_match=False).evaluator_name == check.evaluator_name
+    assert Regex("^no").evaluator_name != check.evaluator_name
+    assert MaxChars(3).spec() is None  # user code: resume needs --import
+
+
+def test_evaluators_compare_by_identity_so_they_can_key_a_group():
+    a, b = Regex("x", name="a"), Regex("x", name="b")
+    assert a != b and len({a, b}) == 2
+    group = Group({a: 2.0, b: 1.0}, store=MemoryStore())
+    assert group.weights == (2.0, 1.0)
+
+
+def test_a_hand_written_init_still_works_and_forgetting_super_init_is_named():
+    class Legacy(Evaluator):
+        def __init__(self, limit: int, **hook):
+            self.limit = limit
+            super().__init__(**hook)
+
+        def evaluate(self, ctx):
+            return len(ctx.output) <= self.limit
+
+    legacy = Legacy(2, name="legacy", store=MemoryStore())
+    assert legacy.run(input="q", output="abc").records[0].status == "failed"
+    assert judgehooks.drain(10)
