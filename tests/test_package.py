@@ -19,14 +19,16 @@ def test_import_does_not_import_litellm():
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "Borderline", "Budget",
-        "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator", "ExactMatch", "FanoutStore",
-        "Group", "IsJSON", "JSONSchema", "JsonlStore", "Judge", "JudgeReply", "JudgeRequest", "JudgeTemplate",
-        "JudgeUnavailable", "JudgehooksError", "LabelMatch", "LiteLLMJudge", "LogNotifier", "MalformedVerdict",
-        "MatchesModel", "MemberError", "MemoryStore", "MissingExpected", "MissingMetrics", "NotContains", "Ordered",
-        "Outcome", "PostgresStore", "QualityAlert", "Regex", "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore",
-        "ScorerEval", "SlackNotifier", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier",
-        "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "evaluator", "get_judge", "lifespan",
-        "list_judges", "parse_verdict", "stats",
+        "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator", "EvaluatorError",
+        "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings", "IsJSON", "JSONSchema",
+        "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest", "JudgeTemplate",
+        "JudgeUnavailable", "JudgehooksError", "LabelMatch", "LiteLLMJudge", "LocalModelUnavailable", "LogNotifier",
+        "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore", "MissingContext", "MissingExpected",
+        "MissingMetrics", "NotContains", "NotRebuildable", "Ordered", "Outcome", "PostgresStore", "QualityAlert",
+        "Regex", "RemoteJudgeError", "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval",
+        "SlackNotifier", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert",
+        "__version__", "add_judge", "adrain", "drain", "evaluator", "get_judge", "lifespan", "list_judges",
+        "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name
@@ -54,3 +56,25 @@ def test_fake_judge_drives_the_core_without_http():
     judge = AgentAsJudgeEval(criteria="c", scoring_strategy="numeric", judge=fake, store=MemoryStore())
     result = judge.run(input="a", output="b")
     assert result.records[0].status == "failed" and fake.calls == 1
+
+
+def test_every_exception_is_in_the_one_tree_exported_and_constructed_somewhere():
+    """judgehooks/exceptions.py holds every exception, drawn in its docstring; each is exported from
+    the package face, and each one without subclasses is raised (or returned as an error value)
+    somewhere in the package: a name nothing raises would be a promise the code does not keep."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from judgehooks import exceptions
+
+    classes = [c for _, c in inspect.getmembers(exceptions, inspect.isclass) if c.__module__ == exceptions.__name__]
+    constructed = {node.func.id for path in Path(judgehooks.__file__).parent.rglob("*.py")
+                   if path.name != "exceptions.py"
+                   for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    for cls in classes:
+        assert cls.__name__ in judgehooks.__all__, f"{cls.__name__} is not exported"
+        assert cls.__name__ in (exceptions.__doc__ or ""), f"{cls.__name__} is missing from the tree"
+        if not cls.__subclasses__():
+            assert cls.__name__ in constructed, f"{cls.__name__} is never raised"

@@ -25,20 +25,10 @@ from typing import Any
 
 from .._base.log import log
 from .._runtime import runtime
+from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import JudgeReply
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
-
-
-class RemoteJudgeError(Exception):
-    """A judge failure raised in the judge process; keeps the original's type name and status."""
-
-    def __init__(self, remote_type: str, message: str, status_code: int | None = None,
-                 retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.remote_type = remote_type
-        self.status_code = status_code
-        self.headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
 
 
 class _Child:
@@ -178,6 +168,8 @@ class ProcessJudge:
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         reply = await self._ensure().send({"messages": list(request.messages), "mode": request.mode})
         error = reply.get("error")
+        if error is not None and error["type"] == "JudgeProcessDied":
+            raise JudgeProcessDied(error["message"])
         if error is not None:
             raise RemoteJudgeError(error["type"], error["message"], error.get("status"), error.get("retry_after"))
         return JudgeReply(text=reply["text"], model=reply.get("model"), prompt_tokens=reply.get("prompt_tokens"),

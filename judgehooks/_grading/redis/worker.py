@@ -26,17 +26,13 @@ from ..._base.log import log
 from ..._base.outcome import Outcome
 from ..._base.record import Mode
 from ..._judges.litellm import load_litellm
-from ...exceptions import JudgehooksError, NotRebuildable, StoreError
+from ...exceptions import EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
 from .broker import TASK_NAME, JudgeStreamBroker, StreamMessage
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
-
-
-class EvaluatorUnavailable(JudgehooksError):
-    """A job names an evaluator this worker can neither rebuild nor find among imported ones."""
 
 
 @dataclasses.dataclass(frozen=True)
