@@ -116,7 +116,7 @@ def throughput(base_url: str, tmp: str, n: int) -> None:
     for processes in (1, 2):
         evaluator = ours(base_url, tmp, f"throughput-{processes}", True, max_concurrency=64, max_queue=n,
                          judge_processes=processes)
-        evaluator._dispatcher.pipeline.judge.warm_up()
+        evaluator.judge.warm_up()
         time.sleep(5)  # let the judge process import litellm before the clock starts
         rss_before = rss_mb()
         start = time.perf_counter()

@@ -108,7 +108,7 @@ def throughput(base_url: str, broker: str, tmp: str, n: int, concurrency: int) -
         procs = start_workers(workers, broker, db, concurrency, tmp) if workers else []
         ev = evaluator(base_url, tmp, name, broker if workers else None, max_queue=n, max_concurrency=concurrency)
         if not workers:
-            ev._dispatcher.pipeline.judge.warm_up()
+            ev.judge.warm_up()
             time.sleep(5)  # let the judge process import litellm before the clock starts
         store = SQLiteStore(db)
         start = time.perf_counter()
