@@ -18,9 +18,9 @@ import redis
 from conftest import wait_for
 
 import judgehooks
-from judgehooks._evaluators.spec import rebuild as rebuild_evaluator
 from judgehooks import SQLiteStore
 from judgehooks._base.record import record_id
+from judgehooks._evaluators.spec import rebuild as rebuild_evaluator
 from judgehooks._grading.redis.broker import GROUP, STREAM
 from judgehooks.testing import FakeJudge, RedisServer
 
@@ -242,8 +242,8 @@ judge = AgentAsJudgeEval(name="imported", criteria="c", judge=FakeJudge('{"passe
 
 
 def test_imported_evaluators_grade_with_their_own_judge_and_callbacks(make_agent, redis_url, tmp_path, monkeypatch):
-    from judgehooks._grading.redis.worker import Worker
     from judgehooks._cli.worker import _imported_evaluators
+    from judgehooks._grading.redis.worker import Worker
 
     (tmp_path / "dist_app_evals.py").write_text(IMPORTED)
     monkeypatch.syspath_prepend(str(tmp_path))

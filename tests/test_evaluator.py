@@ -17,8 +17,7 @@ from conftest import wait_for
 import judgehooks
 from judgehooks import EvalContext, Evaluator, Outcome, Regex, SQLiteStore, evaluator
 from judgehooks._base.context import context_to_dict
-from judgehooks._grading.outbox import Outbox
-from judgehooks._grading.outbox import Job
+from judgehooks._grading.outbox import Job, Outbox
 
 
 class MaxWords(Evaluator):
