@@ -33,7 +33,7 @@ from ._evaluators.scorer import ScorerEval
 from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
 from ._hooks.settings import HookSettings
 from ._judges.agno import AgnoJudge
-from ._judges.base import Judge, JudgeReply
+from ._judges.base import BaseJudge, Judge, JudgeReply
 from ._judges.call import RetryPolicy
 from ._judges.litellm import LiteLLMJudge
 from ._judges.prompt import JudgeRequest
@@ -57,7 +57,17 @@ from .exceptions import (
     RemoteJudgeError,
     StoreError,
 )
-from .stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, PostgresStore, SQLiteStore, Store
+from .stores import (
+    AgnoDbStore,
+    BaseStore,
+    FanoutStore,
+    JsonlStore,
+    MemoryStore,
+    PostgresStore,
+    RecordFilter,
+    SQLiteStore,
+    Store,
+)
 
 __version__ = "0.1.0"
 
@@ -67,6 +77,8 @@ __all__ = (
     "AgnoDbStore",
     "AgnoJudge",
     "BadOutcome",
+    "BaseJudge",
+    "BaseStore",
     "Borderline",
     "Budget",
     "Contains",
@@ -109,6 +121,7 @@ __all__ = (
     "Outcome",
     "PostgresStore",
     "QualityAlert",
+    "RecordFilter",
     "Regex",
     "RemoteJudgeError",
     "RetryPolicy",

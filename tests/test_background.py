@@ -30,7 +30,7 @@ def make_bg(make_judge, tmp_path):
 def test_run_returns_before_a_slow_judge_answers(make_bg, make_agent, store, server):
     server.configure(judge_delay_ms=1500)
     judge = make_bg()
-    judge.judge.warm_up()
+    judge.judge.warm_up()  # start the judge process now, so only the judge's own delay is measured
     out = make_agent(judge).run("q")
     assert store.records == []  # the judge is still thinking; the run is already back
     assert judge.stats()["submitted"] == 1

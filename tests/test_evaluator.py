@@ -149,8 +149,9 @@ def test_background_check_details_persist_in_sqlite(make_agent, tmp_path):
 
 
 def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
+    import anyio
+
     from judgehooks._base.record import FIELDS, EvalRecord
-    from judgehooks.stores._sqlite import _row
 
     path = str(tmp_path / "old.db")
     old_fields = [f for f in FIELDS if f != "details"]
@@ -163,7 +164,7 @@ def test_an_older_sqlite_file_gains_the_details_column(tmp_path):
     conn.close()
     store = SQLiteStore(path)
     new = EvalRecord(id="new", status="passed", evaluator="e", mode="binary", details={"checks": [1, 2]})
-    store._write([_row(new)])
+    anyio.run(store.write, [new])
     got = {r.id: r.details for r in store.query_sync()}
     assert got == {"old": {}, "new": {"checks": [1, 2]}}
 
@@ -219,12 +220,13 @@ def test_judgehooks_resume_rebuilds_checks_and_needs_import_for_user_code(tmp_pa
 
 
 def test_sqlite_keeps_integer_and_fractional_thresholds(tmp_path):
-    from judgehooks._base.record import EvalRecord
-    from judgehooks.stores._sqlite import _row
+    import anyio
+
+    from judgehooks import EvalRecord
 
     store = SQLiteStore(str(tmp_path / "thresholds.db"))
-    store._write([_row(EvalRecord(id="judge", status="passed", evaluator="j", mode="numeric", threshold=7)),
-                  _row(EvalRecord(id="check", status="passed", evaluator="c", mode="numeric", threshold=0.5))])
+    anyio.run(store.write, [EvalRecord(id="judge", status="passed", evaluator="j", mode="numeric", threshold=7),
+                            EvalRecord(id="check", status="passed", evaluator="c", mode="numeric", threshold=0.5)])
     got = {r.id: r.threshold for r in store.query_sync()}
     assert got == {"judge": 7, "check": 0.5} and isinstance(got["judge"], int)
 

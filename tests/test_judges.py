@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 
@@ -48,3 +49,28 @@ def test_db_parameter_mirrors_verdicts_into_agnos_eval_table(make_judge, make_ag
     assert (run.run_id, run.name, run.eval_type.value) == (r.id, "helpful", "agent_as_judge")
     assert run.eval_data["judged_run_id"] == out.run_id and run.eval_data["status"] == "failed"
     assert run.eval_data["results"][0]["passed"] is False
+
+
+def test_built_in_judges_declare_the_optional_methods_instead_of_being_probed():
+    import anyio
+
+    from judgehooks import LiteLLMJudge
+    from judgehooks._judges.base import BaseJudge
+    from judgehooks._judges.process import ProcessJudge
+
+    class Minimal(BaseJudge):
+        model = "minimal/judge"
+
+        async def complete(self, request):
+            raise NotImplementedError
+
+    from judgehooks import AgnoJudge
+
+    for judge in (LiteLLMJudge("openai/x"), ProcessJudge(LiteLLMJudge("openai/x")),
+                  AgnoJudge(model=OpenAILike(id="x", api_key="k")), Minimal()):
+        assert isinstance(judge, BaseJudge)
+    with pytest.raises(TypeError):
+        BaseJudge()  # complete is the one method a judge must have
+    minimal = Minimal()
+    assert minimal.warm_up() is None
+    assert anyio.run(minimal.prepare) is None and anyio.run(minimal.aclose) is None

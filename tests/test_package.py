@@ -18,17 +18,17 @@ def test_import_does_not_import_litellm():
 
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
-        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "Borderline", "Budget",
-        "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator", "EvaluatorError",
-        "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings", "IsJSON", "JSONSchema",
-        "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest", "JudgeTemplate",
-        "JudgeUnavailable", "JudgehooksError", "LabelMatch", "LiteLLMJudge", "LocalModelUnavailable", "LogNotifier",
-        "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore", "MissingContext", "MissingExpected",
-        "MissingMetrics", "NotContains", "NotRebuildable", "Ordered", "Outcome", "PostgresStore", "QualityAlert",
-        "Regex", "RemoteJudgeError", "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval",
-        "SlackNotifier", "Store", "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert",
-        "__version__", "add_judge", "adrain", "drain", "evaluator", "get_judge", "lifespan", "list_judges",
-        "parse_verdict", "stats",
+        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "BaseJudge", "BaseStore",
+        "Borderline", "Budget", "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator",
+        "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings", "IsJSON",
+        "JSONSchema", "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest",
+        "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "LabelMatch", "LiteLLMJudge",
+        "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
+        "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "Ordered", "Outcome",
+        "PostgresStore", "QualityAlert", "RecordFilter", "Regex", "RemoteJudgeError", "RetryPolicy", "Rubric",
+        "RunUsage", "SQLiteStore", "ScorerEval", "SlackNotifier", "Store", "StoreError", "ToolCall", "ToolUse",
+        "Verdict", "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "evaluator",
+        "get_judge", "lifespan", "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

@@ -65,6 +65,50 @@ async def test_every_store_answers_the_same_query_filters(kind, tmp_path, reques
     await store.aclose()
 
 
+def test_a_record_filter_matches_in_python_as_its_sql_selects():
+    from judgehooks.stores import RecordFilter
+
+    now = datetime.now(UTC)
+    where = RecordFilter(agent_id="a", status="failed", since=now - timedelta(hours=1), until=now)
+    assert where.matches(rec(1, status="failed", passed=False, created_at=now - timedelta(minutes=1)))
+    assert not where.matches(rec(2, status="failed", passed=False, created_at=now))  # until is exclusive
+    assert not where.matches(rec(3, created_at=now - timedelta(minutes=1)))
+    condition, args = where.sql("?", lambda ts: ts.isoformat())
+    assert condition == "agent_id = ? AND status = ? AND created_at >= ? AND created_at < ?"
+    assert args == ["a", "failed", (now - timedelta(hours=1)).isoformat(), now.isoformat()]
+    assert RecordFilter().sql("%s", str) == ("", [])
+    assert where.keywords() == {"agent_id": "a", "status": "failed", "since": now - timedelta(hours=1), "until": now}
+
+
+@pytest.mark.anyio
+async def test_a_base_store_subclass_gets_query_iter_records_and_no_op_extras_from_one_method():
+    from judgehooks.stores import BaseStore, RecordFilter, iter_records
+
+    class ListStore(BaseStore):
+        def __init__(self) -> None:
+            self.records: list = []
+            self.asked: list = []
+
+        async def write(self, records):
+            self.records.extend(records)
+
+        async def _query(self, where: RecordFilter, limit):
+            self.asked.append((where, limit))
+            return where.select(self.records, limit)
+
+    store = ListStore()
+    now = datetime.now(UTC)
+    await store.write([rec(i, created_at=now - timedelta(seconds=i), agent_id="a" if i % 2 else "b")
+                       for i in range(1, 8)])
+    assert [r.id for r in await store.query(agent_id="a", limit=2)] == ["id-1", "id-3"]
+    assert store.asked[-1] == (RecordFilter(agent_id="a"), 2)
+    assert [r.id async for r in store.iter_records(agent_id="a", page_size=2)] == ["id-1", "id-3", "id-5", "id-7"]
+    assert [r.id async for r in iter_records(store, agent_id="b", page_size=2)] == ["id-2", "id-4", "id-6"]
+    assert store.stats() == {} and await store.aclose() is None
+    with pytest.raises(TypeError):
+        await store.query(agent="a")
+
+
 def test_hook_records_land_in_a_real_sqlite_file(make_judge, make_agent, tmp_path):
     store = SQLiteStore(tmp_path / "evals.db")
     agent = make_agent(make_judge(store=store), id="agent-x")

@@ -39,7 +39,8 @@ def test_a_built_in_judge_grades_a_live_run(make_agent, connection, store):
     (record,) = store.records
     assert (record.evaluator, record.mode, record.threshold, record.score, record.status) == (
         "helpfulness", "numeric", 7, 5, "failed")
-    assert record.run_id == out.run_id and record.criteria == _templates._registry["helpfulness"].criteria
+    helpfulness = next(t for t in list_judges() if t.name == "helpfulness")
+    assert record.run_id == out.run_id and record.criteria == helpfulness.criteria
 
 
 def test_faithfulness_reads_the_context_the_run_was_given(make_agent, connection, store):

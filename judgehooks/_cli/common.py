@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from .._runtime import runtime
+from ..stores._base import RecordFilter
 from ..stores._url import redact, store_from_url
 
 T = TypeVar("T")
@@ -42,9 +43,9 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evaluator", metavar="NAME", help="only records of this evaluator")
 
 
-def filters_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The Store.query keywords the filter options ask for."""
-    return {"agent_id": args.agent, "team_id": args.team, "evaluator": args.evaluator}
+def filters_of(args: argparse.Namespace) -> RecordFilter:
+    """The records the filter options ask for."""
+    return RecordFilter(agent_id=args.agent, team_id=args.team, evaluator=args.evaluator)
 
 
 def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:

@@ -17,6 +17,7 @@ from typing import Any
 from .._base.record import EvalRecord
 from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
+from ..stores._base import BaseStore, RecordFilter
 from .cases import CaseError, read_cases
 from .common import CommandError, add_store_argument, check_store, label_of, store_at
 
@@ -140,7 +141,7 @@ def _load(spec: str) -> AgentAsJudgeEval:
     return obj
 
 
-class _Counting:
+class _Counting(BaseStore):
     """The store, advancing the progress bar as records are written."""
 
     def __init__(self, store: Any, advance: Callable[[int], None]) -> None:
@@ -153,8 +154,8 @@ class _Counting:
         await self.store.write(records)
         self.advance(len(records))
 
-    async def query(self, **filters: Any) -> list[EvalRecord]:
-        return await self.store.query(**filters)
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
+        return await self.store.query(**where.keywords(), limit=limit)
 
     async def aclose(self) -> None:
         await self.store.aclose()

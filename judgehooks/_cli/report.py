@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from ..stores._base import iter_records
+from ..stores._base import RecordFilter, iter_records
 from .common import (
     add_filter_arguments,
     add_store_argument,
@@ -41,8 +41,8 @@ def _since(value: str) -> datetime | None:
 def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
-    report = read(label_of(args.store), _collect, store, Report(worst=args.worst), since=since, until=until,
-                  **filters_of(args))
+    report = read(label_of(args.store), _collect, store, Report(worst=args.worst),
+                  filters_of(args).replace(since=since, until=until))
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _collect(store: Any, report: Report, **filters: Any) -> Report:
-    async for record in iter_records(store, **filters):
+async def _collect(store: Any, report: Report, where: RecordFilter) -> Report:
+    async for record in iter_records(store, **where.keywords()):
         report.add(record)
     return report
 

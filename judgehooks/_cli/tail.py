@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from .._base.record import EvalRecord
-from ..stores._base import iter_records
+from ..stores._base import RecordFilter, iter_records
 from .common import (
     CommandError,
     add_filter_arguments,
@@ -48,12 +48,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"tail: --interval must be > 0 and --lookback >= 0, got {args.interval} and "
                            f"{args.lookback}", code=2)
     store = open_store(args.store, must_exist=True)
-    filters = {**filters_of(args), "status": args.status}
+    where = filters_of(args).replace(status=args.status)
     show = _json_line if args.json else _text_line
     label = label_of(args.store)
     try:
-        last = read(label, store.query, **filters, limit=max(args.lines, 1))
-        follower = _Follower(store, filters, timedelta(seconds=args.lookback))
+        last = read(label, store.query, **where.keywords(), limit=max(args.lines, 1))
+        follower = _Follower(store, where, timedelta(seconds=args.lookback))
         if args.follow and last:
             follower.newest = last[0].created_at
             read(label, follower.poll)  # before printing: a record stored after the last N is new
@@ -78,14 +78,14 @@ class _Follower:
     """New records since the last poll, oldest first. Polls from the newest time seen minus a
     lookback, and remembers ids inside that window, so nothing is printed twice or skipped."""
 
-    def __init__(self, store: Any, filters: dict[str, Any], lookback: timedelta) -> None:
-        self.store, self.filters, self.lookback = store, filters, lookback
+    def __init__(self, store: Any, where: RecordFilter, lookback: timedelta) -> None:
+        self.store, self.where, self.lookback = store, where, lookback
         self.seen: dict[str, Any] = {}  # id -> created_at, for records inside the lookback window
         self.newest = None
 
     async def poll(self) -> list[EvalRecord]:
         since = None if self.newest is None else self.newest - self.lookback
-        found = [record async for record in iter_records(self.store, since=since, **self.filters)]
+        found = [record async for record in iter_records(self.store, **self.where.replace(since=since).keywords())]
         fresh = sorted((r for r in found if r.id not in self.seen), key=lambda r: (r.created_at, r.id))
         for record in fresh:
             self.seen[record.id] = record.created_at

@@ -23,26 +23,18 @@ import anyio.to_thread
 from .._base.context import EvalContext, context_from_dict, context_to_dict
 from .._base.log import log
 from .._base.record import EvalRecord
+from .._judges.base import BaseJudge
 from .._runtime import runtime
+from ..stores import BaseStore
 from .counters import Counters
 from .outbox import Job, Outbox
 from .pipeline import Pipeline
 from .ratelimit import RateLimiter
+from .step import Requeue, Step
 from .tasks import current_loop, noop, run_on, safe, spawn, wait_with_timeout
 
 Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
-
-
-class Requeue(Exception):
-    """Raised by a step that cannot finish its job on this loop (the dispatcher is moving): the
-    job goes back to the front of the queue, and the next loop runs it."""
-
-
-#: The dispatcher's one seam: what is done with a job once a worker takes it. It returns the
-#: record to store (grading), or None when the job needs no record here (publishing to Redis);
-#: `moving()` is true while the workers move to another loop. The default step grades.
-Step = Callable[[Job, EvalContext, Callable[[], bool]], Awaitable[EvalRecord | None]]
 
 
 class Dispatcher:
@@ -67,7 +59,8 @@ class Dispatcher:
         self.spec = None if spec is None else json.dumps(spec)  # once, not on every hook call
         self.counters = Counters()
         self._sampling = sampling
-        self._limiter = RateLimiter.for_model(getattr(pipeline.judge, "model", pipeline.name), requests_per_minute)
+        judge = pipeline.judge
+        self._limiter = RateLimiter.for_model(judge.model if judge is not None else pipeline.name, requests_per_minute)
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
@@ -104,9 +97,9 @@ class Dispatcher:
             self._launch(runtime.home_loop())
             self._started = True
             runtime.add_drainable(self)
-            warm = getattr(self.pipeline.judge, "warm_up", None) if self.judges_here else None
-            if warm is not None:  # import litellm off the loop before the first job needs it
-                threading.Thread(target=warm, name="judgehooks-warmup", daemon=True).start()
+            judge = self.pipeline.judge
+            if self.judges_here and isinstance(judge, BaseJudge):  # e.g. import litellm before the first job
+                threading.Thread(target=judge.warm_up, name="judgehooks-warmup", daemon=True).start()
 
     def _launch(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start serving on `loop` (from any thread). Jobs already queued are picked up there."""
@@ -411,9 +404,9 @@ class Dispatcher:
                         outbox=None if self.outbox is None else self.outbox.path)
         if self._describe is not None:
             counters.update(self._describe(counters))
-        spill_stats = getattr(self.pipeline.store, "stats", None)  # a SpillingStore: spilled, redelivered, pending
-        if spill_stats is not None:
-            counters.update(safe(spill_stats) or {})
+        store = self.pipeline.store
+        if isinstance(store, BaseStore):  # a SpillingStore adds spilled, redelivered, pending
+            counters.update(safe(store.stats) or {})
         return counters
 
 

@@ -19,9 +19,10 @@ import anyio
 
 from .._base.context import EvalContext
 from .._base.log import log
+from .._base.observers import observers
 from .._base.outcome import Outcome, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
-from .._judges.base import describe, error_name
+from .._judges.base import Judge, describe, error_name
 from ..exceptions import StoreError
 from ..stores import Store, write_with_retry
 
@@ -96,7 +97,7 @@ class Pipeline:
     def judge(self) -> Any:
         """The evaluator's judge when it calls one (rate limits and warm-up key on it), else None."""
         judge = getattr(self.evaluator, "judge", None)
-        return judge if hasattr(judge, "complete") else None  # a Borderline's `judge` is an evaluator
+        return judge if isinstance(judge, Judge) else None  # a Borderline's `judge` is an evaluator
 
     def record_id(self, ctx: EvalContext) -> str:
         return record_id(self.name, ctx.run_id or "offline", ctx.case_index)
@@ -136,6 +137,7 @@ class Pipeline:
             except StoreError as exc:
                 exc.records = list(records)
                 error = exc
+        observers.notify(records)  # judgehooks.testing.capture_records(): stored or not, before callbacks
         if error is None and on_stored is not None:
             await on_stored()
         for record in records:

@@ -19,10 +19,11 @@ from .._base.callbacks import wrap_callback
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.validate import check_choice, check_number
-from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Step
+from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher
 from .._grading.outbox import Outbox
 from .._grading.pipeline import Graded, Pipeline
 from .._grading.redis import check_url, require_extra
+from .._grading.step import Step
 from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
 from ..stores._sqlite import outbox_path_for
 from .gate import DEFAULT_FALLBACK, Gate

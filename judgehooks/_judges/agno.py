@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .._base.context import render_content
-from .base import JudgeReply
+from .base import BaseJudge, JudgeReply
 from .prompt import JudgeRequest
 
 
-class AgnoJudge:
+class AgnoJudge(BaseJudge):
     """Grades with an agno Model, or with a caller's evaluator Agent (agno's own API)."""
 
     def __init__(self, model: Any = None, evaluator_agent: Any = None) -> None:

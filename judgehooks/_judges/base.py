@@ -1,13 +1,16 @@
 """Judges: the seam between an evaluator and the model that grades.
 
-A Judge is anything with ``async complete(request) -> JudgeReply``. `LiteLLMJudge` (any litellm
-model string, the default) and `AgnoJudge` (an agno Model or evaluator Agent) ship here; `FakeJudge`
-in `judgehooks.testing`. Judges make ONE attempt: the retry policy lives in the core, so there are
-no hidden SDK retries on top of ours.
+A Judge is anything with a ``model`` name and ``async complete(request) -> JudgeReply``.
+`BaseJudge` declares the optional lifecycle methods (``prepare``, ``warm_up``, ``aclose``) with
+no-op defaults, so callers call them instead of probing for them. `LiteLLMJudge` (any litellm model
+string, the default), `AgnoJudge` (an agno Model or evaluator Agent) and `ProcessJudge` ship here;
+`FakeJudge` in `judgehooks.testing`. Judges make ONE attempt: the retry policy lives in the core, so
+there are no hidden SDK retries on top of ours.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -31,6 +34,33 @@ class Judge(Protocol):
     model: str
 
     async def complete(self, request: JudgeRequest) -> JudgeReply: ...
+
+
+class BaseJudge(ABC):
+    """A `Judge` with the optional methods declared: subclass it and override `complete`.
+
+    The pipeline calls `prepare` before a grading's first attempt, the background dispatcher
+    `warm_up` on a side thread when it starts, and owners `aclose` when done; each does nothing
+    unless a judge has something to do then.
+    """
+
+    model: str
+
+    @abstractmethod
+    async def complete(self, request: JudgeRequest) -> JudgeReply:
+        """One call to the grading model. Raise on failure; the core decides whether to retry."""
+
+    async def prepare(self) -> None:
+        """Get ready on the event loop before a call (outside the call's timeout)."""
+        return None
+
+    def warm_up(self) -> None:
+        """Get ready ahead of time, blocking (e.g. on a side thread before the first grading)."""
+        return None
+
+    async def aclose(self) -> None:
+        """Release what the judge holds (clients, processes)."""
+        return None
 
 
 def _status_of(exc: BaseException) -> int | None:

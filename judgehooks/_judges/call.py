@@ -16,7 +16,7 @@ from .._base.log import log
 from .._base.outcome import Outcome
 from .._base.record import Mode
 from ..exceptions import MissingContext
-from .base import Judge, JudgeReply, error_name, is_retryable, retry_after_seconds
+from .base import BaseJudge, Judge, JudgeReply, error_name, is_retryable, retry_after_seconds
 from .prompt import JudgeRequest, build_request
 from .verdict import Verdict, parse_verdict
 
@@ -75,10 +75,9 @@ class JudgeCall:
         reply: JudgeReply | None = None
         verdict: Verdict | None = None
         error: BaseException | None = None
-        prepare = getattr(self.judge, "prepare", None)
-        if prepare is not None:  # e.g. import litellm (seconds) off the loop, outside the judge's timeout
+        if isinstance(self.judge, BaseJudge):  # e.g. import litellm (seconds) off the loop, outside the timeout
             try:
-                await prepare()
+                await self.judge.prepare()
             except Exception as exc:
                 return Outcome(error=exc, attempts=0, judge_model=self.judge.model)
         while True:

@@ -12,7 +12,7 @@ from typing import Any
 import anyio.to_thread
 
 from ..exceptions import MalformedVerdict
-from .base import JudgeReply, _status_of
+from .base import BaseJudge, JudgeReply, _status_of
 from .prompt import JudgeRequest, verdict_schema
 
 _litellm_module: Any = None
@@ -36,7 +36,7 @@ def _refuses_structured_output(exc: BaseException) -> bool:
     return _status_of(exc) == 400 and ("response_format" in text or "json_schema" in text)
 
 
-class LiteLLMJudge:
+class LiteLLMJudge(BaseJudge):
     """Grades through ``litellm.acompletion``: any provider, or any OpenAI-compatible server.
 
     Connection settings are passed per call; litellm's provider variables (``OPENAI_API_KEY``,

@@ -26,7 +26,7 @@ from typing import Any
 from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
-from .base import JudgeReply
+from .base import BaseJudge, JudgeReply
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -150,7 +150,7 @@ runtime.add_closer(close_all, order=2)  # at exit, after stores have closed
 runtime.on_fork(_forget_after_fork)
 
 
-class ProcessJudge:
+class ProcessJudge(BaseJudge):
     """A `LiteLLMJudge` that runs in a helper process. Same settings, same results."""
 
     def __init__(self, judge: LiteLLMJudge, processes: int = 1) -> None:

@@ -1,10 +1,12 @@
-"""Where verdicts go. A store is anything with async `write(records)` and `query(...)`.
+"""Where verdicts go. A store is anything with async `write(records)` and `query(...)`; subclass
+`BaseStore` to get `query` / `iter_records` from one `_query(where: RecordFilter, limit)` and no-op
+`aclose` / `stats`.
 
 `PostgresStore` needs the `postgres` extra (psycopg) when it is constructed, not when imported.
 """
 
 from ._agno import AgnoDbStore
-from ._base import Store, iter_records, write_with_retry
+from ._base import BaseStore, RecordFilter, Store, iter_records, write_with_retry
 from ._fanout import FanoutStore
 from ._jsonl import JsonlStore
 from ._memory import MemoryStore
@@ -13,5 +15,6 @@ from ._spill import SpillingStore
 from ._sqlite import SQLiteStore, default_store
 from ._url import store_from_url
 
-__all__ = ("AgnoDbStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "SQLiteStore", "SpillingStore",
-           "Store", "default_store", "iter_records", "store_from_url", "write_with_retry")
+__all__ = ("AgnoDbStore", "BaseStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "RecordFilter",
+           "SQLiteStore", "SpillingStore", "Store", "default_store", "iter_records", "store_from_url",
+           "write_with_retry")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
 
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
+from ._base import BaseStore, RecordFilter
 
 
 def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def _field(row: Any, name: str) -> Any:
     return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
 
 
-class AgnoDbStore:
+class AgnoDbStore(BaseStore):
     """Writes each record as an agno `EvalRunRecord` (type agent_as_judge) into an agno db, so
     AgentOS lists it under `/eval-runs?agent_id=...`.
 
@@ -113,13 +113,7 @@ class AgnoDbStore:
         for record in records:
             await self._write_one(record)
 
-    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
-                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
-                    limit: int | None = 1000) -> list[EvalRecord]:
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         raise NotImplementedError("AgnoDbStore is write-only; query the store it mirrors, or AgentOS")
-
-    async def aclose(self) -> None:
-        return None
 
 

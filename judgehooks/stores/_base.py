@@ -1,9 +1,14 @@
-"""The Store protocol and the retry policy every write goes through."""
+"""The Store seam: the `Store` protocol, `BaseStore` (the optional methods declared, with no-op
+defaults), `RecordFilter` (the query keywords as one value) and the retry policy every write goes
+through."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,8 +24,8 @@ class Store(Protocol):
     """Batch writes and filtered reads of EvalRecords. Writes are idempotent on ``record.id``;
     ``query`` returns the newest first (``since`` inclusive, ``until`` exclusive).
 
-    A store may also offer ``iter_records(page_size=..., **filters)`` (an async iterator, newest
-    first) when it can stream more cheaply than `iter_records` below pages through ``query``."""
+    Subclass `BaseStore` rather than implementing this from scratch: it gives ``query`` and
+    ``iter_records`` from one ``_query(where, limit)`` and no-op ``aclose`` / ``stats``."""
 
     async def write(self, records: Sequence[EvalRecord]) -> None: ...
 
@@ -55,66 +60,119 @@ async def write_with_retry(store: Store, records: Sequence[EvalRecord], *, attem
                      f"attempts: {type(last).__name__}: {last}") from last
 
 
-def matches(record: EvalRecord, *, agent_id: str | None, team_id: str | None, evaluator: str | None,
-            status: str | None, run_id: str | None, since: datetime | None, until: datetime | None) -> bool:
-    """The query filter, for stores that filter in Python."""
-    return ((agent_id is None or record.agent_id == agent_id)
-            and (team_id is None or record.team_id == team_id)
-            and (evaluator is None or record.evaluator == evaluator)
-            and (status is None or record.status == status)
-            and (run_id is None or record.run_id == run_id)
-            and (since is None or record.created_at >= since)
-            and (until is None or record.created_at < until))
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """Which records a query wants: every field that is not None must match (``since`` inclusive,
+    ``until`` exclusive). The keywords of `Store.query`, as one value."""
+
+    agent_id: str | None = None
+    team_id: str | None = None
+    evaluator: str | None = None
+    status: str | None = None
+    run_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def matches(self, record: EvalRecord) -> bool:
+        """The filter, for stores that filter in Python."""
+        return ((self.agent_id is None or record.agent_id == self.agent_id)
+                and (self.team_id is None or record.team_id == self.team_id)
+                and (self.evaluator is None or record.evaluator == self.evaluator)
+                and (self.status is None or record.status == self.status)
+                and (self.run_id is None or record.run_id == self.run_id)
+                and (self.since is None or record.created_at >= self.since)
+                and (self.until is None or record.created_at < self.until))
+
+    def sql(self, mark: str, ts: Callable[[datetime], Any]) -> tuple[str, list[Any]]:
+        """The filter as a SQL condition (``"agent_id = ? AND ..."``, or ``""`` when it takes every
+        record) and its arguments; `mark` is the driver's placeholder and `ts` converts a datetime to
+        the stored form."""
+        where, args = [], []
+        for column in ("agent_id", "team_id", "evaluator", "status", "run_id"):
+            value = getattr(self, column)
+            if value is not None:
+                where.append(f"{column} = {mark}")
+                args.append(value)
+        if self.since is not None:
+            where.append(f"created_at >= {mark}")
+            args.append(ts(self.since))
+        if self.until is not None:
+            where.append(f"created_at < {mark}")
+            args.append(ts(self.until))
+        return " AND ".join(where), args
+
+    def select(self, records: Iterable[EvalRecord], limit: int | None = 1000) -> list[EvalRecord]:
+        """The query over records in memory: filtered, newest first, at most `limit`."""
+        found = [r for r in records if self.matches(r)]
+        found.sort(key=lambda r: r.created_at, reverse=True)
+        return found if limit is None else found[:limit]
+
+    def select_sql(self, table: str, columns: Sequence[str], mark: str, ts: Callable[[datetime], Any],
+                   limit: int | None = 1000) -> tuple[str, list[Any]]:
+        """The whole query as SQL (newest first, at most `limit`) for stores that filter in the database."""
+        condition, args = self.sql(mark, ts)
+        sql = f"SELECT {', '.join(columns)} FROM {table}"
+        if condition:
+            sql += f" WHERE {condition}"
+        sql += " ORDER BY created_at DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return sql, args
+
+    def keywords(self) -> dict[str, Any]:
+        """The filter as `Store.query` keywords: the ones it sets."""
+        return {f.name: value for f in dataclasses.fields(self) if (value := getattr(self, f.name)) is not None}
+
+    def replace(self, **changes: Any) -> RecordFilter:
+        return dataclasses.replace(self, **changes)
 
 
+class BaseStore(ABC):
+    """A `Store` with every optional method declared: subclass it, implement `write` and
+    `_query(where, limit)`, and the public `query` / `iter_records` keywords come from here.
 
-def select(records: Iterable[EvalRecord], *, limit: int | None = 1000, **filters: Any) -> list[EvalRecord]:
-    """The query over records in memory: filtered, newest first, at most `limit`."""
-    found = [r for r in records if matches(r, **filters)]
-    found.sort(key=lambda r: r.created_at, reverse=True)
-    return found if limit is None else found[:limit]
-
-
-def select_sql(table: str, columns: Sequence[str], mark: str, ts: Callable[[datetime], Any], *,
-               agent_id: str | None = None, team_id: str | None = None, evaluator: str | None = None,
-               status: str | None = None, run_id: str | None = None, since: datetime | None = None,
-               until: datetime | None = None, limit: int | None = 1000) -> tuple[str, list[Any]]:
-    """The query filter as SQL (newest first) for stores that filter in the database; `mark` is the
-    driver's placeholder and `ts` converts a datetime to the stored form."""
-    where, args = [], []
-    for column, value in (("agent_id", agent_id), ("team_id", team_id), ("evaluator", evaluator),
-                          ("status", status), ("run_id", run_id)):
-        if value is not None:
-            where.append(f"{column} = {mark}")
-            args.append(value)
-    if since is not None:
-        where.append(f"created_at >= {mark}")
-        args.append(ts(since))
-    if until is not None:
-        where.append(f"created_at < {mark}")
-        args.append(ts(until))
-    sql = f"SELECT {', '.join(columns)} FROM {table}"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at DESC"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return sql, args
-
-
-async def iter_records(store: Store, *, page_size: int = 1000, **filters: Any) -> AsyncIterator[EvalRecord]:
-    """Every record matching ``filters`` (query's keywords), newest first, ``page_size`` at a time,
-    so a report over a large store never holds more than a page.
-
-    Uses the store's own ``iter_records`` if it has one; otherwise pages through ``query`` by
-    ``created_at``, re-reading the oldest timestamp of each page so ties are neither lost nor repeated.
+    ``aclose`` and ``stats`` do nothing unless a store has something to close or count.
     """
-    own = getattr(store, "iter_records", None)
-    if own is not None:
-        async for record in own(page_size=page_size, **filters):
-            yield record
-        return
-    until, size = filters.pop("until", None), page_size
+
+    @abstractmethod
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        """Store `records`, idempotent on ``record.id``. Raise when they could not be stored."""
+
+    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
+                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    limit: int | None = 1000) -> list[EvalRecord]:
+        """The records matching every filter given, newest first, at most `limit` (None: all)."""
+        where = RecordFilter(agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
+                             run_id=run_id, since=since, until=until)
+        return await self._query(where, limit)
+
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
+        """Override: the records `where` matches, newest first, at most `limit`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be queried")
+
+    def iter_records(self, *, page_size: int = 1000, **filters: Any) -> AsyncIterator[EvalRecord]:
+        """Every record matching ``filters`` (query's keywords), newest first, ``page_size`` at a
+        time, so a report over a large store never holds more than a page."""
+        return self._iter_records(RecordFilter(**filters), page_size)
+
+    def _iter_records(self, where: RecordFilter, page_size: int) -> AsyncIterator[EvalRecord]:
+        """Override when the store can stream more cheaply than paging through `query`."""
+        return pages(self, where, page_size)
+
+    async def aclose(self) -> None:
+        """Release connections and files; the next call opens them again."""
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        """Counters worth reporting (e.g. spilled records); empty when a store keeps none."""
+        return {}
+
+
+async def pages(store: Store, where: RecordFilter, page_size: int) -> AsyncIterator[EvalRecord]:
+    """Page through ``store.query`` by ``created_at``, newest first, re-reading the oldest timestamp
+    of each page so ties are neither lost nor repeated."""
+    filters, until, size = where.replace(until=None).keywords(), where.until, page_size
     boundary: datetime | None = None
     seen: set[str] = set()  # ids already yielded at the boundary timestamp
     while True:
@@ -131,3 +189,12 @@ async def iter_records(store: Store, *, page_size: int = 1000, **filters: Any) -
         at_oldest = {r.id for r in page if r.created_at == oldest}
         seen = seen | at_oldest if oldest == boundary else at_oldest
         boundary, until, size = oldest, oldest + timedelta(microseconds=1), page_size
+
+
+async def iter_records(store: Store, *, page_size: int = 1000, **filters: Any) -> AsyncIterator[EvalRecord]:
+    """Every record of `store` matching ``filters`` (query's keywords), newest first, ``page_size``
+    at a time: `BaseStore.iter_records`, also for a store that only implements the `Store` protocol."""
+    found = (store.iter_records(page_size=page_size, **filters) if isinstance(store, BaseStore)
+             else pages(store, RecordFilter(**filters), page_size))
+    async for record in found:
+        yield record

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from .._base.record import EvalRecord
-from ._base import Store
+from ._base import BaseStore, RecordFilter, Store
 
 
-class FanoutStore:
+class FanoutStore(BaseStore):
     """Writes to every store; reads from the first."""
 
     def __init__(self, primary: Store, *mirrors: Store) -> None:
@@ -28,8 +27,8 @@ class FanoutStore:
         if errors:
             raise errors[0]
 
-    async def query(self, **filters: Any) -> list[EvalRecord]:
-        return await self.stores[0].query(**filters)
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
+        return await self.stores[0].query(**where.keywords(), limit=limit)
 
     async def aclose(self) -> None:
         for store in self.stores:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
@@ -18,10 +17,10 @@ import anyio.to_thread
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path
-from ._base import select
+from ._base import BaseStore, RecordFilter
 
 
-class JsonlStore:
+class JsonlStore(BaseStore):
     """Append-only JSON Lines file. ``fsync=True`` also survives power loss (one fsync per batch).
 
     Appends are not deduplicated (a re-delivered record may appear twice); `query` returns each
@@ -87,14 +86,10 @@ class JsonlStore:
                 records.setdefault(record.id, record)
         return list(records.values())
 
-    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
-                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
-                    limit: int | None = 1000) -> list[EvalRecord]:
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         """Newest first. Reads the whole file: fine for checks and tests; ship the file for analytics."""
         records = await anyio.to_thread.run_sync(self._read)
-        return select(records, agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
-                      run_id=run_id, since=since, until=until, limit=limit)
+        return where.select(records, limit)
 
     def close(self) -> None:
         with self._lock:

@@ -14,13 +14,12 @@ import os
 import re
 import weakref
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
-from ._base import select_sql
+from ._base import BaseStore, RecordFilter
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
           "passed": "BOOLEAN", "threshold": "DOUBLE PRECISION", "latency_ms": "DOUBLE PRECISION",
@@ -86,7 +85,7 @@ def _unique_violation() -> type[Exception]:
     return UniqueViolation
 
 
-class PostgresStore:
+class PostgresStore(BaseStore):
     """Store in PostgreSQL: an async connection pool, batched idempotent writes, the table created
     on first use, the same `query` filters as SQLiteStore.
 
@@ -205,14 +204,9 @@ class PostgresStore:
                 await cur.execute(f"INSERT INTO {self.table} ({names}) SELECT {names} FROM {_STAGE} "
                                   "ON CONFLICT (id) DO NOTHING")
 
-    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
-                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
-                    limit: int | None = 1000) -> list[EvalRecord]:
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         """Newest first, filtered like SQLiteStore.query."""
-        sql, args = select_sql(self.table, FIELDS, "%s", lambda ts: ts, agent_id=agent_id, team_id=team_id,
-                               evaluator=evaluator, status=status, run_id=run_id, since=since, until=until,
-                               limit=limit)
+        sql, args = where.select_sql(self.table, FIELDS, "%s", lambda ts: ts, limit)
         return [_record(row) for row in await runtime.on_loop(self._fetch, sql, args)]
 
     async def _fetch(self, sql: str, args: list[Any]) -> list[Any]:

@@ -18,7 +18,6 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import anyio
@@ -28,6 +27,7 @@ from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path, connect_wal
 from .._runtime import runtime
+from ._base import BaseStore, RecordFilter
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (
@@ -102,7 +102,7 @@ class SpillFile:
             self._conn = None
 
 
-class SpillingStore:
+class SpillingStore(BaseStore):
     """Wraps `store`: what it cannot take waits in the spill file at `path` and is re-delivered,
     in order, when it is back. Never raises for an outage; raises only if the spill file fails.
 
@@ -236,13 +236,9 @@ class SpillingStore:
         counts["spill_pending"] = self.spill.count(self.key) if self._pending else 0
         return counts
 
-    async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
-                    evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
-                    limit: int | None = 1000) -> list[EvalRecord]:
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         """The wrapped store's records (spilled ones appear once re-delivered)."""
-        return await self.store.query(agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
-                                      run_id=run_id, since=since, until=until, limit=limit)
+        return await self.store.query(**where.keywords(), limit=limit)
 
     async def aclose(self) -> None:
         """Stop re-delivering and close the wrapped store. Spilled rows stay on disk for the next

@@ -14,7 +14,7 @@ import anyio.to_thread
 
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import checked_path, connect_wal
-from ._base import select_sql
+from ._base import BaseStore, RecordFilter
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
@@ -68,7 +68,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {name} {_TYPES.get(name, 'TEXT')}")
 
 
-class SQLiteStore:
+class SQLiteStore(BaseStore):
     """Embedded store: a SQLite file in WAL mode, writes batched and idempotent on record id.
 
     The connection opens on first use; blocking calls run on a worker thread, never on the event
@@ -116,20 +116,19 @@ class SQLiteStore:
             rows = [_row(r) for r in records]
             await anyio.to_thread.run_sync(self._write, rows)
 
-    def query_sync(self, *, agent_id: str | None = None, team_id: str | None = None,
-                   evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                   since: datetime | None = None, until: datetime | None = None,
-                   limit: int | None = 1000) -> list[EvalRecord]:
-        """Newest first. Blocking; `query` is the async form."""
-        sql, args = select_sql(TABLE, FIELDS, "?", _ts, agent_id=agent_id, team_id=team_id, evaluator=evaluator,
-                               status=status, run_id=run_id, since=since, until=until, limit=limit)
+    def query_sync(self, *, limit: int | None = 1000, **filters: Any) -> list[EvalRecord]:
+        """Newest first, with `query`'s keywords. Blocking; `query` is the async form."""
+        return self._select(RecordFilter(**filters), limit)
+
+    def _select(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
+        sql, args = where.select_sql(TABLE, FIELDS, "?", _ts, limit)
         self._fork_check()
         with self._lock:
             rows = self._connect().execute(sql, args).fetchall()
         return [_record(row) for row in rows]
 
-    async def query(self, **filters: Any) -> list[EvalRecord]:
-        return await anyio.to_thread.run_sync(lambda: self.query_sync(**filters))
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
+        return await anyio.to_thread.run_sync(self._select, where, limit)
 
     def close(self) -> None:
         with self._lock:

@@ -23,8 +23,8 @@ from taskiq.kicker import AsyncKicker
 
 from ..._base.context import EvalContext
 from ..._base.log import log
-from ..dispatcher import Requeue
 from ..outbox import Job
+from ..step import Requeue
 from . import redacted
 from .broker import TASK_NAME, JudgeStreamBroker
 
