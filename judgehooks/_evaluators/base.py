@@ -67,7 +67,7 @@ def plain(value: Any) -> bool:
 
 
 @functools.cache
-def _own_parameters(cls: type) -> frozenset[str]:
+def _own_parameters(cls: type[object]) -> frozenset[str]:
     """The keyword arguments a class's __init__ names itself (agno's AgentAsJudgeEval names some
     deployment settings, e.g. on_fail and db, in its own signature)."""
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -103,6 +103,8 @@ class Evaluator(BaseEval, metaclass=EvaluatorType):
     #: what numeric scores are held to; setting it makes the evaluator numeric
     threshold: float | None = None
 
+    # mode, scale and needs_tools are class defaults that an instance may set for itself when its
+    # settings decide them (type checkers forbid that on a ClassVar: a narrow type: ignore[misc] there)
     #: "binary" or "numeric" (with a threshold)
     mode: ClassVar[Mode] = "binary"
     #: the full mark of this evaluator's scores; composites divide by it to mix evaluators
@@ -136,7 +138,7 @@ class Evaluator(BaseEval, metaclass=EvaluatorType):
         settings = HookSettings(**{**self.__dict__.pop("_init_hook", {}), **self._hook_fields(), **hook})
         self._prepare(settings)
         if self.pass_threshold is not None and type(self).mode == "binary" and "mode" not in vars(self):
-            self.mode = "numeric"  # type: ignore[misc]
+            self.mode = "numeric"  # type: ignore[misc]  # ClassVar set per instance
         self.evaluator_name: str = self.name or self.default_name()
         self._shell = HookShell(self, settings, needs_tools=self.needs_tools, spec=self.spec())
 

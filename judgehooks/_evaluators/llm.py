@@ -51,7 +51,7 @@ def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_
     raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
 
 
-def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
+def _default_name(criteria: str, mode: str, threshold: float | None) -> str:
     digest = hashlib.sha1(f"{criteria}\x1f{mode}\x1f{threshold}".encode()).hexdigest()[:10]
     return f"agent_as_judge-{digest}"
 
@@ -73,12 +73,14 @@ def make_judge(judge: Judge | None, model: Any, *, evaluator_agent: Any = None, 
             judge = LiteLLMJudge(model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL,
                                  api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
                                  structured_output=structured_output, litellm_kwargs=litellm_kwargs)
-    if judge_process and not isinstance(judge, LiteLLMJudge):
+    if not judge_process:
+        return judge
+    if not isinstance(judge, LiteLLMJudge):
         if explicit_process:
             raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
                              "evaluator_agent or custom judge")
         return judge
-    return ProcessJudge(judge, judge_processes or 1) if judge_process else judge  # type: ignore[arg-type]
+    return ProcessJudge(judge, judge_processes or 1)
 
 
 @dataclass(init=False, eq=False, repr=False)
@@ -99,7 +101,7 @@ class AgentAsJudgeEval(Evaluator):
     # agno's fields, in agno's order
     criteria: str = ""
     scoring_strategy: Literal["numeric", "binary"] = "binary"
-    threshold: int = 7  # type: ignore[assignment]  # agno's: used in numeric mode only
+    threshold: int = 7  # agno's: used in numeric mode only
     on_fail: Callable[[EvalRecord], Any] | None = None
     additional_guidelines: str | Sequence[str] | None = None
     name: str | None = None
@@ -112,7 +114,7 @@ class AgentAsJudgeEval(Evaluator):
     debug_mode: bool = False
     db: Any = None
     telemetry: bool = True  # accepted for compatibility; judgehooks never sends telemetry
-    run_in_background: bool = False  # type: ignore[assignment]
+    run_in_background: bool = False
     # the judge's own
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
@@ -206,8 +208,8 @@ class AgentAsJudgeEval(Evaluator):
         self.retry_backoff, self.temperature, self.structured_output = retry_backoff, temperature, structured_output
         self.litellm_kwargs, self.include_tool_calls, self.judge = litellm_kwargs, include_tool_calls, judge
         self.context_key, self.judge_process, self.judge_processes = context_key, judge_process, judge_processes
-        self.mode = scoring_strategy  # type: ignore[misc]
-        self.needs_tools = include_tool_calls  # type: ignore[misc]
+        self.mode = scoring_strategy  # type: ignore[misc]  # ClassVar set per instance
+        self.needs_tools = include_tool_calls  # type: ignore[misc]  # ClassVar set per instance
         self._init_hook = dict(
             on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
             max_queue=max_queue, overload=overload, block_timeout=block_timeout, on_drop=on_drop, outbox=outbox,
