@@ -10,20 +10,19 @@ get wrong. The price is one call per criterion. Each criterion's score and reaso
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass
 from typing import Any
 
 from .._base.context import EvalContext
 from .._base.outcome import Outcome, add_usage
 from .._base.validate import check_number
 from .._hooks.settings import HookSettings
-from .._judges.base import Judge
-from .._judges.call import JudgeCall, RetryPolicy
+from .._judges.call import JudgeCall
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
 from .base import Evaluator, stable_name
 from .combine import assess_calls, member_error
-from .llm import make_judge
+from .llm import JudgeConnection
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def _criteria(value: Any) -> tuple[Criterion, ...]:
 
 
 @dataclass(eq=False)
-class Rubric(Evaluator):
+class Rubric(Evaluator, JudgeConnection):
     """Weighted criteria, one LLM-judge call each. Passes when the weighted score reaches
     ``threshold`` (1-10) and no criterion is under its ``min_score``. Judge settings are
     `AgentAsJudgeEval`'s (model, api_base, api_key, judge, timeout, retries, ...)."""
@@ -79,18 +78,6 @@ class Rubric(Evaluator):
     criteria: Sequence[Criterion | Mapping[str, Any]] | Mapping[str, str]
     _: KW_ONLY
     threshold: int = 7
-    model: Any = None
-    judge: Judge | None = None
-    api_base: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    timeout: float = 60.0
-    retries: int = 2
-    retry_backoff: float = 0.5
-    temperature: float | None = None
-    structured_output: bool = True
-    litellm_kwargs: Mapping[str, Any] | None = field(default=None, repr=False)
-    include_tool_calls: bool = False
-    judge_process: bool | None = None
 
     mode = "numeric"
     scale = 10.0
@@ -101,20 +88,13 @@ class Rubric(Evaluator):
         threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
             raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
-        check_number("timeout", self.timeout, minimum=0, allow_equal=False)
-        check_number("retries", self.retries, minimum=0, allow_equal=True, integer=True)
-        check_number("retry_backoff", self.retry_backoff, minimum=0, allow_equal=True)
+        self.check_connection()
         self.needs_tools = self.include_tool_calls  # type: ignore[misc]  # ClassVar set per instance
 
     def _prepare(self, settings: HookSettings) -> None:
         """The judge and one judge call per criterion, now that the deployment is known."""
-        process = settings.judges_here if self.judge_process is None else self.judge_process
-        self.judge = make_judge(
-            self.judge, self.model, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout,
-            temperature=self.temperature, structured_output=self.structured_output,
-            litellm_kwargs=self.litellm_kwargs, judge_process=process,
-            explicit_process=self.judge_process is not None)
-        retry = RetryPolicy(retries=self.retries, backoff=self.retry_backoff)
+        self.judge = self.connect(settings)
+        retry = self.retry
         self._calls = tuple(
             JudgeCall(judge=self.judge, criteria=f"{c.name}: {c.description}", mode="numeric",
                       threshold=c.min_score or self.threshold, include_tools=self.include_tool_calls,
