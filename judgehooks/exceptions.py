@@ -92,6 +92,8 @@ class StoreError(JudgehooksError):
     """A store could not write or read records (after retries). `records` holds what was not written."""
 
     records: list[Any] = []
+    #: only on the StoreError an offline run()/arun() raises: its AgentAsJudgeResult, every case graded
+    result: Any
 
 
 class NotRebuildable(JudgehooksError, ValueError):

@@ -114,7 +114,8 @@ def server_binary() -> str:
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> None:

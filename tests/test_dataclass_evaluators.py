@@ -120,3 +120,38 @@ def test_a_hand_written_init_still_works_and_forgetting_super_init_is_named():
     legacy = Legacy(2, name="legacy", store=MemoryStore())
     assert legacy.run(input="q", output="abc").records[0].status == "failed"
     assert judgehooks.drain(10)
+
+
+def test_help_and_ides_see_the_own_fields_then_every_deployment_keyword():
+    import inspect
+
+    params = inspect.signature(Regex).parameters
+    assert list(params)[:5] == ["pattern", "name", "threshold", "flags", "must_match"]
+    assert {"store", "on_fail", "run_in_background", "sample_rate", "gate"} <= set(params)
+    assert all(params[n].kind is inspect.Parameter.KEYWORD_ONLY for n in HOOK)
+
+
+def test_a_users_type_checker_accepts_the_deployment_keywords_and_catches_a_typo(tmp_path):
+    """Every public name is annotated, so users' type checkers see the real signatures: mypy
+    accepts store/on_fail/... on a check and on the judge, and names the misspelled keyword."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which("mypy", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("mypy is not installed (it is in the dev extra)")
+    user = tmp_path / "user.py"
+    user.write_text(
+        "from judgehooks import AgentAsJudgeEval, EvalRecord, MemoryStore, Regex\n"
+        "def page(record: EvalRecord) -> None: ...\n"
+        "check = Regex('^ok', flags='i', store=MemoryStore(), on_fail=page, run_in_background=False)\n"
+        "judge = AgentAsJudgeEval(criteria='c', store=MemoryStore(), on_error=page, max_queue=10)\n"
+        "bad = Regex('^ok', stor=MemoryStore())\n")
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([str(Path(sys.executable).parent / "mypy"), "--cache-dir", str(tmp_path / "cache"),
+                          "--follow-imports=silent", str(user)], capture_output=True, text=True,
+                         env={**__import__("os").environ, "MYPYPATH": str(repo)})
+    errors = [line for line in out.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "user.py:5:" in errors[0] and 'Unexpected keyword argument "stor"' in errors[0], \
+        out.stdout

@@ -48,7 +48,8 @@ def describe(item: Any) -> dict[str, Any]:
     if isinstance(item, EvalRecord):
         return {"kind": "evaluation", **item.model_dump(mode="json")}
     if hasattr(item, "as_dict"):
-        return item.as_dict()
+        fields: dict[str, Any] = item.as_dict()
+        return fields
     raise TypeError(f"a notifier takes an EvalRecord or a QualityAlert, got {type(item).__name__}")
 
 

@@ -93,7 +93,7 @@ class WindowedAlert:
         if alert is not None:
             log.info("quality_alert_fired", evaluator=alert.evaluator, agent_id=alert.agent_id,
                         team_id=alert.team_id, pass_rate=alert.pass_rate, graded=alert.graded, errors=alert.errors)
-            await self._notify(alert)  # type: ignore[misc]
+            await self._notify(alert)
 
     def observe(self, record: EvalRecord) -> QualityAlert | None:
         """Pure bookkeeping (no I/O): add the record to its window; the alert to send, if any."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, overload
 
 import anyio.to_thread
 
@@ -12,6 +12,12 @@ from .log import log
 
 Callback = Callable[[Any], Any]
 AsyncCallback = Callable[[Any], Awaitable[None]]
+
+
+@overload
+def wrap_callback(name: str, fn: Callback) -> AsyncCallback: ...
+@overload
+def wrap_callback(name: str, fn: Callback | None) -> AsyncCallback | None: ...
 
 
 def wrap_callback(name: str, fn: Callback | None) -> AsyncCallback | None:

@@ -72,7 +72,8 @@ def render_content(content: Any) -> str:
         return content
     dump = getattr(content, "model_dump_json", None)
     if callable(dump):
-        return dump()
+        text: str = dump()  # a pydantic model's JSON
+        return text
     try:
         return json.dumps(content, default=str, ensure_ascii=False)
     except (TypeError, ValueError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio.to_thread
 
@@ -36,7 +36,7 @@ class Outcome:
     cost_usd: float | None = None
 
     @property
-    def status(self) -> str:
+    def status(self) -> Literal["passed", "failed", "error"]:
         if self.error is not None or self.passed is None:
             return "error"
         return "passed" if self.passed else "failed"

@@ -51,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="judgehooks: %(levelname)s %(message)s")
     try:
-        return args.func(args)
+        code: int = args.func(args)  # the command's run(args)
+        return code
     except CommandError as exc:
         print(f"judgehooks: {exc}", file=sys.stderr)
         return exc.code

@@ -9,7 +9,7 @@ import os
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from .._base.record import EvalRecord
 from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
-from ..stores._base import BaseStore, RecordFilter
+from ..stores._base import BaseStore, RecordFilter, Store
 from .cases import CaseError, read_cases
 from .common import CommandError, add_store_argument, check_store, label_of, store_at
 
@@ -144,13 +144,13 @@ def _load(spec: str) -> AgentAsJudgeEval:
 class _Counting(BaseStore):
     """The store, advancing the progress bar as records are written."""
 
-    def __init__(self, store: Any, advance: Callable[[int], None]) -> None:
+    def __init__(self, store: Store, advance: Callable[[int], None]) -> None:
         self.store, self.advance = store, advance
 
     def __repr__(self) -> str:
         return repr(self.store)
 
-    async def write(self, records: list[EvalRecord]) -> None:
+    async def write(self, records: Sequence[EvalRecord]) -> None:
         await self.store.write(records)
         self.advance(len(records))
 
@@ -217,7 +217,7 @@ def _grade_chunk(evaluator: AgentAsJudgeEval, chunk: list[dict[str, Any]]) -> tu
     try:
         return evaluator.run(cases=chunk).records, []
     except StoreError as exc:
-        return exc.result.records, list(exc.records)  # type: ignore[attr-defined]
+        return exc.result.records, list(exc.records)
 
 
 def _keep(path: str, batch: str, records: list[EvalRecord]) -> str | None:

@@ -72,12 +72,14 @@ class Tally:
 
 def _median(values: list[float], counts: Counter[float], n: int) -> float:
     lower, upper = (n - 1) // 2, n // 2  # the two middle ranks (equal when n is odd)
-    seen, low = 0, None
+    seen = 0
+    low: float | None = None
     for value in values:
         seen += counts[value]
         if low is None and seen > lower:
             low = value
         if seen > upper:
+            assert low is not None  # lower <= upper: low is set by now
             return (low + value) / 2
     raise AssertionError("unreachable")
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .._base.record import EvalRecord
@@ -81,7 +81,7 @@ class _Follower:
     def __init__(self, store: Any, where: RecordFilter, lookback: timedelta) -> None:
         self.store, self.where, self.lookback = store, where, lookback
         self.seen: dict[str, Any] = {}  # id -> created_at, for records inside the lookback window
-        self.newest = None
+        self.newest: datetime | None = None
 
     async def poll(self) -> list[EvalRecord]:
         since = None if self.newest is None else self.newest - self.lookback

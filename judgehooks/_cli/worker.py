@@ -125,7 +125,7 @@ def _handle_signals(stop: Callable[[], Any], shutdown_timeout: float,
                     summary: Callable[[], str]) -> Callable[[], None]:
     """SIGTERM / SIGINT: stop taking jobs (a second one: leave now); SIGUSR1: dump every thread's stack.
     Returns what puts the previous handlers back."""
-    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=sys.__stderr__ or sys.stderr, all_threads=True)
     stopping = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:

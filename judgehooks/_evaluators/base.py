@@ -27,10 +27,11 @@ import functools
 import hashlib
 import inspect
 import json
+import typing
 from abc import ABCMeta
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agno.eval.base import BaseEval
 
@@ -40,8 +41,10 @@ from .._base.record import Mode
 from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_name
 from .._grading.pipeline import Pipeline
+from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.hooklist import MARKER
-from .._hooks.settings import HookSettings
+from .._hooks.sampling import SampleRate
+from .._hooks.settings import Callback, HookSettings, PathSetting
 from .._hooks.shell import HookShell
 from ..stores import Store
 from . import spec as _spec
@@ -67,7 +70,7 @@ def plain(value: Any) -> bool:
 
 
 @functools.cache
-def _own_parameters(cls: type) -> frozenset[str]:
+def _own_parameters(cls: type[object]) -> frozenset[str]:
     """The keyword arguments a class's __init__ names itself (agno's AgentAsJudgeEval names some
     deployment settings, e.g. on_fail and db, in its own signature)."""
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -88,6 +91,18 @@ class EvaluatorType(ABCMeta):
         evaluator._deploy(hook)
         return evaluator
 
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """What `help()`, IDEs and `inspect.signature` show: the class's own parameters, then every
+        deployment setting it takes as a keyword (the metaclass's own ``__call__`` would hide both)."""
+        own = [p for p in list(inspect.signature(typing.cast(Any, cls).__init__).parameters.values())[1:]
+               if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        names = {p.name for p in own}
+        hints = typing.get_type_hints(HookSettings)
+        hook = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+                for f in dataclasses.fields(HookSettings) if f.init and f.name not in names]
+        return inspect.Signature([*own, *hook])
+
 
 @dataclass(eq=False, kw_only=True)
 class Evaluator(BaseEval, metaclass=EvaluatorType):
@@ -103,6 +118,35 @@ class Evaluator(BaseEval, metaclass=EvaluatorType):
     #: what numeric scores are held to; setting it makes the evaluator numeric
     threshold: float | None = None
 
+    if TYPE_CHECKING:
+        # What type checkers see: every evaluator's constructor also takes the deployment settings
+        # as keywords (split off into `hook_settings` when it is constructed; not fields at run time).
+        store: Store | None = None
+        db: Any = None
+        on_fail: Callback | None = None
+        on_error: Callback | None = None
+        on_record: Callback | None = None
+        on_drop: Callback | None = None
+        run_in_background: bool = False
+        sample_rate: SampleRate = 1.0
+        when: Callable[[EvalContext], bool] | None = None
+        max_concurrency: int = 32
+        max_queue: int = 10_000
+        overload: str = "block"
+        block_timeout: float = 5.0
+        outbox: PathSetting = None
+        spill: PathSetting = None
+        requests_per_minute: float | None = None
+        broker: str | None = None
+        gate: bool = False
+        fallback: str = DEFAULT_FALLBACK
+        repair: int = 0
+        print_summary: bool = False
+        print_results: bool = False
+        file_path_to_save_results: str | None = None
+
+    # mode, scale and needs_tools are class defaults that an instance may set for itself when its
+    # settings decide them (type checkers forbid that on a ClassVar: a narrow type: ignore[misc] there)
     #: "binary" or "numeric" (with a threshold)
     mode: ClassVar[Mode] = "binary"
     #: the full mark of this evaluator's scores; composites divide by it to mix evaluators
@@ -136,7 +180,7 @@ class Evaluator(BaseEval, metaclass=EvaluatorType):
         settings = HookSettings(**{**self.__dict__.pop("_init_hook", {}), **self._hook_fields(), **hook})
         self._prepare(settings)
         if self.pass_threshold is not None and type(self).mode == "binary" and "mode" not in vars(self):
-            self.mode = "numeric"  # type: ignore[misc]
+            self.mode = "numeric"  # type: ignore[misc]  # ClassVar set per instance
         self.evaluator_name: str = self.name or self.default_name()
         self._shell = HookShell(self, settings, needs_tools=self.needs_tools, spec=self.spec())
 
@@ -211,18 +255,20 @@ class Evaluator(BaseEval, metaclass=EvaluatorType):
 
     # ---- what the hook shell owns -------------------------------------------------------------
 
-    @property
-    def store(self) -> Store:
-        """Where this evaluator's records go."""
-        return self._shell.wiring.store
+    if not TYPE_CHECKING:  # type checkers see these two as the constructor's keywords above
+
+        @property
+        def store(self) -> Store:
+            """Where this evaluator's records go (the default SQLite store when none was given)."""
+            return self._shell.wiring.store
+
+        @property
+        def run_in_background(self) -> bool:
+            return self._shell.settings.run_in_background
 
     @property
     def _pipeline(self) -> Pipeline:
         return self._shell.wiring.pipeline
-
-    @property
-    def run_in_background(self) -> bool:
-        return self._shell.settings.run_in_background
 
     @property
     def hook_settings(self) -> HookSettings:

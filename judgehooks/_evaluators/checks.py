@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .._base.context import EvalContext
 from .._base.outcome import Outcome
@@ -253,7 +253,7 @@ class MatchesModel(Evaluator):
 
     Built from user code: `judgehooks resume` needs ``--import`` with the module that makes it."""
 
-    model: type
+    model: type[BaseModel]
 
     needs_tools = False
 

@@ -97,7 +97,8 @@ class Group(Evaluator):
         else:
             raise TypeError(f"members must be a list of evaluators or (evaluator, weight) pairs, or a mapping "
                             f"evaluator -> weight, got {type(members).__name__}")
-        self.members = check_members("members", [m for m, _ in pairs])
+        # the field keeps what users may pass (pairs, a mapping); the code reads the checked tuple
+        self._members = self.members = check_members("members", [m for m, _ in pairs])
         for (member, weight) in pairs:
             check_number(f"weight of {member.evaluator_name!r}", weight, minimum=0, allow_equal=False)
         self.weights = tuple(float(w) for _, w in pairs)
@@ -108,19 +109,19 @@ class Group(Evaluator):
             check_number("threshold", threshold, minimum=0, allow_equal=True)
         elif threshold is not None:
             raise ValueError(f"threshold is only used with pass_rule='score', not {pass_rule!r}")
-        self.needs_tools = any(m.needs_tools for m in self.members)  # type: ignore[misc]
+        self.needs_tools = any(m.needs_tools for m in self._members)  # type: ignore[misc]  # ClassVar set per instance
 
     def default_name(self) -> str:
-        return "group(" + ",".join(m.evaluator_name for m in self.members) + ")"
+        return "group(" + ",".join(m.evaluator_name for m in self._members) + ")"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        outcomes = await assess_all(ctx, self.members)
+        outcomes = await assess_all(ctx, self._members)
         lines = [o.summary(m.evaluator_name, weight=w)
-                 for m, w, o in zip(self.members, self.weights, outcomes, strict=True)]
-        errors = [(m.evaluator_name, o) for m, o in zip(self.members, outcomes, strict=True)
+                 for m, w, o in zip(self._members, self.weights, outcomes, strict=True)]
+        errors = [(m.evaluator_name, o) for m, o in zip(self._members, outcomes, strict=True)
                   if o.status == "error"]
-        failed = [m.evaluator_name for m, o in zip(self.members, outcomes, strict=True) if o.status == "failed"]
-        graded = [(w, normalised(o, m.scale)) for m, w, o in zip(self.members, self.weights, outcomes, strict=True)
+        failed = [m.evaluator_name for m, o in zip(self._members, outcomes, strict=True) if o.status == "failed"]
+        graded = [(w, normalised(o, m.scale)) for m, w, o in zip(self._members, self.weights, outcomes, strict=True)
                   if o.status != "error"]
         score = round(sum(w * v for w, v in graded) / sum(w for w, _ in graded), 4) if graded else None
         details = {"pass_rule": self.pass_rule, "members": lines}
@@ -154,9 +155,9 @@ class Ordered(Evaluator):
         self.checks = check_members("checks", self.checks)
         if self.threshold is not None:
             raise ValueError("Ordered takes its threshold from its last check; set it there")
-        self.needs_tools = any(c.needs_tools for c in self.checks)  # type: ignore[misc]
+        self.needs_tools = any(c.needs_tools for c in self.checks)  # type: ignore[misc]  # ClassVar set per instance
         last = self.checks[-1]
-        self.mode, self.scale = last.mode, last.scale  # type: ignore[misc]
+        self.mode, self.scale = last.mode, last.scale  # type: ignore[misc]  # ClassVar set per instance
 
     @property
     def pass_threshold(self) -> float | None:
@@ -243,7 +244,8 @@ class Ensemble(Evaluator):
     mode = "numeric"
 
     def __post_init__(self) -> None:
-        self.judges = judges = check_members("judges", self.judges)
+        # the field keeps what users may pass (one evaluator or several); the code reads the checked tuple
+        self._judges = self.judges = judges = check_members("judges", self.judges)
         samples, aggregate, threshold, min_successes = self.samples, self.aggregate, self.threshold, self.min_successes
         check_number("samples", samples, minimum=1, allow_equal=True, integer=True)
         check_choice("aggregate", aggregate, AGGREGATES)
@@ -251,7 +253,7 @@ class Ensemble(Evaluator):
         if total < 2:
             raise ValueError("an ensemble needs at least two samples: several judges, or samples >= 2")
         scales = {j.scale for j in judges}
-        self.scale = next(iter(scales)) if len(scales) == 1 else 1.0  # type: ignore[misc]
+        self.scale = next(iter(scales)) if len(scales) == 1 else 1.0  # type: ignore[misc]  # ClassVar set per instance
         if aggregate == "mean":
             binary = [j.evaluator_name for j in judges if j.mode != "numeric"]
             if binary:
@@ -271,17 +273,17 @@ class Ensemble(Evaluator):
         check_number("min_successes", min_successes, minimum=1, allow_equal=True, integer=True)
         if min_successes > total:
             raise ValueError(f"min_successes ({min_successes}) is more than the {total} samples asked for")
-        self.min_successes = min_successes
-        self.needs_tools = any(j.needs_tools for j in judges)  # type: ignore[misc]
+        self._min_successes = self.min_successes = min_successes
+        self.needs_tools = any(j.needs_tools for j in judges)  # type: ignore[misc]  # ClassVar set per instance
 
     def default_name(self) -> str:
-        return f"ensemble({','.join(j.evaluator_name for j in self.judges)})x{self.samples}"
+        return f"ensemble({','.join(j.evaluator_name for j in self._judges)})x{self.samples}"
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        asked = [j for j in self.judges for _ in range(self.samples)]
+        asked = [j for j in self._judges for _ in range(self.samples)]
         outcomes = await assess_all(ctx, asked)
         return combine(list(zip(asked, outcomes, strict=True)), aggregate=self.aggregate,
-                       threshold=self.pass_threshold, scale=self.scale, min_successes=self.min_successes)
+                       threshold=self.pass_threshold, scale=self.scale, min_successes=self._min_successes)
 
 
 @dataclass(eq=False)
@@ -306,8 +308,8 @@ class Borderline(Evaluator):
         check_number("extra_samples", self.extra_samples, minimum=1, allow_equal=True, integer=True)
         if self.threshold is not None:
             raise ValueError("Borderline takes its threshold from its judge; set it there")
-        self.scale = judge.scale  # type: ignore[misc]
-        self.needs_tools = judge.needs_tools  # type: ignore[misc]
+        self.scale = judge.scale  # type: ignore[misc]  # ClassVar set per instance
+        self.needs_tools = judge.needs_tools  # type: ignore[misc]  # ClassVar set per instance
 
     @property
     def pass_threshold(self) -> float | None:

@@ -40,7 +40,7 @@ class FunctionEvaluator(Evaluator):
                             "EvalContext") from None
         except ValueError:  # no signature available (some builtins): let the call decide
             pass
-        self.needs_tools = bool(self.tool_calls)  # type: ignore[misc]
+        self.needs_tools = bool(self.tool_calls)  # type: ignore[misc]  # ClassVar set per instance
         self._fn_is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
         self.__doc__ = fn.__doc__
 

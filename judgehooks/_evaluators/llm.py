@@ -51,7 +51,7 @@ def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_
     raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
 
 
-def _default_name(criteria: str, mode: str, threshold: int | None) -> str:
+def _default_name(criteria: str, mode: str, threshold: float | None) -> str:
     digest = hashlib.sha1(f"{criteria}\x1f{mode}\x1f{threshold}".encode()).hexdigest()[:10]
     return f"agent_as_judge-{digest}"
 
@@ -73,16 +73,57 @@ def make_judge(judge: Judge | None, model: Any, *, evaluator_agent: Any = None, 
             judge = LiteLLMJudge(model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL,
                                  api_base=api_base, api_key=api_key, timeout=timeout, temperature=temperature,
                                  structured_output=structured_output, litellm_kwargs=litellm_kwargs)
-    if judge_process and not isinstance(judge, LiteLLMJudge):
+    if not judge_process:
+        return judge
+    if not isinstance(judge, LiteLLMJudge):
         if explicit_process:
             raise ValueError("judge_process=True needs a litellm model string judge, not an agno Model, "
                              "evaluator_agent or custom judge")
         return judge
-    return ProcessJudge(judge, judge_processes or 1) if judge_process else judge  # type: ignore[arg-type]
+    return ProcessJudge(judge, judge_processes or 1)
+
+
+@dataclass(eq=False, kw_only=True)
+class JudgeConnection:
+    """How an LLM evaluator reaches and retries its judge: the fields AgentAsJudgeEval and Rubric
+    share, declared once."""
+
+    model: Any = None
+    judge: Judge | None = None
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    retries: int = 2
+    retry_backoff: float = 0.5
+    temperature: float | None = None
+    structured_output: bool = True
+    litellm_kwargs: Mapping[str, Any] | None = field(default=None, repr=False)
+    include_tool_calls: bool = False
+    judge_process: bool | None = None
+
+    def check_connection(self) -> None:
+        check_number("timeout", self.timeout, minimum=0, allow_equal=False)
+        check_number("retries", self.retries, minimum=0, allow_equal=True, integer=True)
+        check_number("retry_backoff", self.retry_backoff, minimum=0, allow_equal=True)
+
+    def connect(self, settings: HookSettings, *, evaluator_agent: Any = None,
+                judge_processes: int | None = None) -> Judge:
+        """The judge, now that the deployment is known: in a helper process when this process
+        grades in the background (unless `judge_process` says otherwise)."""
+        process = settings.judges_here if self.judge_process is None else self.judge_process
+        return make_judge(self.judge, self.model, evaluator_agent=evaluator_agent, api_base=self.api_base,
+                          api_key=self.api_key, timeout=self.timeout, temperature=self.temperature,
+                          structured_output=self.structured_output, litellm_kwargs=self.litellm_kwargs,
+                          judge_process=process, judge_processes=judge_processes,
+                          explicit_process=self.judge_process is not None)
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(retries=self.retries, backoff=self.retry_backoff)
 
 
 @dataclass(init=False, eq=False, repr=False)
-class AgentAsJudgeEval(Evaluator):
+class AgentAsJudgeEval(Evaluator, JudgeConnection):
     """Grade agno Agent and Team runs with an LLM judge, as a post hook or offline.
 
     Takes agno's `AgentAsJudgeEval` parameters, in agno's order and with agno's defaults, so
@@ -99,7 +140,7 @@ class AgentAsJudgeEval(Evaluator):
     # agno's fields, in agno's order
     criteria: str = ""
     scoring_strategy: Literal["numeric", "binary"] = "binary"
-    threshold: int = 7  # type: ignore[assignment]  # agno's: used in numeric mode only
+    threshold: int = 7  # agno's: used in numeric mode only
     on_fail: Callable[[EvalRecord], Any] | None = None
     additional_guidelines: str | Sequence[str] | None = None
     name: str | None = None
@@ -112,20 +153,9 @@ class AgentAsJudgeEval(Evaluator):
     debug_mode: bool = False
     db: Any = None
     telemetry: bool = True  # accepted for compatibility; judgehooks never sends telemetry
-    run_in_background: bool = False  # type: ignore[assignment]
-    # the judge's own
-    api_base: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    timeout: float = 60.0
-    retries: int = 2
-    retry_backoff: float = 0.5
-    temperature: float | None = None
-    structured_output: bool = True
-    litellm_kwargs: Mapping[str, Any] | None = field(default=None, repr=False)
-    include_tool_calls: bool = False
-    judge: Judge | None = None
+    run_in_background: bool = False
+    # the judge's own, beyond JudgeConnection's
     context_key: str | None = None
-    judge_process: bool | None = None
     judge_processes: int | None = None
 
     scale = 10.0
@@ -181,9 +211,6 @@ class AgentAsJudgeEval(Evaluator):
         broker: str | None = None,
     ) -> None:
         check_grading(criteria, scoring_strategy, threshold)
-        check_number("timeout", timeout, minimum=0, allow_equal=False)
-        check_number("retries", retries, minimum=0, allow_equal=True, integer=True)
-        check_number("retry_backoff", retry_backoff, minimum=0, allow_equal=True)
         if model is not None and not isinstance(model, str) and not hasattr(model, "aresponse"):
             raise TypeError(f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini') or an agno Model, "
                             f"got {type(model).__name__}")
@@ -206,8 +233,9 @@ class AgentAsJudgeEval(Evaluator):
         self.retry_backoff, self.temperature, self.structured_output = retry_backoff, temperature, structured_output
         self.litellm_kwargs, self.include_tool_calls, self.judge = litellm_kwargs, include_tool_calls, judge
         self.context_key, self.judge_process, self.judge_processes = context_key, judge_process, judge_processes
-        self.mode = scoring_strategy  # type: ignore[misc]
-        self.needs_tools = include_tool_calls  # type: ignore[misc]
+        self.check_connection()
+        self.mode = scoring_strategy  # type: ignore[misc]  # ClassVar set per instance
+        self.needs_tools = include_tool_calls  # type: ignore[misc]  # ClassVar set per instance
         self._init_hook = dict(
             on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
             max_queue=max_queue, overload=overload, block_timeout=block_timeout, on_drop=on_drop, outbox=outbox,
@@ -216,17 +244,13 @@ class AgentAsJudgeEval(Evaluator):
 
     def _prepare(self, settings: HookSettings) -> None:
         """The judge, now that we know whether this process grades in the background."""
-        process = settings.judges_here if self.judge_process is None else self.judge_process
-        self.judge = make_judge(
-            self.judge, self.model, evaluator_agent=self.evaluator_agent, api_base=self.api_base,
-            api_key=self.api_key, timeout=self.timeout, temperature=self.temperature,
-            structured_output=self.structured_output, litellm_kwargs=self.litellm_kwargs, judge_process=process,
-            judge_processes=self.judge_processes, explicit_process=self.judge_process is not None)
+        self.judge = self.connect(settings, evaluator_agent=self.evaluator_agent,
+                                  judge_processes=self.judge_processes)
         self._call = JudgeCall(
             judge=self.judge, criteria=self.criteria, mode=self.scoring_strategy, threshold=self.pass_threshold,
             guidelines=guidelines_tuple(self.additional_guidelines), include_tools=self.include_tool_calls,
             context_key=self.context_key, timeout=self.timeout,
-            retry=RetryPolicy(retries=self.retries, backoff=self.retry_backoff),
+            retry=self.retry,
             label=self.name or _default_name(self.criteria, self.scoring_strategy, self.pass_threshold))
 
     @property

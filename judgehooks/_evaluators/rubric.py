@@ -10,20 +10,19 @@ get wrong. The price is one call per criterion. Each criterion's score and reaso
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass
 from typing import Any
 
 from .._base.context import EvalContext
 from .._base.outcome import Outcome, add_usage
 from .._base.validate import check_number
 from .._hooks.settings import HookSettings
-from .._judges.base import Judge
-from .._judges.call import JudgeCall, RetryPolicy
+from .._judges.call import JudgeCall
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
 from .base import Evaluator, stable_name
 from .combine import assess_calls, member_error
-from .llm import make_judge
+from .llm import JudgeConnection
 
 
 @dataclass(frozen=True)
@@ -71,82 +70,64 @@ def _criteria(value: Any) -> tuple[Criterion, ...]:
 
 
 @dataclass(eq=False)
-class Rubric(Evaluator):
+class Rubric(Evaluator, JudgeConnection):
     """Weighted criteria, one LLM-judge call each. Passes when the weighted score reaches
     ``threshold`` (1-10) and no criterion is under its ``min_score``. Judge settings are
     `AgentAsJudgeEval`'s (model, api_base, api_key, judge, timeout, retries, ...)."""
 
     criteria: Sequence[Criterion | Mapping[str, Any]] | Mapping[str, str]
     _: KW_ONLY
-    threshold: int = 7  # type: ignore[assignment]
-    model: Any = None
-    judge: Judge | None = None
-    api_base: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    timeout: float = 60.0
-    retries: int = 2
-    retry_backoff: float = 0.5
-    temperature: float | None = None
-    structured_output: bool = True
-    litellm_kwargs: Mapping[str, Any] | None = field(default=None, repr=False)
-    include_tool_calls: bool = False
-    judge_process: bool | None = None
+    threshold: int = 7
 
     mode = "numeric"
     scale = 10.0
 
     def __post_init__(self) -> None:
-        self.criteria = _criteria(self.criteria)
+        # the field keeps what users may pass (dicts, a mapping); the code reads the checked tuple
+        self._criteria = self.criteria = _criteria(self.criteria)
         threshold = self.threshold
         if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
             raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
-        check_number("timeout", self.timeout, minimum=0, allow_equal=False)
-        check_number("retries", self.retries, minimum=0, allow_equal=True, integer=True)
-        check_number("retry_backoff", self.retry_backoff, minimum=0, allow_equal=True)
-        self.needs_tools = self.include_tool_calls  # type: ignore[misc]
+        self.check_connection()
+        self.needs_tools = self.include_tool_calls  # type: ignore[misc]  # ClassVar set per instance
 
     def _prepare(self, settings: HookSettings) -> None:
         """The judge and one judge call per criterion, now that the deployment is known."""
-        process = settings.judges_here if self.judge_process is None else self.judge_process
-        self.judge = make_judge(
-            self.judge, self.model, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout,
-            temperature=self.temperature, structured_output=self.structured_output,
-            litellm_kwargs=self.litellm_kwargs, judge_process=process,
-            explicit_process=self.judge_process is not None)
-        retry = RetryPolicy(retries=self.retries, backoff=self.retry_backoff)
+        self.judge = self.connect(settings)
+        retry = self.retry
         self._calls = tuple(
             JudgeCall(judge=self.judge, criteria=f"{c.name}: {c.description}", mode="numeric",
                       threshold=c.min_score or self.threshold, include_tools=self.include_tool_calls,
                       timeout=self.timeout, retry=retry, label=self.name or "rubric")
-            for c in self.criteria)  # type: ignore[union-attr]
+            for c in self._criteria)
 
     def settings(self) -> dict[str, Any] | None:
         """Rebuildable in another process only with a litellm model string (no secrets travel)."""
         if not isinstance(self.judge, (LiteLLMJudge, ProcessJudge)):
             return None
-        return {"criteria": [asdict(c) for c in self.criteria], "model": self.judge.model,  # type: ignore[arg-type]
+        return {"criteria": [asdict(c) for c in self._criteria], "model": self.judge.model,
                 "api_base": self.api_base, "timeout": self.timeout, "retries": self.retries,
                 "retry_backoff": self.retry_backoff, "temperature": self.temperature,
                 "structured_output": self.structured_output, "include_tool_calls": self.include_tool_calls}
 
     def default_name(self) -> str:
-        return stable_name("rubric", [[asdict(c) for c in self.criteria], self.pass_threshold])  # type: ignore[arg-type]
+        return stable_name("rubric", [[asdict(c) for c in self._criteria], self.pass_threshold])
 
     def record_metadata(self) -> Mapping[str, Any]:
-        return {"criteria": "; ".join(f"{c.name} (x{c.weight:g})" for c in self.criteria)}  # type: ignore[union-attr]
+        return {"criteria": "; ".join(f"{c.name} (x{c.weight:g})" for c in self._criteria)}
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
         outcomes = await assess_calls([call.ask for call in self._calls], ctx)
         lines = [o.summary(c.name, weight=c.weight, min_score=c.min_score)
-                 for c, o in zip(self.criteria, outcomes, strict=True)]
+                 for c, o in zip(self._criteria, outcomes, strict=True)]
         details = {"criteria": lines}
         usage = add_usage(outcomes)
-        errors = [(c.name, o) for c, o in zip(self.criteria, outcomes, strict=True) if o.status == "error"]
+        errors = [(c.name, o) for c, o in zip(self._criteria, outcomes, strict=True) if o.status == "error"]
         if errors:
             return Outcome(error=member_error("criterion", errors), details=details, **usage)
-        total = sum(c.weight for c in self.criteria)
-        score = round(sum(c.weight * (o.score or 0) for c, o in zip(self.criteria, outcomes, strict=True)) / total, 4)
-        below = [c.name for c, o in zip(self.criteria, outcomes, strict=True)
+        total = sum(c.weight for c in self._criteria)
+        score = round(sum(c.weight * (o.score or 0) for c, o in zip(self._criteria, outcomes, strict=True)) / total, 4)
+        below = [c.name for c, o in zip(self._criteria, outcomes, strict=True)
                  if c.min_score is not None and (o.score or 0) < c.min_score]
         assert self.pass_threshold is not None
         passed = score >= self.pass_threshold and not below

@@ -162,7 +162,7 @@ class Pipeline:
                  session_id=record.session_id, user_id=record.user_id, latency_ms=record.latency_ms,
                  attempts=record.attempts, error_type=record.error_type, record_id=record.id, stored=stored)
 
-    async def evaluate_many(self, contexts: Sequence[EvalContext], limit: int) -> list[EvalRecord | BaseException]:
+    async def evaluate_many(self, contexts: Sequence[EvalContext], limit: int) -> list[EvalRecord | StoreError]:
         """Grade many contexts, at most `limit` at once; results in input order (StoreErrors as values)."""
         results: list[Any] = [None] * len(contexts)
         semaphore = anyio.Semaphore(limit)

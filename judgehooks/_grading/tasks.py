@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import anyio
 
@@ -37,7 +37,10 @@ async def noop() -> None:
     pass
 
 
-async def run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Awaitable[Any]]) -> Any:
+T = TypeVar("T")
+
+
+async def run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Await `fn()` on `loop`, from a coroutine on any loop."""
     if current_loop() is loop:
         return await fn()

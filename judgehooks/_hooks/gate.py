@@ -20,7 +20,7 @@ Judge errors and skipped evaluations never block (fail open): an `error` record 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
@@ -42,7 +42,7 @@ REPAIR_PROMPT = ("{input}\n\nA reviewer rejected the previous answer to this req
 # own post hooks step aside. Keyed by owner so a team's re-run still grades its members.
 _REPAIRING: ContextVar[frozenset[tuple[int, int]]] = ContextVar("judgehooks_repairing", default=frozenset())
 
-Grade = Callable[[EvalContext], Awaitable[EvalRecord | None]]
+Grade = Callable[[EvalContext], Coroutine[Any, Any, EvalRecord | None]]
 Snapshot = Callable[[Any], EvalContext]
 
 

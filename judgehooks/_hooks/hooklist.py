@@ -21,7 +21,7 @@ _ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITE
 _METHODS = ("post_check", "async_post_check")
 
 
-class DualHookList(list):
+class DualHookList(list[Any]):
     """A normalised agno hook list that serves sync or async hooks to whoever iterates it."""
 
     def __iter__(self) -> Iterator[Any]:
@@ -31,11 +31,11 @@ class DualHookList(list):
         return list.__iter__(self)
 
 
-def _named(fn: Any) -> partial:
+def _named(fn: Any) -> partial[Any]:
     from agno.hooks.decorator import HOOK_RUN_IN_BACKGROUND_ATTR
 
     wrapped = partial(fn)
-    wrapped.__name__ = fn.__name__  # type: ignore[attr-defined]
+    wrapped.__name__ = fn.__name__  # type: ignore[attr-defined]  # partials take attributes; typeshed omits it
     # We hand off to our own dispatcher; agno must always call us inline.
     setattr(wrapped, HOOK_RUN_IN_BACKGROUND_ATTR, False)
     return wrapped
@@ -49,7 +49,7 @@ def dual_entry(hook: Any) -> Any:
     """The DualHookList entry for one normalised hook: ours become sync hooks with async twins."""
     method = getattr(hook, "func", None)
     target = getattr(method, "__self__", None)
-    if not getattr(target, MARKER, False) or getattr(method, "__name__", None) not in _METHODS:
+    if target is None or not getattr(target, MARKER, False) or getattr(method, "__name__", None) not in _METHODS:
         return hook
     entry = _named(target.post_check)
     setattr(entry, ASYNC_TWIN, _named(target.async_post_check))

@@ -61,7 +61,7 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
             store_errors.append(outcome)
             records.extend(outcome.records)
         else:
-            records.append(outcome)  # type: ignore[arg-type]
+            records.append(outcome)
     result = AgentAsJudgeResult(run_id=contexts[0].run_id or "", records=records)
     if print_results:
         result.print_results()
@@ -72,7 +72,7 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
     if store_errors:
         error = StoreError(f"{len(store_errors)} of {len(records)} record(s) were not stored: {store_errors[0]}")
         error.records = [r for e in store_errors for r in e.records]
-        error.result = result  # type: ignore[attr-defined]
+        error.result = result
         raise error
     return result
 

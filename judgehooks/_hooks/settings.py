@@ -13,13 +13,13 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .._base.callbacks import wrap_callback
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.validate import check_choice, check_number
-from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher
+from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
 from .._grading.outbox import Outbox
 from .._grading.pipeline import Graded, Pipeline
 from .._grading.redis import check_url, require_extra
@@ -130,7 +130,8 @@ class HookSettings:
                                                  "describe": publisher.describe, "judges_here": False}
             dispatcher = Dispatcher(
                 pipeline, step=step, outbox=self._outbox(store), max_queue=self.max_queue,
-                max_concurrency=self.max_concurrency, overload=self.overload,  # type: ignore[arg-type]
+                # overload was checked against OVERLOAD_POLICIES at construction
+                max_concurrency=self.max_concurrency, overload=cast(Overload, self.overload),
                 block_timeout=self.block_timeout, on_drop=wrap_callback("on_drop", self.on_drop),
                 requests_per_minute=self.requests_per_minute, spec=None if spec is None else dict(spec),
                 sampling=sampler.counts, **options)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import anyio
 
@@ -34,7 +35,7 @@ class RetryPolicy:
         hinted = retry_after_seconds(exc)
         if hinted is not None:
             return min(hinted, self.max_backoff)
-        return min(self.backoff * (2 ** (attempt - 1)), self.max_backoff) * (0.5 + random.random() / 2)
+        return min(self.backoff * (2.0 ** (attempt - 1)), self.max_backoff) * (0.5 + random.random() / 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,7 @@ class JudgeCall:
     judge: Judge
     criteria: str
     mode: Mode
-    threshold: int | None
+    threshold: float | None
     guidelines: tuple[str, ...] = ()
     include_tools: bool = False
     context_key: str | None = None  # run metadata key holding the context an answer must be faithful to
@@ -70,7 +71,8 @@ class JudgeCall:
     async def ask(self, ctx: EvalContext) -> Outcome:
         """Ask the judge, with retries. Never raises: what fails ends as an error outcome."""
         attempts = 0
-        prompt_tokens = completion_tokens = None
+        prompt_tokens: int | None = None
+        completion_tokens: int | None = None
         cost: float | None = None
         reply: JudgeReply | None = None
         verdict: Verdict | None = None
@@ -99,15 +101,18 @@ class JudgeCall:
                 log.info("judge_retry", evaluator=self.label, run_id=ctx.run_id, attempt=attempts,
                          error_type=error_name(exc), delay_s=round(delay, 3))
                 await anyio.sleep(delay)
-        usage = {"attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                 "cost_usd": cost,
-                 "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
+        usage: dict[str, Any] = {
+            "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
         if verdict is None:
             return Outcome(error=error, **usage)
         return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, **usage)
 
 
-def _add(total: object, value: object) -> object:
+_N = TypeVar("_N", int, float)
+
+
+def _add(total: _N | None, value: _N | None) -> _N | None:
     if value is None:
         return total
-    return value if total is None else total + value  # type: ignore[operator]
+    return value if total is None else total + value

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import ExitStack
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -133,7 +133,7 @@ class Runtime:
 
     # ---- tracked work -----------------------------------------------------------------------
 
-    def submit(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> concurrent.futures.Future[Any]:
+    def submit(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> concurrent.futures.Future[Any]:
         """Start `fn(*args)` on the judgehooks loop without waiting for it; from any thread, the
         loop's own included (a callback starting a notifier's delivery). drain() waits for it."""
         if self.on_loop_thread():
@@ -190,7 +190,7 @@ class Runtime:
         """A spill: `drain()` waits for it to re-deliver. `waiter` is a bound method, held weakly
         (a store nobody holds is not waited for); `remove_waiter(key)` when it closes."""
         with self._lock:
-            self._waiters[id(key)] = weakref.WeakMethod(waiter)  # type: ignore[arg-type]
+            self._waiters[id(key)] = weakref.WeakMethod(waiter)
 
     def remove_waiter(self, key: object) -> None:
         with self._lock:

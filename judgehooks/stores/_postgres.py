@@ -213,7 +213,8 @@ class PostgresStore(BaseStore):
         pool = await self._pool()
         async with pool.connection() as conn, conn.cursor() as cur:
             await cur.execute(sql, args)
-            return await cur.fetchall()
+            rows: list[Any] = await cur.fetchall()
+            return rows
 
     async def aclose(self) -> None:
         """Close the pool; the next call opens a new one."""

@@ -27,7 +27,7 @@ from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path, connect_wal
 from .._runtime import runtime
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, Store
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (
@@ -93,7 +93,9 @@ class SpillFile:
 
     def count(self, store: str) -> int:
         with self._lock:
-            return self._connect().execute("SELECT COUNT(*) FROM eval_spill WHERE store = ?", (store,)).fetchone()[0]
+            count: int = self._connect().execute("SELECT COUNT(*) FROM eval_spill WHERE store = ?",
+                                                 (store,)).fetchone()[0]
+            return count
 
     def close(self) -> None:
         with self._lock:
@@ -110,7 +112,7 @@ class SpillingStore(BaseStore):
     backoff between attempts while the store is down (seconds).
     """
 
-    def __init__(self, store: Any, path: str | os.PathLike[str], *, batch_size: int = 500,
+    def __init__(self, store: Store, path: str | os.PathLike[str], *, batch_size: int = 500,
                  retry_interval: float = 0.2, max_interval: float = 5.0) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"SpillingStore batch_size must be an integer >= 1, got {batch_size!r}")

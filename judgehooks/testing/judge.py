@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from .._judges.base import BaseJudge, JudgeReply
 from .._judges.prompt import JudgeRequest
+
+if TYPE_CHECKING:  # annotations only: typing.TypeIs is Python 3.13+
+    from typing_extensions import TypeIs
 
 #: what a handler may return: the judge's raw reply text, or a whole reply
 Reply = str | JudgeReply
@@ -35,7 +39,8 @@ class FakeJudge(BaseJudge):
                 raise TypeError(f"FakeJudge replies are texts, exceptions or one handler, got {type(reply).__name__}")
         self.model = model
         self.requests: list[JudgeRequest] = []
-        self._handler: Handler = handlers[0] if handlers else _script(list(replies))  # type: ignore[arg-type]
+        canned = [r for r in replies if isinstance(r, str) or _is_exception(r)]  # all of them, when no handler
+        self._handler: Handler = handlers[0] if handlers else _script(canned)
 
     @property
     def calls(self) -> int:
@@ -57,7 +62,7 @@ class FakeJudge(BaseJudge):
         return f"FakeJudge(model={self.model!r}, calls={self.calls})"
 
 
-def _is_exception(value: object) -> bool:
+def _is_exception(value: object) -> TypeIs[BaseException | type[BaseException]]:
     return isinstance(value, BaseException) or (isinstance(value, type) and issubclass(value, BaseException))
 
 
@@ -70,7 +75,7 @@ def _script(replies: list[str | BaseException | type[BaseException]]) -> Handler
         reply = replies[min(position, len(replies) - 1)]
         position += 1
         if _is_exception(reply):
-            raise reply  # type: ignore[misc]
-        return reply  # type: ignore[return-value]
+            raise reply
+        return reply
 
     return next_reply

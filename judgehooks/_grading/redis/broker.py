@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio import Redis, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import StreamIdT
 from taskiq import AckableMessage
 from taskiq_redis import RedisStreamBroker
 
@@ -28,6 +29,8 @@ from . import check_url
 TASK_NAME = "judgehooks.grade"
 STREAM = "judgehooks:grading"
 GROUP = "judgehooks-workers"
+#: XREADGROUP's reply in redis-py's legacy shape: per stream, its (entry id, fields) pairs
+StreamReply = list[tuple[Any, list[tuple[Any, Any]]]]
 
 
 class StreamMessage(AckableMessage):
@@ -85,8 +88,9 @@ class JudgeStreamBroker(RedisStreamBroker):
                     if time.monotonic() >= next_reclaim:
                         reclaimed = await self._reclaim(conn)
                         next_reclaim = time.monotonic() + self.reclaim_after / 2
-                    fetched = [] if reclaimed else await conn.xreadgroup(
-                        GROUP, self.consumer_name, {STREAM: ">"}, block=self.block, count=self.count)
+                    # redis-py's legacy reply shape (its default, on RESP2 and RESP3 alike), never the dict one
+                    fetched = [] if reclaimed else cast(StreamReply, await conn.xreadgroup(
+                        GROUP, self.consumer_name, {STREAM: ">"}, block=self.block, count=self.count))
                 except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                     # Redis restarting or unreachable: wait and read again; held entries stay pending.
                     log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
@@ -123,7 +127,7 @@ class JudgeStreamBroker(RedisStreamBroker):
         async with Redis(connection_pool=self.connection_pool) as conn:
             while True:
                 await asyncio.sleep(self.reclaim_after / 3)
-                held = list(self.held)
+                held: list[StreamIdT] = list(self.held)
                 if held:
                     try:
                         await conn.xclaim(STREAM, GROUP, self.consumer_name, min_idle_time=0, message_ids=held,

@@ -67,7 +67,8 @@ class Publisher:
         delay = 0.05
         while True:
             try:
-                await AsyncKicker(TASK_NAME, await self._connected(), {}).kiq(job=payload)
+                kicker: AsyncKicker[..., None] = AsyncKicker(TASK_NAME, await self._connected(), {})
+                await kicker.kiq(job=payload)
                 break
             except (RedisError, OSError) as exc:
                 if moving():  # the dispatcher is moving to another loop: that loop retries it

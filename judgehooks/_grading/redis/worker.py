@@ -56,6 +56,8 @@ class _Receiver(Receiver):
     """taskiq's Receiver, remembering its running jobs (to cancel them at the shutdown deadline) and
     releasing each finished delivery from the broker's keep-alive, acked or not."""
 
+    broker: JudgeStreamBroker  # taskiq declares its base broker type; this receiver is given ours
+
     def __init__(self, broker: JudgeStreamBroker, **kwargs: Any) -> None:
         super().__init__(broker, **kwargs)
         self.running: set[asyncio.Task[Any]] = set()
@@ -67,9 +69,9 @@ class _Receiver(Receiver):
         try:
             await super().callback(message, raise_err)
         finally:
-            self.running.discard(task)  # type: ignore[arg-type]
+            self.running.discard(task)
             if isinstance(message, StreamMessage):
-                self.broker.held.discard(message.entry_id)  # type: ignore[attr-defined]
+                self.broker.held.discard(message.entry_id)
 
 
 class Worker:
@@ -114,8 +116,9 @@ class Worker:
                 # rather than waiting in a file on this worker's disk.
                 built = self.rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
                                      run_in_background=False, spill=False)
-                self._pipelines[key] = built._pipeline
-                return built._pipeline
+                pipeline: Pipeline = built._pipeline
+                self._pipelines[key] = pipeline
+                return pipeline
             except NotRebuildable as exc:
                 why = (f"evaluator {evaluator!r} cannot be rebuilt from its job spec: {exc}; start the worker "
                        f"with --import <module that defines it>")
