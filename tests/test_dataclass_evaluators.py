@@ -155,3 +155,10 @@ def test_a_users_type_checker_accepts_the_deployment_keywords_and_catches_a_typo
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "user.py:5:" in errors[0] and 'Unexpected keyword argument "stor"' in errors[0], \
         out.stdout
+
+
+def test_hook_settings_are_read_only_once_validated():
+    settings = Regex("x", max_queue=5).hook_settings
+    with pytest.raises(dataclasses.FrozenInstanceError, match="max_queue"):
+        settings.max_queue = 6  # type: ignore[misc]
+    assert settings.max_queue == 5

@@ -29,7 +29,7 @@ import inspect
 import json
 import typing
 from abc import ABCMeta
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -41,10 +41,8 @@ from .._base.record import Mode
 from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_name
 from .._grading.pipeline import Pipeline
-from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.hooklist import MARKER
-from .._hooks.sampling import SampleRate
-from .._hooks.settings import Callback, HookSettings, PathSetting
+from .._hooks.settings import Deployment, HookSettings
 from .._hooks.shell import HookShell
 from ..stores import Store
 from . import spec as _spec
@@ -104,8 +102,16 @@ class EvaluatorType(ABCMeta):
         return inspect.Signature([*own, *hook])
 
 
+if TYPE_CHECKING:
+    # Type checkers see every evaluator's constructor take the deployment keywords (at run time
+    # the metaclass splits them off into `hook_settings`; they are not fields of the evaluator).
+    _Deployment = Deployment
+else:
+    _Deployment = object
+
+
 @dataclass(eq=False, kw_only=True)
-class Evaluator(BaseEval, metaclass=EvaluatorType):
+class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     """Base of every judgehooks evaluator; put instances in an agno Agent's or Team's ``post_hooks``.
 
     Subclasses override ``evaluate(ctx)`` returning a bool, a number (held to ``threshold``), a
@@ -118,32 +124,6 @@ class Evaluator(BaseEval, metaclass=EvaluatorType):
     #: what numeric scores are held to; setting it makes the evaluator numeric
     threshold: float | None = None
 
-    if TYPE_CHECKING:
-        # What type checkers see: every evaluator's constructor also takes the deployment settings
-        # as keywords (split off into `hook_settings` when it is constructed; not fields at run time).
-        store: Store | None = None
-        db: Any = None
-        on_fail: Callback | None = None
-        on_error: Callback | None = None
-        on_record: Callback | None = None
-        on_drop: Callback | None = None
-        run_in_background: bool = False
-        sample_rate: SampleRate = 1.0
-        when: Callable[[EvalContext], bool] | None = None
-        max_concurrency: int = 32
-        max_queue: int = 10_000
-        overload: str = "block"
-        block_timeout: float = 5.0
-        outbox: PathSetting = None
-        spill: PathSetting = None
-        requests_per_minute: float | None = None
-        broker: str | None = None
-        gate: bool = False
-        fallback: str = DEFAULT_FALLBACK
-        repair: int = 0
-        print_summary: bool = False
-        print_results: bool = False
-        file_path_to_save_results: str | None = None
 
     # mode, scale and needs_tools are class defaults that an instance may set for itself when its
     # settings decide them (type checkers forbid that on a ClassVar: a narrow type: ignore[misc] there)

@@ -33,9 +33,10 @@ Callback = Callable[[EvalRecord], Any]
 PathSetting = str | os.PathLike[str] | bool | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class HookSettings:
-    """Where records go, who hears of them, and when and how runs are graded."""
+@dataclass(kw_only=True)
+class Deployment:
+    """The deployment keywords every evaluator takes, declared once: `HookSettings` is these,
+    validated; type checkers also read them as part of every evaluator's constructor."""
 
     store: Store | None = None
     db: Any = None  # an agno db: records also go to its eval table (AgentOS shows them)
@@ -60,8 +61,20 @@ class HookSettings:
     print_summary: bool = False
     print_results: bool = False
     file_path_to_save_results: str | None = None
+
+
+@dataclass(kw_only=True)
+class HookSettings(Deployment):
+    """Where records go, who hears of them, and when and how runs are graded: validated once,
+    then read-only (assigning raises `dataclasses.FrozenInstanceError`)."""
+
     #: the gate, configured from gate/fallback/repair (None: no gate)
     gate_config: Gate | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_sealed"):
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: HookSettings is read-only")
+        object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
         if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
@@ -92,7 +105,8 @@ class HookSettings:
             wrap_callback(name, getattr(self, name))  # validates: a callback that is not callable fails here
         gate = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
                               run_in_background=self.run_in_background)
-        object.__setattr__(self, "gate_config", gate)
+        self.gate_config = gate
+        self._sealed = True
 
     @classmethod
     def names(cls) -> frozenset[str]:
