@@ -160,5 +160,5 @@ def test_a_users_type_checker_accepts_the_deployment_keywords_and_catches_a_typo
 def test_hook_settings_are_read_only_once_validated():
     settings = Regex("x", max_queue=5).hook_settings
     with pytest.raises(dataclasses.FrozenInstanceError, match="max_queue"):
-        settings.max_queue = 6  # type: ignore[misc]
+        settings.max_queue = 6
     assert settings.max_queue == 5
