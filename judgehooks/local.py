@@ -11,7 +11,6 @@ HTTP, real tokens, valid JSON verdicts), not for verdicts anyone should trust.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import importlib.metadata
 import os
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._runtime import runtime
 from .exceptions import LocalModelUnavailable
 
 __all__ = (
@@ -192,7 +192,7 @@ class LocalModelServer:
         fd, self._log_path = tempfile.mkstemp(prefix="judgehooks-llama-", suffix=".log")
         with os.fdopen(fd, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        atexit.register(self.stop)
+        runtime.add_closer(self.stop, order=3)  # at exit, if the caller never stops it
         try:
             self._wait_ready()
         except BaseException:
@@ -242,7 +242,7 @@ class LocalModelServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        atexit.unregister(self.stop)
+        runtime.remove_closer(self.stop)
         if proc is not None and self._log_path:
             with contextlib.suppress(OSError):
                 os.unlink(self._log_path)

@@ -200,3 +200,15 @@ def test_no_module_outside_testing_and_cli_is_longer_than_about_400_lines():
     long = {str(path.relative_to(PACKAGE.parent)): n for name, path in MODULES.items()
             if _part(name) not in ("testing", "_cli") and (n := len(path.read_text().splitlines())) > 420}
     assert not long, long
+
+
+def test_only_the_runtime_registers_an_exit_hook_or_a_fork_handler():
+    """Process state has one owner: stores, judge processes, dispatchers and the local model
+    server register closers with the Runtime instead of their own atexit / at-fork hooks."""
+    found = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("register", "register_at_fork") \
+                    and isinstance(node.value, ast.Name) and node.value.id in ("atexit", "os"):
+                found.append(name)
+    assert sorted(found) == ["judgehooks._runtime.core", "judgehooks._runtime.core"], found

@@ -202,6 +202,11 @@ class Runtime:
             self._closers.append((order, close))
         self._install_exit_hook()
 
+    def remove_closer(self, close: Callable[[], None]) -> None:
+        """Forget a closer that has already run (or is no longer needed)."""
+        with self._lock:
+            self._closers = [(order, fn) for order, fn in self._closers if fn != close]
+
     def on_fork(self, reset: Callable[[], None]) -> None:
         """Run `reset()` in a forked child (module state that holds the parent's threads)."""
         with self._lock:
