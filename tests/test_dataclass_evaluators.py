@@ -162,3 +162,19 @@ def test_hook_settings_are_read_only_once_validated():
     with pytest.raises(dataclasses.FrozenInstanceError, match="max_queue"):
         settings.max_queue = 6
     assert settings.max_queue == 5
+
+
+def test_records_an_earlier_process_spilled_are_redelivered_when_the_evaluator_is_built(tmp_path):
+    """The store is built on first use, except where building it resumes something a dead process
+    left: a store that spills re-delivers its waiting records as soon as the evaluator exists."""
+    from judgehooks import EvalRecord
+    from judgehooks.stores._spill import SpillFile, store_key
+
+    store, spill = MemoryStore(), tmp_path / "outbox.db"
+    left = [EvalRecord(id=f"left-{i}", status="passed", evaluator="e", mode="binary", passed=True) for i in range(3)]
+    SpillFile(spill).append(store_key(store), left)
+    Regex("x", store=store, spill=spill)  # constructed; no run graded yet
+    assert judgehooks.drain(30)
+    assert sorted(r.id for r in store.records) == ["left-0", "left-1", "left-2"]
+    member = Regex("y")  # the default local store neither spills nor is built until used
+    assert member._shell._wiring is None

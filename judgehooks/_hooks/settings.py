@@ -119,6 +119,14 @@ class HookSettings(Deployment):
         so LLM evaluators start a judge helper process only when it will be used."""
         return self.run_in_background and self.broker is None
 
+    @property
+    def builds_at_once(self) -> bool:
+        """Whether the store, pipeline and dispatcher are built when the evaluator is constructed
+        rather than on first use: a background dispatcher resumes the jobs a dead process left, and
+        a spill re-delivers the records one left, both as soon as the application starts."""
+        default_is_local = self.store is None and self.db is None and self.spill is None
+        return self.run_in_background or (not default_is_local and self._spill_path(self.store) is not None)
+
     def sampler(self) -> Sampler:
         return Sampler(self.sample_rate, self.when)
 
@@ -159,7 +167,7 @@ class HookSettings(Deployment):
             return None
         return Outbox(self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store))
 
-    def _spill_path(self, store: Store) -> str | os.PathLike[str] | None:
+    def _spill_path(self, store: Store | None) -> str | os.PathLike[str] | None:
         """Where records wait while the store is down: an explicit path; False for nowhere; else the
         outbox file, by default only for stores that can go away (not a local file or memory)."""
         local = self.db is None and isinstance(store, (SQLiteStore, MemoryStore, JsonlStore))
@@ -167,7 +175,9 @@ class HookSettings(Deployment):
             return None
         if isinstance(self.spill, (str, os.PathLike)):
             return self.spill
-        return self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store)
+        if isinstance(self.outbox, (str, os.PathLike)):
+            return self.outbox
+        return outbox_path_for(store if store is not None else default_store())
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@
 `post_check` (agno's `run()`) and `async_post_check` (agno's `arun()`) are thin: snapshot, sample,
 then grade inline on the judgehooks loop (and gate), or persist and hand off to the background
 dispatcher. `run()` / `arun()` grade offline through the same pipeline. The store, pipeline and
-dispatcher come from `HookSettings.build`, on first use (at once for background grading, which
-also resumes jobs a dead process left), so the members of a composite never build any.
+dispatcher come from `HookSettings.build`, on first use (at once for background grading and for
+a store that spills, which resume what a dead process left), so composite members build none.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ class HookShell:
         self._spec = spec
         self._wiring: Wiring | None = None
         self._lock = threading.Lock()
-        if settings.run_in_background:
-            self.wiring  # noqa: B018 - start the dispatcher now: it resumes this evaluator's orphaned jobs
+        if settings.builds_at_once:
+            self.wiring  # noqa: B018 - resume orphaned jobs and re-deliver spilled records now
 
     @property
     def wiring(self) -> Wiring:
