@@ -36,9 +36,9 @@ def test_it_is_an_agno_base_eval():
     assert isinstance(make(), BaseEval)
 
 
-@pytest.mark.parametrize("threshold", [0, 11, -1, 7.5, "7", True])
+@pytest.mark.parametrize("threshold", [0, 11, -1, 10.5, "7", True])
 def test_threshold_out_of_range(threshold):
-    with pytest.raises(ValueError, match="threshold must be an integer from 1 to 10"):
+    with pytest.raises(ValueError, match="threshold must be between 1 and 10"):  # agno's words
         make(threshold=threshold, scoring_strategy="numeric")
 
 

@@ -206,7 +206,7 @@ def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_ju
     [(entry_id, fields)] = rds.xrange(STREAM)
     message = json.loads(fields[b"data"])
     job = json.loads(message["kwargs"]["job"])
-    job["spec"] = json.dumps({**json.loads(job["spec"]), "threshold": 99})
+    job["spec"] = json.dumps({**json.loads(job["spec"]), "scoring_strategy": "numeric", "threshold": 99})
     message["kwargs"]["job"] = json.dumps(job)
     rds.xdel(STREAM, entry_id)
     rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
@@ -216,7 +216,7 @@ def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_ju
     asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
-    assert "threshold must be an integer from 1 to 10" in record.error_message
+    assert "threshold must be between 1 and 10" in record.error_message
     assert pending_by_consumer(rds) == {}  # the junk was acked too, after taskiq logged it ("Cannot parse")
 
 

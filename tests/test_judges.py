@@ -33,7 +33,9 @@ def test_an_evaluator_agent_can_judge(make_agent, store, server):
     make_agent(judge).run("q")
     [r] = store.records
     assert r.status == "passed" and r.reason.startswith("stub judge says")
-    assert evaluator.output_schema is None  # the caller's agent is not mutated
+    from agno.eval.agent_as_judge import BinaryJudgeResponse
+
+    assert evaluator.output_schema is BinaryJudgeResponse  # agno's verdict schema, set as agno sets it
 
 
 def test_db_parameter_mirrors_verdicts_into_agnos_eval_table(make_judge, make_agent, store, tmp_path):

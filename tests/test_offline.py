@@ -72,7 +72,7 @@ def test_print_summary_and_results_are_opt_in(make_judge, capsys):
     assert capsys.readouterr().out == ""
     judge.run(input="a", output="b", print_summary=True, print_results=True)
     out = capsys.readouterr().out
-    assert "Pass rate" in out and "judgehooks results" in out
+    assert "Pass rate" in out and "Agent As Judge Evaluation" in out
 
 
 def test_results_saved_to_file(make_judge, tmp_path):
@@ -81,4 +81,4 @@ def test_results_saved_to_file(make_judge, tmp_path):
     judge = make_judge(name="saver", file_path_to_save_results=str(tmp_path / "{name}-{run_id}.json"))
     result = judge.run(input="a", output="b")
     saved = json.loads((tmp_path / f"saver-{result.run_id}.json").read_text())
-    assert saved["records"][0]["id"] == result.records[0].id
+    assert saved["results"][0]["id"] == result.results[0].id

@@ -83,7 +83,8 @@ def test_unknown_judge_names_the_registered_ones():
     ({"name": "", "criteria": "c"}, ValueError, "name must be a non-empty string"),
     ({"name": "x", "criteria": " "}, ValueError, "criteria must be a non-empty string"),
     ({"name": "x", "criteria": "c", "scoring_strategy": "stars"}, ValueError, "scoring_strategy must be"),
-    ({"name": "x", "criteria": "c", "threshold": 11}, ValueError, "threshold must be an integer from 1 to 10"),
+    ({"name": "x", "criteria": "c", "scoring_strategy": "numeric", "threshold": 11}, ValueError,
+     "threshold must be between 1 and 10"),
     ({"name": "x", "criteria": "c", "guidelines": 3}, TypeError, "^guidelines must be a string or a list"),
     ({"name": "x", "criteria": "c", "context_key": ""}, ValueError, "context_key must be"),
 ])

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
@@ -26,22 +29,27 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class EvalRecord(BaseModel):
+@dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class EvalRecord:
     """One evaluation's outcome. ``status`` is one of passed, failed, error, skipped.
 
     A judge outage or an unreadable reply is ``error`` (with ``error_type`` / ``error_message``),
     never ``failed``; ``passed`` is None unless a verdict was reached.
-    """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A validated dataclass: it has agno's ``AgentAsJudgeEvaluation`` attributes (``input``,
+    ``output``, ``criteria``, ``score``, ``reason``, ``passed``), ``dataclasses.asdict(record)``
+    and ``print_eval()`` work on it as on agno's, and every judgehooks field rides along. The
+    pydantic methods ``model_dump``, ``model_dump_json``, ``model_validate`` and
+    ``model_validate_json`` read and write it as JSON data.
+    """
 
     id: str
     created_at: datetime = Field(default_factory=utcnow)
     status: Status
     evaluator: str
     mode: Mode
-    threshold: int | float | None = None  # an LLM judge's is an integer 1-10; a check's may be any number
-    score: float | None = None
+    threshold: int | float | None = None  # an LLM judge's is a number 1-10; a check's may be any number
+    score: int | float | None = None  # an LLM judge's numeric score is an int, as in agno
     passed: bool | None = None
     reason: str | None = None
     agent_id: str | None = None
@@ -71,6 +79,51 @@ class EvalRecord(BaseModel):
         """agno's `AgentAsJudgeEvaluation` exposes the criteria; on_fail callbacks may read it."""
         return self.metadata.get("criteria")
 
+    # ---- pydantic's methods, for JSON in and out ------------------------------------------------
+
+    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
+        return _ADAPTER.dump_python(self, mode=mode)  # type: ignore[no-any-return]
+
+    def model_dump_json(self) -> str:
+        return _ADAPTER.dump_json(self).decode()
+
+    @classmethod
+    def model_validate(cls, data: Mapping[str, Any]) -> EvalRecord:
+        return _ADAPTER.validate_python(data)
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> EvalRecord:
+        return _ADAPTER.validate_json(data)
+
+    def print_eval(self, console: Any = None) -> None:
+        """Print this evaluation as agno's `AgentAsJudgeEvaluation.print_eval` does, with the
+        status (error and skipped included) and the error when there is one."""
+        from rich.box import ROUNDED
+        from rich.console import Console
+        from rich.markdown import Markdown
+        from rich.table import Table
+        from rich.text import Text
+
+        def clip(text: str) -> str:
+            return text[:200] + "..." if len(text) > 200 else text
+
+        style = {"passed": "green", "failed": "red"}.get(self.status, "yellow")
+        table = Table(box=ROUNDED, border_style="blue", show_header=False, title="[ Agent As Judge Evaluation ]",
+                      title_style="bold sky_blue1", title_justify="center")
+        table.add_row("Input", Text(clip(self.input)))
+        table.add_row("Output", Text(clip(self.output)))
+        if self.score is not None:
+            table.add_row("Score", f"{self.score:g}/10" if self.mode == "numeric" else f"{self.score:g}")
+        table.add_row("Status", Text(self.status.upper(), style=style))
+        if self.reason:
+            table.add_row("Reason", Markdown(self.reason))
+        if self.error_type:
+            table.add_row("Error", Text(f"{self.error_type}: {self.error_message or ''}"))
+        (console or Console()).print(table)
+
+
+_ADAPTER: TypeAdapter[EvalRecord] = TypeAdapter(EvalRecord)
+
 
 # Column order of a record in stores; every field is one column.
-FIELDS: tuple[str, ...] = tuple(EvalRecord.model_fields)
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EvalRecord))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .record import EvalRecord
@@ -11,19 +11,21 @@ from .record import EvalRecord
 
 @dataclass
 class AgentAsJudgeResult:
-    """Per-case records plus statistics over the *graded* cases (passed or failed).
+    """agno's `AgentAsJudgeResult`: the per-case records (``results``) plus statistics over the
+    *graded* cases (passed or failed), with judgehooks' counts as extra fields.
 
     Errors and skips never count toward the pass rate; they are reported beside it, so a batch
-    with judge errors cannot look healthier than it was. ``pass_rate`` is a percentage, as in agno.
+    with judge errors cannot look healthier than it was. ``pass_rate`` is a percentage, as in
+    agno, and None when nothing was graded (agno says 0.0, which reads as "all failed").
     """
 
     run_id: str
-    records: list[EvalRecord] = field(default_factory=list)
+    results: list[EvalRecord] = field(default_factory=list)
     avg_score: float | None = field(init=False, default=None)
     min_score: float | None = field(init=False, default=None)
     max_score: float | None = field(init=False, default=None)
     std_dev_score: float | None = field(init=False, default=None)
-    pass_rate: float = field(init=False, default=0.0)
+    pass_rate: float | None = field(init=False, default=None)
     graded_count: int = field(init=False, default=0)
     error_count: int = field(init=False, default=0)
     skipped_count: int = field(init=False, default=0)
@@ -32,20 +34,20 @@ class AgentAsJudgeResult:
         self.compute_stats()
 
     @property
-    def results(self) -> list[EvalRecord]:
-        """agno's name for the per-case results."""
-        return self.records
+    def records(self) -> list[EvalRecord]:
+        """Every record of the batch, whatever its status (the same list as ``results``)."""
+        return self.results
 
     @property
     def errors(self) -> list[EvalRecord]:
-        return [r for r in self.records if r.status == "error"]
+        return [r for r in self.results if r.status == "error"]
 
     def compute_stats(self) -> None:
-        graded = [r for r in self.records if r.status in ("passed", "failed")]
+        graded = [r for r in self.results if r.status in ("passed", "failed")]
         self.graded_count = len(graded)
-        self.error_count = sum(r.status == "error" for r in self.records)
-        self.skipped_count = sum(r.status == "skipped" for r in self.records)
-        self.pass_rate = (100.0 * sum(r.status == "passed" for r in graded) / len(graded)) if graded else 0.0
+        self.error_count = sum(r.status == "error" for r in self.results)
+        self.skipped_count = sum(r.status == "skipped" for r in self.results)
+        self.pass_rate = (100.0 * sum(r.status == "passed" for r in graded) / len(graded)) if graded else None
         scores = [r.score for r in graded if r.score is not None]
         if scores:
             self.avg_score = statistics.mean(scores)
@@ -58,10 +60,10 @@ class AgentAsJudgeResult:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title="judgehooks summary", show_header=False)
-        table.add_row("Evaluations", str(len(self.records)))
+        table = Table(title="[ Agent As Judge Evaluation Summary ]", show_header=False)
+        table.add_row("Number of Evaluations", str(len(self.results)))
         table.add_row("Graded", str(self.graded_count))
-        table.add_row("Pass rate (graded)", f"{self.pass_rate:.1f}%")
+        table.add_row("Pass rate (graded)", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")
         table.add_row("Errors", str(self.error_count))
         if self.skipped_count:
             table.add_row("Skipped", str(self.skipped_count))
@@ -71,13 +73,13 @@ class AgentAsJudgeResult:
         (console or Console()).print(table)
 
     def print_results(self, console: Any = None) -> None:
-        from rich.console import Console
-        from rich.table import Table
+        """Each evaluation as agno prints it (`EvalRecord.print_eval`)."""
+        for record in self.results:
+            record.print_eval(console)
 
-        table = Table(title="judgehooks results")
-        for column in ("status", "score", "input", "reason / error"):
-            table.add_column(column)
-        for r in self.records:
-            detail = r.reason if r.status in ("passed", "failed") else f"{r.error_type}: {r.error_message}"
-            table.add_row(r.status, "" if r.score is None else f"{r.score:g}", r.input[:60], (detail or "")[:120])
-        (console or Console()).print(table)
+    def to_json(self) -> dict[str, Any]:
+        """JSON data shaped like agno's ``asdict(result)`` (what agno writes to
+        ``file_path_to_save_results`` and to the db), with judgehooks' counts beside it."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["results"] = [r.model_dump(mode="json") for r in self.results]
+        return data

@@ -68,6 +68,12 @@ def plain(value: Any) -> bool:
 
 
 @functools.cache
+def _field_names(cls: type[object]) -> frozenset[str]:
+    """The settings a (dataclass) evaluator class declares as its fields."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init) if dataclasses.is_dataclass(cls) else frozenset()
+
+
+@functools.cache
 def _own_parameters(cls: type[object]) -> frozenset[str]:
     """The keyword arguments a class's __init__ names itself (agno's AgentAsJudgeEval names some
     deployment settings, e.g. on_fail and db, in its own signature)."""
@@ -153,16 +159,90 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     def _deploy(self, hook: Mapping[str, Any]) -> None:
         """Step two of construction: validate the settings once, then the hook shell (the store,
         pipeline and dispatcher it builds come on first use, or now for background grading)."""
+        self._check_common()
+        settings = HookSettings(**{**self.__dict__.pop("_init_hook", {}), **self._hook_fields(), **hook})
+        self._prepare(settings)
+        self._threshold_mode = type(self).mode == "binary" and "mode" not in vars(self)
+        self._derive_mode()
+        self.evaluator_name: str = self.name or self.default_name()
+        self._shell = HookShell(self, settings, needs_tools=self.needs_tools, spec=self.spec())
+
+    def _check_common(self) -> None:
         check_name(self.name)
         threshold = self.threshold
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
             raise TypeError(f"threshold must be a number or None, got {threshold!r}")
-        settings = HookSettings(**{**self.__dict__.pop("_init_hook", {}), **self._hook_fields(), **hook})
-        self._prepare(settings)
-        if self.pass_threshold is not None and type(self).mode == "binary" and "mode" not in vars(self):
-            self.mode = "numeric"  # type: ignore[misc]  # ClassVar set per instance
-        self.evaluator_name: str = self.name or self.default_name()
-        self._shell = HookShell(self, settings, needs_tools=self.needs_tools, spec=self.spec())
+
+    def _derive_mode(self) -> None:
+        """Evaluators whose class is binary grade numerically once they have a threshold."""
+        if self.__dict__.get("_threshold_mode"):
+            self.mode = "numeric" if self.pass_threshold is not None else "binary"  # type: ignore[misc]
+
+    # ---- settings assigned after construction (agno reads its fields at every run) ------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """An assigned setting takes effect from the next run: it is checked as at construction,
+        and what derives from it (the judge, the name, the hook's wiring) follows. One that can no
+        longer take effect (e.g. ``store`` once records were written) raises, naming it."""
+        shell: HookShell | None = self.__dict__.get("_shell")
+        if shell is None or name.startswith("_") or self.__dict__.get("_rebuilding"):
+            object.__setattr__(self, name, value)
+        elif name in HOOK_SETTINGS:
+            shell.reconfigure(name, value, self._rebuild_judge)
+            if name in _field_names(type(self)):
+                object.__setattr__(self, name, value)
+        elif name in _field_names(type(self)) or name in ("name", "threshold"):
+            self._assign_setting(shell, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    def _assign_setting(self, shell: HookShell, name: str, value: Any) -> None:
+        if name == "name" and shell.dispatching:
+            raise dataclasses.FrozenInstanceError(
+                "cannot change 'name' after background grading started: queued jobs and the outbox are "
+                "filed under the evaluator's name; construct the evaluator with name=... instead")
+        missing = object()
+        old = self.__dict__.get(name, missing)
+        object.__setattr__(self, name, value)
+        try:
+            self._rebuild(shell, renamed=name == "name")
+        except BaseException:
+            if old is missing:
+                object.__delattr__(self, name)
+            else:
+                object.__setattr__(self, name, old)
+            self._rebuild(shell, renamed=name == "name")
+            raise
+
+    def _rebuild(self, shell: HookShell, *, renamed: bool) -> None:
+        """Check the settings as at construction, then rebuild what derives from them."""
+        self.__dict__["_rebuilding"] = True
+        try:
+            self.check()
+            self._check_common()
+            self._prepare(shell.settings)
+            self._derive_mode()
+            if renamed:
+                self.evaluator_name = self.name or self.default_name()
+            shell.respec(self.spec())
+        finally:
+            self.__dict__["_rebuilding"] = False
+
+    def _rebuild_judge(self, settings: HookSettings) -> None:
+        """A deployment setting changed before anything was built (e.g. run_in_background):
+        LLM evaluators choose their judge again (in a helper process or not)."""
+        self.__dict__["_rebuilding"] = True
+        try:
+            self._prepare(settings)
+        finally:
+            self.__dict__["_rebuilding"] = False
+
+    def check(self) -> None:
+        """Validate this evaluator's own settings, at construction and after an assignment: a
+        dataclass evaluator's ``__post_init__`` by default."""
+        post_init = getattr(self, "__post_init__", None)
+        if post_init is not None:
+            post_init()
 
     def _hook_fields(self) -> dict[str, Any]:
         """Deployment settings this class declares as its own fields (agno's on_fail, db, ...)."""
@@ -286,14 +366,15 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         """Grade one input/output pair or a batch of `cases` (dicts with input, output and optionally
         expected_output), concurrently up to `max_concurrency`. Raises StoreError (with `.result`)
         only after every case is graded, if the store could not take the records."""
-        return self._shell.run(input, output, cases, expected_output, print_summary, print_results)
+        return self._shell.run(input, output, cases, expected_output, print_summary, print_results, run_metrics)
 
     async def arun(self, *, input: str | None = None, output: Any = None,
                    cases: Sequence[Mapping[str, Any]] | None = None, expected_output: str | None = None,
                    print_summary: bool = False, print_results: bool = False, run_metrics: Any = None
                    ) -> AgentAsJudgeResult:
         """`run` for async callers; the grading itself runs on the judgehooks loop."""
-        return await self._shell.arun(input, output, cases, expected_output, print_summary, print_results)
+        return await self._shell.arun(input, output, cases, expected_output, print_summary, print_results,
+                                      run_metrics)
 
 
 setattr(Evaluator, MARKER, True)

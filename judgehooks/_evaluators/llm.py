@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .._base.context import EvalContext
@@ -19,7 +19,7 @@ from .._base.validate import check_number
 from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.sampling import SampleRate
 from .._hooks.settings import HookSettings
-from .._judges.agno import AgnoJudge
+from .._judges.agno import AgnoJudge, evaluator_agent
 from .._judges.base import Judge
 from .._judges.call import JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
@@ -31,14 +31,19 @@ DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
 
 
 def check_grading(criteria: Any, scoring_strategy: Any, threshold: Any) -> None:
-    """The judge settings every LLM evaluator (and judge template) shares, checked once."""
+    """The judge settings every LLM evaluator (and judge template) shares, checked as agno checks
+    them (with agno's message): the threshold, any number 1-10, only in numeric mode; binary
+    verdicts ignore it. Beyond agno: empty criteria and an unknown strategy are refused."""
     if not isinstance(criteria, str) or not criteria.strip():
         raise ValueError("criteria must be a non-empty string saying what a good output is, "
                          f"got {criteria!r}")
     if scoring_strategy not in ("binary", "numeric"):
         raise ValueError(f"scoring_strategy must be 'binary' or 'numeric', got {scoring_strategy!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 10:
-        raise ValueError(f"threshold must be an integer from 1 to 10, got {threshold!r}")
+    if scoring_strategy == "numeric":
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise ValueError(f"threshold must be between 1 and 10, got {threshold!r} (a number, used in numeric mode)")
+        if not 1 <= threshold <= 10:
+            raise ValueError(f"threshold must be between 1 and 10, got {threshold}")
 
 
 def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_guidelines") -> tuple[str, ...]:
@@ -111,11 +116,18 @@ class JudgeConnection:
         """The judge, now that the deployment is known: in a helper process when this process
         grades in the background (unless `judge_process` says otherwise)."""
         process = settings.judges_here if self.judge_process is None else self.judge_process
-        return make_judge(self.judge, self.model, evaluator_agent=evaluator_agent, api_base=self.api_base,
-                          api_key=self.api_key, timeout=self.timeout, temperature=self.temperature,
-                          structured_output=self.structured_output, litellm_kwargs=self.litellm_kwargs,
-                          judge_process=process, judge_processes=judge_processes,
-                          explicit_process=self.judge_process is not None)
+        # `judge` holds the judge built last time; the caller's own is remembered apart, so a
+        # changed model or api_base builds a new judge rather than keeping the old one.
+        given = self.__dict__.get("_judge_given")
+        if "_judge_given" not in self.__dict__ or self.judge is not self.__dict__.get("_judge_built"):
+            given = self.judge  # first build, or the caller assigned `judge` since
+        built = make_judge(given, self.model, evaluator_agent=evaluator_agent, api_base=self.api_base,
+                           api_key=self.api_key, timeout=self.timeout, temperature=self.temperature,
+                           structured_output=self.structured_output, litellm_kwargs=self.litellm_kwargs,
+                           judge_process=process, judge_processes=judge_processes,
+                           explicit_process=self.judge_process is not None)
+        self.__dict__.update(_judge_given=given, _judge_built=built)
+        return built
 
     @property
     def retry(self) -> RetryPolicy:
@@ -140,7 +152,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
     # agno's fields, in agno's order
     criteria: str = ""
     scoring_strategy: Literal["numeric", "binary"] = "binary"
-    threshold: int = 7  # agno's: used in numeric mode only
+    threshold: float = 7  # agno's: used in numeric mode only (any number 1-10)
     on_fail: Callable[[EvalRecord], Any] | None = None
     additional_guidelines: str | Sequence[str] | None = None
     name: str | None = None
@@ -164,7 +176,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         self,
         criteria: str = "",
         scoring_strategy: Literal["numeric", "binary"] = "binary",
-        threshold: int = 7,
+        threshold: float = 7,
         on_fail: Callable[[EvalRecord], Any] | None = None,
         additional_guidelines: str | Sequence[str] | None = None,
         name: str | None = None,
@@ -210,17 +222,6 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         spill: str | os.PathLike[str] | bool | None = None,
         broker: str | None = None,
     ) -> None:
-        check_grading(criteria, scoring_strategy, threshold)
-        if model is not None and not isinstance(model, str) and not hasattr(model, "aresponse"):
-            raise TypeError(f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini') or an agno Model, "
-                            f"got {type(model).__name__}")
-        if judge is not None and not hasattr(judge, "complete"):
-            raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
-        if judge_processes is not None:
-            check_number("judge_processes", judge_processes, minimum=1, allow_equal=True, integer=True)
-        if context_key is not None and (not isinstance(context_key, str) or not context_key):
-            raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, "
-                             f"got {context_key!r}")
         # agno's flat signature, mapped in this one place: the fields above are this evaluator's,
         # the rest is how it is deployed (HookSettings, validated once by the base class).
         self.criteria, self.scoring_strategy, self.threshold = criteria, scoring_strategy, threshold
@@ -233,25 +234,43 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         self.retry_backoff, self.temperature, self.structured_output = retry_backoff, temperature, structured_output
         self.litellm_kwargs, self.include_tool_calls, self.judge = litellm_kwargs, include_tool_calls, judge
         self.context_key, self.judge_process, self.judge_processes = context_key, judge_process, judge_processes
-        self.check_connection()
-        self.mode = scoring_strategy  # type: ignore[misc]  # ClassVar set per instance
-        self.needs_tools = include_tool_calls  # type: ignore[misc]  # ClassVar set per instance
+        self.check()
         self._init_hook = dict(
             on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
             max_queue=max_queue, overload=overload, block_timeout=block_timeout, on_drop=on_drop, outbox=outbox,
             requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
             on_record=on_record, spill=spill, broker=broker)
 
+    def check(self) -> None:
+        """agno's checks, with agno's messages, and the judge connection's: at construction and
+        whenever a setting is assigned."""
+        check_grading(self.criteria, self.scoring_strategy, self.threshold)
+        guidelines_tuple(self.additional_guidelines)
+        model, judge = self.model, self.__dict__.get("_judge_given", self.judge)
+        if model is not None and not isinstance(model, str) and not hasattr(model, "aresponse"):
+            raise TypeError(f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini') or an agno Model, "
+                            f"got {type(model).__name__}")
+        if judge is not None and not hasattr(judge, "complete"):
+            raise TypeError(f"judge must have `async complete(request)`, got {type(judge).__name__}")
+        if self.judge_processes is not None:
+            check_number("judge_processes", self.judge_processes, minimum=1, allow_equal=True, integer=True)
+        if self.context_key is not None and (not isinstance(self.context_key, str) or not self.context_key):
+            raise ValueError(f"context_key must be a run metadata key (a non-empty string) or None, "
+                             f"got {self.context_key!r}")
+        self.check_connection()
+        self.mode = self.scoring_strategy  # type: ignore[misc]  # ClassVar set per instance
+        self.needs_tools = self.include_tool_calls  # type: ignore[misc]  # ClassVar set per instance
+
     def _prepare(self, settings: HookSettings) -> None:
-        """The judge, now that we know whether this process grades in the background."""
-        self.judge = self.connect(settings, evaluator_agent=self.evaluator_agent,
-                                  judge_processes=self.judge_processes)
+        """The judge and the question, from the settings as they are now (again after any of them
+        is assigned): the judge in a helper process when this process grades in the background."""
+        agent = self.get_evaluator_agent() if self.evaluator_agent is not None else None
+        self.judge = self.connect(settings, evaluator_agent=agent, judge_processes=self.judge_processes)
         self._call = JudgeCall(
             judge=self.judge, criteria=self.criteria, mode=self.scoring_strategy, threshold=self.pass_threshold,
             guidelines=guidelines_tuple(self.additional_guidelines), include_tools=self.include_tool_calls,
-            context_key=self.context_key, timeout=self.timeout,
-            retry=self.retry,
-            label=self.name or _default_name(self.criteria, self.scoring_strategy, self.pass_threshold))
+            context_key=self.context_key, timeout=self.timeout, retry=self.retry,
+            label=self.__dict__.get("evaluator_name") or self.name or self.default_name())
 
     @property
     def pass_threshold(self) -> float | None:
@@ -259,14 +278,34 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         return self.threshold if self.scoring_strategy == "numeric" else None
 
     def default_name(self) -> str:
-        return self._call.label
+        return _default_name(self.criteria, self.scoring_strategy, self.pass_threshold)
+
+    def get_evaluator_agent(self) -> Any:
+        """agno's method: the agno Agent that judges, with agno's verdict schema as its output.
+
+        The ``evaluator_agent`` you gave (its ``output_schema`` set, as agno does), else one built
+        from ``model`` and the criteria. Patch this method, or assign ``evaluator_agent``, and
+        every later run is judged by the agent it returns, as in agno (e.g. a mock in your tests).
+        A litellm model string is judged without an agent; this returns its agno equivalent.
+        """
+        return evaluator_agent(self.evaluator_agent, self.model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL,
+                               criteria=self.criteria, mode=self.scoring_strategy,
+                               guidelines=guidelines_tuple(self.additional_guidelines), api_base=self.api_base,
+                               api_key=self.api_key)
 
     def record_metadata(self) -> Mapping[str, Any]:
-        return {"criteria": self.criteria}
+        if self.additional_guidelines is None:
+            return {"criteria": self.criteria}
+        return {"criteria": self.criteria, "additional_guidelines": self.additional_guidelines}
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        """Ask the judge (with retries); a judge that cannot be reached or read is an error outcome."""
-        return await self._call.ask(ctx)
+        """Ask the judge (with retries); a judge that cannot be reached or read is an error outcome.
+        A patched or overridden `get_evaluator_agent` is asked for the judge on every run, as agno does."""
+        call = self._call
+        if getattr(type(self).get_evaluator_agent, "__code__", None) is not _OWN_AGENT_CODE or \
+                "get_evaluator_agent" in self.__dict__:
+            call = replace(call, judge=AgnoJudge(evaluator_agent=self.get_evaluator_agent()))
+        return await call.ask(ctx)
 
     def __repr__(self) -> str:
         return (f"AgentAsJudgeEval(name={self.evaluator_name!r}, scoring_strategy={self.scoring_strategy!r}, "
@@ -276,9 +315,12 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         """What `judgehooks resume` needs to rebuild this evaluator in another process (no secrets)."""
         judge = self.judge
         return {"name": self.evaluator_name, "criteria": self.criteria, "scoring_strategy": self.scoring_strategy,
-                "threshold": self.threshold, "additional_guidelines": list(self._call.guidelines),
+                "threshold": self.pass_threshold, "additional_guidelines": list(self._call.guidelines),
                 "include_tool_calls": self.include_tool_calls, "context_key": self._call.context_key,
                 "model": judge.model if isinstance(judge, (LiteLLMJudge, ProcessJudge)) else None,
                 "api_base": self.api_base, "timeout": self.timeout, "retries": self.retries,
                 "retry_backoff": self.retry_backoff, "temperature": self.temperature,
                 "structured_output": self.structured_output}
+
+
+_OWN_AGENT_CODE = AgentAsJudgeEval.get_evaluator_agent.__code__

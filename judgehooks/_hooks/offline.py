@@ -10,7 +10,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .._base.context import EvalContext, render_content
 from .._base.log import log
@@ -18,6 +18,20 @@ from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
 from .._grading.pipeline import Pipeline
 from ..exceptions import StoreError
+from ..stores import AgnoDbStore, Store, write_with_retry
+
+
+class _Batch:
+    """The agno db as a store that takes one offline batch as one eval run (retried like any write)."""
+
+    def __init__(self, agno: AgnoDbStore, run_id: str) -> None:
+        self.agno, self.run_id = agno, run_id
+
+    def __repr__(self) -> str:
+        return repr(self.agno)
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        await self.agno.write_batch(self.run_id, records)
 
 
 def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
@@ -50,9 +64,10 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
 
 async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int, *, name: str,
                 print_summary: bool = False, print_results: bool = False,
-                save_to: str | None = None) -> AgentAsJudgeResult:
-    """Grade every context, at most `limit` at once. Raises StoreError (with `.result`) only after
-    every case is graded, if the store could not take the records."""
+                save_to: str | None = None, agno: AgnoDbStore | None = None) -> AgentAsJudgeResult:
+    """Grade every context, at most `limit` at once; with an agno db, write the batch there as one
+    eval run. Raises StoreError (with `.result`) only after every case is graded, if a store could
+    not take the records."""
     outcomes = await pipeline.evaluate_many(contexts, limit)
     records: list[EvalRecord] = []
     store_errors: list[StoreError] = []
@@ -62,13 +77,19 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
             records.extend(outcome.records)
         else:
             records.append(outcome)
-    result = AgentAsJudgeResult(run_id=contexts[0].run_id or "", records=records)
+    result = AgentAsJudgeResult(run_id=contexts[0].run_id or "", results=records)
     if print_results:
         result.print_results()
     if print_summary:
         result.print_summary()
     if save_to:
         save(result, save_to, name)
+    if agno is not None:
+        try:
+            await write_with_retry(cast(Store, _Batch(agno, result.run_id)), records)
+        except StoreError as exc:
+            exc.records = records
+            store_errors.append(exc)
     if store_errors:
         error = StoreError(f"{len(store_errors)} of {len(records)} record(s) were not stored: {store_errors[0]}")
         error.records = [r for e in store_errors for r in e.records]
@@ -81,7 +102,5 @@ def save(result: AgentAsJudgeResult, template: str, name: str) -> None:
     """Write the batch's results as JSON to `template` ({name} and {run_id} are filled in)."""
     path = Path(template.format(name=name, run_id=result.run_id))
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"run_id": result.run_id, "pass_rate": result.pass_rate, "error_count": result.error_count,
-               "avg_score": result.avg_score, "records": [r.model_dump(mode="json") for r in result.records]}
-    path.write_text(json.dumps(payload, indent=2))
-    log.info("results_saved", path=str(path), records=len(result.records))
+    path.write_text(json.dumps(result.to_json(), indent=4))
+    log.info("results_saved", path=str(path), records=len(result.results))

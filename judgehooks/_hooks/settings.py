@@ -63,6 +63,15 @@ class Deployment:
     file_path_to_save_results: str | None = None
 
 
+#: Settings an assignment changes from the next run on, whatever was built: they are read per run.
+LIVE_SETTINGS = frozenset({"on_fail", "on_error", "on_record", "sample_rate", "when", "gate", "fallback", "repair",
+                           "print_summary", "print_results", "file_path_to_save_results"})
+#: Settings only a background dispatcher reads: they change until one runs. The others (store, db,
+#: spill, outbox, broker, run_in_background) decide what is built, and change until it is.
+DISPATCH_SETTINGS = frozenset({"on_drop", "max_queue", "overload", "block_timeout", "requests_per_minute",
+                               "max_concurrency"})
+
+
 @dataclass(kw_only=True)
 class HookSettings(Deployment):
     """Where records go, who hears of them, and when and how runs are graded: validated once,
@@ -108,6 +117,10 @@ class HookSettings(Deployment):
         self.gate_config = gate
         self._sealed = True
 
+    def replace(self, name: str, value: Any) -> HookSettings:
+        """These settings with one changed, validated as at construction."""
+        return dataclasses.replace(self, **{name: value})
+
     @classmethod
     def names(cls) -> frozenset[str]:
         """The keyword arguments every evaluator accepts for its deployment."""
@@ -133,13 +146,18 @@ class HookSettings(Deployment):
     def build(self, evaluator: Graded, *, sampler: Sampler, spec: Mapping[str, Any] | None) -> Wiring:
         """The store, pipeline and (for background grading) the started dispatcher of one evaluator."""
         store: Store = self.store if self.store is not None else default_store()
-        sink: Store = store if self.db is None else FanoutStore(store, AgnoDbStore(self.db))
+        agno = None if self.db is None else AgnoDbStore(self.db, name=getattr(evaluator, "name", None))
         spill = self._spill_path(store)
-        if spill is not None:
-            sink = SpillingStore(sink, spill)
-        pipeline = Pipeline(evaluator=evaluator, store=sink, on_fail=wrap_callback("on_fail", self.on_fail),
+
+        def sink(with_agno: bool) -> Store:
+            found: Store = FanoutStore(store, agno) if with_agno and agno is not None else store
+            return found if spill is None else SpillingStore(found, spill)
+
+        pipeline = Pipeline(evaluator=evaluator, store=sink(True), on_fail=wrap_callback("on_fail", self.on_fail),
                             on_error=wrap_callback("on_error", self.on_error),
                             on_record=wrap_callback("on_record", self.on_record))
+        # An offline batch is one agno eval run holding every case (as agno writes it), not one per case.
+        offline = pipeline if agno is None else dataclasses.replace(pipeline, store=sink(False))
         dispatcher = None
         if self.run_in_background:
             step: Step | None = None
@@ -158,7 +176,13 @@ class HookSettings(Deployment):
                 requests_per_minute=self.requests_per_minute, spec=None if spec is None else dict(spec),
                 sampling=sampler.counts, **options)
             dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
-        return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher)
+        return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher, offline=offline, agno=agno)
+
+    def with_callbacks(self, pipeline: Pipeline) -> Pipeline:
+        """`pipeline` calling these settings' callbacks (after one was assigned)."""
+        return dataclasses.replace(pipeline, on_fail=wrap_callback("on_fail", self.on_fail),
+                                   on_error=wrap_callback("on_error", self.on_error),
+                                   on_record=wrap_callback("on_record", self.on_record))
 
     def _outbox(self, store: Store) -> Outbox | None:
         """The outbox file: explicit path; False for none; else beside a SQLite store, or from
@@ -187,3 +211,5 @@ class Wiring:
     store: Store
     pipeline: Pipeline
     dispatcher: Dispatcher | None
+    offline: Pipeline  # run()/arun(): the pipeline without the agno db, which gets one eval run per batch
+    agno: AgnoDbStore | None = None

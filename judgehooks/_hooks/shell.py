@@ -10,6 +10,7 @@ a store that spills, which resume what a dead process left), so composite member
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,7 +23,9 @@ from .._runtime import runtime
 from ..exceptions import StoreError
 from . import offline
 from .hooklist import ensure_dual_hooks
-from .settings import HookSettings, Wiring
+from .metrics import fold_judge_usage
+from .sampling import Sampler
+from .settings import DISPATCH_SETTINGS, LIVE_SETTINGS, HookSettings, Wiring
 from .snapshot import snapshot_run
 
 
@@ -49,6 +52,45 @@ class HookShell:
                 if self._wiring is None:
                     self._wiring = self.settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
         return self._wiring
+
+    def reconfigure(self, name: str, value: Any, prepare: Callable[[HookSettings], None]) -> HookSettings:
+        """Assign one deployment setting: it takes effect from the next run, or, when what it
+        decides is already built (a store, a running background queue), raises naming it.
+        `prepare` gets the new settings first (an LLM evaluator rebuilds its judge there)."""
+        settings = self.settings.replace(name, value)  # validated as at construction
+        wiring = self._wiring
+        if wiring is not None and name not in LIVE_SETTINGS and (
+                name not in DISPATCH_SETTINGS or wiring.dispatcher is not None):
+            built = "background grading started" if wiring.dispatcher is not None else "its store was built"
+            raise dataclasses.FrozenInstanceError(
+                f"cannot change {name!r} after {built} (the first run or run_in_background builds it): "
+                f"construct the evaluator with {name}=... instead")
+        if wiring is None:
+            prepare(settings)
+        with self._lock:
+            self.settings = settings
+            self.sampler = Sampler(settings.sample_rate, settings.when, counts=self.sampler.counts)
+            self.gate = settings.gate_config
+            if wiring is not None and name in ("on_fail", "on_error", "on_record"):
+                pipeline = settings.with_callbacks(wiring.pipeline)
+                offline = pipeline if wiring.offline is wiring.pipeline else settings.with_callbacks(wiring.offline)
+                self._wiring = dataclasses.replace(wiring, pipeline=pipeline, offline=offline)
+                if wiring.dispatcher is not None:
+                    wiring.dispatcher.pipeline = pipeline
+        if settings.builds_at_once:
+            self.wiring  # noqa: B018 - e.g. run_in_background=True: start the queue now, as at construction
+        return settings
+
+    @property
+    def dispatching(self) -> bool:
+        """Whether a background dispatcher runs (queued jobs are filed under the evaluator's name)."""
+        return self._wiring is not None and self._wiring.dispatcher is not None
+
+    def respec(self, spec: Mapping[str, Any] | None) -> None:
+        """The evaluator's own settings changed: jobs queued from now on carry the new spec."""
+        self._spec = spec
+        if self._wiring is not None and self._wiring.dispatcher is not None:
+            self._wiring.dispatcher.respec(None if spec is None else dict(spec))
 
     # ---- agno's hooks -----------------------------------------------------------------------
 
@@ -77,6 +119,7 @@ class HookShell:
             wiring.dispatcher.submit(ctx, rate)
             return
         record = runtime.call(self.grade_quietly, ctx, rate)
+        fold_judge_usage(record, getattr(run_output, "metrics", None))
         if self.gate is not None:
             runtime.call(self.gate.enforce, record, run_output, agent or team, self._snapshot(agent, team),
                          self.grade_quietly, True)
@@ -92,6 +135,7 @@ class HookShell:
             await wiring.dispatcher.asubmit(ctx, rate)
             return
         record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate))
+        fold_judge_usage(record, getattr(run_output, "metrics", None))
         if self.gate is not None:
             await self.gate.enforce(record, run_output, agent or team, self._snapshot(agent, team),
                                     self.grade_quietly, False)
@@ -110,23 +154,31 @@ class HookShell:
     # ---- offline grading --------------------------------------------------------------------
 
     def run(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
-            expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
-        return runtime.call(self._offline, input, output, cases, expected_output, print_summary, print_results)
+            expected_output: str | None, print_summary: bool, print_results: bool,
+            run_metrics: Any = None) -> AgentAsJudgeResult:
+        result = runtime.call(self._offline, input, output, cases, expected_output, print_summary, print_results)
+        for record in result.results:
+            fold_judge_usage(record, run_metrics)
+        return result
 
     async def arun(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
-                   expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
+                   expected_output: str | None, print_summary: bool, print_results: bool,
+                   run_metrics: Any = None) -> AgentAsJudgeResult:
         future = runtime.submit(self._offline, input, output, cases, expected_output, print_summary, print_results)
-        return await asyncio.wrap_future(future)
+        result = await asyncio.wrap_future(future)
+        for record in result.results:
+            fold_judge_usage(record, run_metrics)
+        return result
 
     async def _offline(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
                        expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
         contexts = offline.contexts(input, output, cases, expected_output)
-        settings = self.settings
-        return await offline.grade(self.wiring.pipeline, contexts, settings.max_concurrency,
+        settings, wiring = self.settings, self.wiring
+        return await offline.grade(wiring.offline, contexts, settings.max_concurrency,
                                    name=self.evaluator.evaluator_name,
                                    print_summary=settings.print_summary or print_summary,
                                    print_results=settings.print_results or print_results,
-                                   save_to=settings.file_path_to_save_results)
+                                   save_to=settings.file_path_to_save_results, agno=wiring.agno)
 
     def stats(self) -> dict[str, Any]:
         """Counters: sampling, and the background queue when there is one."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,22 +14,50 @@ from ..exceptions import StoreError
 from ._base import BaseStore, RecordFilter
 
 
+def _evaluation(record: EvalRecord) -> dict[str, Any]:
+    """One result as agno's `asdict(AgentAsJudgeEvaluation)` has it, plus the record's id and status."""
+    return {"input": record.input, "output": record.output, "criteria": record.criteria, "score": record.score,
+            "reason": record.reason or record.error_message or "", "passed": bool(record.passed),
+            "id": record.id, "status": record.status}
+
+
+def _stats(graded: Sequence[EvalRecord]) -> dict[str, Any]:
+    """agno's AgentAsJudgeResult statistics over the graded records."""
+    scores = [r.score for r in graded if r.score is not None]
+    return {"avg_score": statistics.mean(scores) if scores else None, "min_score": min(scores, default=None),
+            "max_score": max(scores, default=None),
+            "std_dev_score": (statistics.stdev(scores) if len(scores) > 1 else 0.0) if scores else None,
+            "pass_rate": 100.0 * sum(bool(r.passed) for r in graded) / len(graded) if graded else None}
+
+
 def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
     """`eval_data` shaped like agno's AgentAsJudgeResult, plus our status and error fields."""
-    graded = record.status in ("passed", "failed")
-    evaluation = {"input": record.input, "output": record.output, "criteria": record.criteria,
-                  "score": record.score, "reason": record.reason or record.error_message or "",
-                  "passed": bool(record.passed)}
+    graded = [record] if record.status in ("passed", "failed") else []
     return {
-        "run_id": record.id,
-        "results": [evaluation] if graded else [],
-        "avg_score": record.score, "min_score": record.score, "max_score": record.score,
-        "std_dev_score": 0.0 if record.score is not None else None,
-        "pass_rate": (100.0 if record.passed else 0.0) if graded else None,
+        "run_id": record.id, "results": [_evaluation(r) for r in graded], **_stats(graded),
         "status": record.status, "error_type": record.error_type, "error_message": record.error_message,
         "judged_run_id": record.run_id, "session_id": record.session_id, "user_id": record.user_id,
+        "judged_component": record.agent_name or record.team_name,
         "latency_ms": record.latency_ms, "details": record.details,
     }
+
+
+def batch_payload(run_id: str, records: Sequence[EvalRecord]) -> dict[str, Any]:
+    """`eval_data` of an offline batch: one agno eval run holding every graded case, as agno's
+    ``run(cases=...)`` writes it, with the errors and skips counted beside it."""
+    graded = [r for r in records if r.status in ("passed", "failed")]
+    return {"run_id": run_id, "results": [_evaluation(r) for r in graded], **_stats(graded),
+            "graded_count": len(graded), "error_count": sum(r.status == "error" for r in records),
+            "skipped_count": sum(r.status == "skipped" for r in records),
+            "errors": [{"id": r.id, "input": r.input, "error_type": r.error_type, "error_message": r.error_message}
+                       for r in records if r.status == "error"]}
+
+
+def eval_input(record: EvalRecord) -> dict[str, Any]:
+    """agno's `eval_input`: what the judge was asked, as the record says it was used."""
+    return {"criteria": record.criteria, "scoring_strategy": record.mode,
+            "threshold": record.threshold if record.mode == "numeric" else None,
+            "additional_guidelines": record.metadata.get("additional_guidelines")}
 
 
 _SUPPORTED = "SqliteDb, PostgresDb, MySQLDb, MongoDb, InMemoryDb, JsonDb, AsyncSqliteDb, AsyncPostgresDb, ..."
@@ -65,28 +94,27 @@ class AgnoDbStore(BaseStore):
     (`user_id`, which EvalRunRecord lacks) is set with `update_eval_run_user_id`.
     """
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Any, *, name: str | None = None) -> None:
         problem = _unsupported(db)
         if problem is not None:
             raise TypeError(problem)
         self.db = db
+        self.name = name  # the eval runs' name, as agno's: the evaluator's `name=` (None when not given)
         self._async = inspect.iscoroutinefunction(type(db).create_eval_run)
 
     def __repr__(self) -> str:
         return f"AgnoDbStore({type(self.db).__name__} id={getattr(self.db, 'id', None)!r})"
 
-    def _eval_run(self, record: EvalRecord) -> Any:
+    def _eval_run(self, record: EvalRecord, run_id: str | None = None, data: dict[str, Any] | None = None) -> Any:
         from agno.db.schemas.evals import EvalRunRecord, EvalType
 
         model = record.judge_model or ""
-        provider, _, model_id = model.partition("/") if "/" in model else ("", "", model)
+        provider, _, model_id = model.rpartition("/")
         return EvalRunRecord(
-            run_id=record.id, eval_type=EvalType.AGENT_AS_JUDGE, eval_data=eval_run_payload(record),
-            agent_id=record.agent_id, team_id=record.team_id, name=record.evaluator,
-            model_id=model_id or None, model_provider=provider or None,
-            evaluated_component_name=record.agent_name or record.team_name,
-            eval_input={"criteria": record.criteria, "scoring_strategy": record.mode,
-                        "threshold": record.threshold})
+            run_id=run_id or record.id, eval_type=EvalType.AGENT_AS_JUDGE,
+            eval_data=eval_run_payload(record) if data is None else data,
+            agent_id=record.agent_id, team_id=record.team_id, name=self.name,
+            model_id=model_id or None, model_provider=provider or None, eval_input=eval_input(record))
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         fn = getattr(self.db, method)
@@ -94,24 +122,31 @@ class AgnoDbStore(BaseStore):
             return await fn(*args, **kwargs)
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
-    async def _write_one(self, record: EvalRecord) -> None:
-        row = await self._call("get_eval_run", record.id, deserialize=False)
+    async def _create(self, run: Any, user_id: str | None) -> None:
+        """Insert one eval run unless it is there (idempotent on its id), then set its owner."""
+        row = await self._call("get_eval_run", run.run_id, deserialize=False)
         if row is None:
             try:
-                if await self._call("create_eval_run", self._eval_run(record)) is None:
+                if await self._call("create_eval_run", run) is None:
                     # agno returns None instead of raising when, e.g., its table could not be had
-                    raise StoreError(f"{type(self.db).__name__}.create_eval_run stored nothing for record "
-                                     f"{record.id} (it returned None)")
+                    raise StoreError(f"{type(self.db).__name__}.create_eval_run stored nothing for eval run "
+                                     f"{run.run_id} (it returned None)")
             except Exception:
-                row = await self._call("get_eval_run", record.id, deserialize=False)
+                row = await self._call("get_eval_run", run.run_id, deserialize=False)
                 if row is None:
                     raise  # not a duplicate: a real failure
-        if record.user_id is not None and (row is None or _field(row, "user_id") != record.user_id):
-            await self._call("update_eval_run_user_id", record.id, record.user_id)
+        if user_id is not None and (row is None or _field(row, "user_id") != user_id):
+            await self._call("update_eval_run_user_id", run.run_id, user_id)
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
+        """One eval run per record: a live hook's verdict on one judged run, as agno writes it."""
         for record in records:
-            await self._write_one(record)
+            await self._create(self._eval_run(record), record.user_id)
+
+    async def write_batch(self, run_id: str, records: Sequence[EvalRecord]) -> None:
+        """One eval run for an offline batch (`run(cases=...)`), holding every case, as agno writes it."""
+        if records:
+            await self._create(self._eval_run(records[0], run_id, batch_payload(run_id, records)), None)
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         raise NotImplementedError("AgnoDbStore is write-only; query the store it mirrors, or AgentOS")
