@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.dataclasses import dataclass
 
 Status = Literal["passed", "failed", "error", "skipped"]
@@ -52,6 +52,7 @@ class EvalRecord:
     score: int | float | None = None  # an LLM judge's numeric score is an int, as in agno
     passed: bool | None = None
     reason: str | None = None
+    criteria: str | None = None  # what an LLM judge was asked to hold the output to
     agent_id: str | None = None
     agent_name: str | None = None
     team_id: str | None = None
@@ -74,10 +75,15 @@ class EvalRecord:
     # What the evaluator saw beyond score and reason: per criterion, per check, per sample.
     details: dict[str, Any] = Field(default_factory=dict)
 
-    @property
-    def criteria(self) -> str | None:
-        """agno's `AgentAsJudgeEvaluation` exposes the criteria; on_fail callbacks may read it."""
-        return self.metadata.get("criteria")
+    @model_validator(mode="before")
+    @classmethod
+    def _criteria_from_metadata(cls, data: Any) -> Any:
+        """Rows written before `criteria` was a field kept it in the metadata."""
+        if isinstance(data, dict) and data.get("criteria") is None:
+            found = (data.get("metadata") or {}).get("criteria") if isinstance(data.get("metadata"), dict) else None
+            if isinstance(found, str):
+                return {**data, "criteria": found}
+        return data
 
     # ---- pydantic's methods, for JSON in and out ------------------------------------------------
 

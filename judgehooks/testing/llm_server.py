@@ -54,6 +54,7 @@ class StubSettings:
     counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
     sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
+    judge_prompts: list[str] = field(default_factory=list)  # the last 100 judge requests' text, oldest first
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -114,6 +115,7 @@ class _StubApp:
         s.counts["judge"] += 1
         messages = request.get("messages", [])
         text = "\n".join(_text_of(m) for m in messages)
+        s.judge_prompts[:] = [*s.judge_prompts[-99:], text]
         d = _directives(text)
         delay = float(d.get("judge_delay", s.judge_delay_ms) or 0)
         # An outage counts calls as they arrive: a call still sleeping from an earlier test (or
