@@ -75,7 +75,9 @@ def test_agentos_lists_every_verdict_with_agent_and_user(kind, make_judge, make_
     assert {r.id for r in store.records} == {run["id"] for run in listed}  # same ids as our own store
     for run in listed:
         assert (run["agent_id"], run["user_id"], run["eval_type"]) == ("os-agent", "user-7", "agent_as_judge")
-        assert run["name"] == judge.evaluator and run["evaluated_component_name"] == "os-agent"
+        # agno's row: the name given (none here) and no component name; ours names the agent in eval_data
+        assert (run["name"], run["evaluated_component_name"]) == (None, None)
+        assert run["eval_data"]["judged_component"] == "os-agent"
     passed, failed, error = (by_status[s]["eval_data"] for s in ("passed", "failed", "error"))
     # eval_data is shaped like agno's AgentAsJudgeResult
     assert (passed["avg_score"], passed["pass_rate"], passed["results"][0]["passed"]) == (9, 100.0, True)

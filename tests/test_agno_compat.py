@@ -132,13 +132,35 @@ def test_an_assignment_that_cannot_take_effect_raises_naming_the_setting(server,
     assert ev.hook_settings.on_fail is print
 
 
-def test_an_invalid_assignment_raises_and_keeps_the_old_value(Eval, server):
-    ev = make_eval(Eval, server, scoring_strategy="numeric", threshold=7)
-    if Eval is AgnoEval:
-        return  # agno checks at construction only: a later bad threshold is silently kept
+def test_documented_difference_an_invalid_assignment_raises_and_keeps_the_old_value(server):
+    agno = make_eval(AgnoEval, server, scoring_strategy="numeric", threshold=7)
+    agno.threshold = 11  # agno checks at construction only: the bad value is kept, and no score reaches it
+    assert agno.run(input="q", output="a [[score=10]]").results[0].passed is False
+    ours = make_eval(OurEval, server, scoring_strategy="numeric", threshold=7, store=judgehooks.MemoryStore())
     with pytest.raises(ValueError, match="threshold must be between 1 and 10"):
-        ev.threshold = 11
-    assert ev.threshold == 7 and ev.run(input="q", output="a [[score=7]]").results[0].passed
+        ours.threshold = 11
+    assert ours.threshold == 7 and ours.run(input="q", output="a [[score=7]]").results[0].passed
+
+
+def test_store_and_db_can_change_until_the_first_run_builds_the_store(server, tmp_path):
+    first, second = judgehooks.MemoryStore(), judgehooks.MemoryStore()
+    ev = make_eval(OurEval, server, store=first)
+    ev.store = second
+    ev.run(input="q", output="a")
+    assert (len(first.records), len(second.records)) == (0, 1)
+    with pytest.raises(AttributeError, match="cannot change 'store' after its store was built"):
+        ev.store = first
+    with pytest.raises(AttributeError, match="cannot change 'db'"):
+        ev.db = SqliteDb(db_file=str(tmp_path / "late.db"))
+
+
+def test_run_in_background_set_before_the_first_run_starts_the_queue(server, tmp_path):
+    store = judgehooks.MemoryStore()
+    ev = make_eval(OurEval, server, store=store, outbox=str(tmp_path / "o.db"))
+    ev.run_in_background = True
+    Agent(model=agent_model(server), post_hooks=[ev], telemetry=False).run("q")
+    assert ev.stats()["submitted"] == 1 and judgehooks.drain(30)
+    assert [r.status for r in store.records] == ["passed"]
 
 
 # ---- 3. get_evaluator_agent() and evaluator_agent mock the judge -------------------------------
