@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from datetime import UTC, datetime
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, model_validator

@@ -70,7 +70,9 @@ def plain(value: Any) -> bool:
 @functools.cache
 def _field_names(cls: type[object]) -> frozenset[str]:
     """The settings a (dataclass) evaluator class declares as its fields."""
-    return frozenset(f.name for f in dataclasses.fields(cls) if f.init) if dataclasses.is_dataclass(cls) else frozenset()
+    if not dataclasses.is_dataclass(cls):
+        return frozenset()
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
 
 
 @functools.cache

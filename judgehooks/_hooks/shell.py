@@ -165,7 +165,7 @@ class HookShell:
                    expected_output: str | None, print_summary: bool, print_results: bool,
                    run_metrics: Any = None) -> AgentAsJudgeResult:
         future = runtime.submit(self._offline, input, output, cases, expected_output, print_summary, print_results)
-        result = await asyncio.wrap_future(future)
+        result: AgentAsJudgeResult = await asyncio.wrap_future(future)
         for record in result.results:
             fold_judge_usage(record, run_metrics)
         return result
