@@ -348,3 +348,21 @@ def test_documented_difference_judge_errors_are_records(server):
     assert agno_result.results == [] and agno_result.pass_rate == 0.0  # agno: the case vanished
     assert [r.status for r in ours.results] == ["error"] and ours.pass_rate is None
     assert [r.status for r in store.records] == ["error"]
+
+
+def test_the_record_states_what_the_judge_used_even_if_changed_while_it_judged(server):
+    import threading
+    import time
+
+    store = judgehooks.MemoryStore()
+    ev = make_eval(OurEval, server, scoring_strategy="numeric", threshold=7, store=store)
+    grading = threading.Thread(target=ev.run, kwargs={"input": "q", "output": "a [[score=5]] [[judge_delay=1500]]"})
+    grading.start()
+    while server.settings.counts["judge"] == 0:  # the judge has the question: change the settings now
+        time.sleep(0.01)
+    ev.threshold, ev.criteria = 3, "changed meanwhile"
+    grading.join()
+    ev.run(input="q", output="a [[score=5]]")
+    first, second = sorted(store.records, key=lambda r: r.created_at)
+    assert (first.status, first.threshold, first.criteria) == ("failed", 7, "The answer echoes the question.")
+    assert (second.status, second.threshold, second.criteria) == ("passed", 3, "changed meanwhile")

@@ -34,6 +34,9 @@ class Outcome:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
+    #: the settings the verdict was reached under (criteria, mode, threshold), when the evaluator
+    #: reports them: the record states these, even if a setting was assigned while it was judging
+    used: Mapping[str, Any] | None = None
 
     @property
     def status(self) -> Literal["passed", "failed", "error"]:

@@ -62,8 +62,13 @@ def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: f
     status = outcome.status
     error = outcome.error
     graded = status != "error"
+    ids = _ids(ctx, ev, sample_rate)
+    if outcome.used:  # what the evaluator judged under, not what its settings say by now
+        ids.update({k: v for k, v in outcome.used.items() if k in ("mode", "threshold", "criteria")})
+        if "criteria" in outcome.used:
+            ids["metadata"] = {**ids["metadata"], "criteria": outcome.used["criteria"]}
     return EvalRecord(
-        **_ids(ctx, ev, sample_rate), status=status,
+        **ids, status=status,
         score=outcome.score if graded else None, passed=outcome.passed if graded else None,
         reason=outcome.reason if graded else None, details=dict(outcome.details),
         judge_model=outcome.judge_model, latency_ms=round(latency_ms, 3), prompt_tokens=outcome.prompt_tokens,

@@ -102,6 +102,7 @@ class JudgeCall:
                          error_type=error_name(exc), delay_s=round(delay, 3))
                 await anyio.sleep(delay)
         usage: dict[str, Any] = {
+            "used": {"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold},
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
         if verdict is None:
