@@ -178,3 +178,28 @@ def test_records_an_earlier_process_spilled_are_redelivered_when_the_evaluator_i
     assert sorted(r.id for r in store.records) == ["left-0", "left-1", "left-2"]
     member = Regex("y")  # the default local store neither spills nor is built until used
     assert member._shell._wiring is None
+
+
+def test_a_check_setting_assigned_later_is_checked_and_takes_effect():
+    store = judgehooks.MemoryStore()
+    check = judgehooks.Regex(r"\d", store=store, name="digits")
+    assert check.run(input="q", output="abc").results[0].status == "failed"
+    check.pattern = r"[a-z]"
+    assert check.run(input="q", output="abc").results[0].status == "passed"
+    with pytest.raises(ValueError, match="pattern must be a non-empty regular expression string"):
+        check.pattern = ""
+    assert check.pattern == r"[a-z]" and check.run(input="q", output="abc").results[0].status == "passed"
+    check.name = "letters"  # inline: the name may change, records follow it
+    assert check.run(input="q", output="x").results[0].evaluator == "letters"
+
+
+def test_a_threshold_assigned_later_makes_a_check_numeric():
+    @dataclasses.dataclass
+    class Length(Evaluator):
+        def evaluate(self, ctx):
+            return float(len(ctx.output))
+
+    length = Length(store=judgehooks.MemoryStore(), name="length")
+    length.threshold = 3
+    [record] = length.run(input="q", output="ab").results
+    assert (record.mode, record.threshold, record.status) == ("numeric", 3, "failed")
