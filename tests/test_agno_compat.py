@@ -366,3 +366,13 @@ def test_the_record_states_what_the_judge_used_even_if_changed_while_it_judged(s
     first, second = sorted(store.records, key=lambda r: r.created_at)
     assert (first.status, first.threshold, first.criteria) == ("failed", 7, "The answer echoes the question.")
     assert (second.status, second.threshold, second.criteria) == ("passed", 3, "changed meanwhile")
+
+
+def test_documented_difference_background_usage_is_on_the_record(server, tmp_path):
+    store = judgehooks.MemoryStore()
+    ev = make_eval(OurEval, server, store=store, run_in_background=True, outbox=str(tmp_path / "o.db"))
+    out = Agent(model=agent_model(server), post_hooks=[ev], telemetry=False).run("q")
+    assert judgehooks.drain(30)
+    assert "eval_model" not in (out.metrics.details or {})
+    [record] = store.records
+    assert record.prompt_tokens > 0 and record.completion_tokens > 0 and record.judge_model == "OpenAI/judge"
