@@ -87,11 +87,13 @@ class EvalRecord:
 
     # ---- pydantic's methods, for JSON in and out ------------------------------------------------
 
-    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
-        return _ADAPTER.dump_python(self, mode=mode)  # type: ignore[no-any-return]
+    def model_dump(self, *, mode: Literal["python", "json"] = "python", **options: Any) -> dict[str, Any]:
+        """The record as a dict; `options` as pydantic's (include, exclude, exclude_none, ...)."""
+        return _ADAPTER.dump_python(self, mode=mode, **options)  # type: ignore[no-any-return]
 
-    def model_dump_json(self) -> str:
-        return _ADAPTER.dump_json(self).decode()
+    def model_dump_json(self, **options: Any) -> str:
+        """The record as JSON text; `options` as pydantic's (indent, include, exclude, ...)."""
+        return _ADAPTER.dump_json(self, **options).decode()
 
     @classmethod
     def model_validate(cls, data: Mapping[str, Any]) -> EvalRecord:
