@@ -20,6 +20,7 @@ from ..exceptions import StoreError
 from ..stores._base import BaseStore, RecordFilter, Store
 from .cases import CaseError, read_cases
 from .common import CommandError, add_store_argument, check_store, label_of, store_at
+from .terminal import say
 
 # Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
 _JUDGE_FLAGS = ("criteria", "model", "api_base", "api_key", "scoring_strategy", "threshold", "name",
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         evaluator, store_url = _evaluator(args, advance)
         summary = _grade(evaluator, args.cases, total, args.chunk_size, advance)
     summary = {"cases_file": args.cases, "store": store_url, "evaluator": evaluator.evaluator, **summary}
-    print(json.dumps(summary, indent=2) if args.json else _render(summary))
+    say(json.dumps(summary, indent=2) if args.json else _render(summary))
     return 1 if summary["not_stored"] or summary["not_graded"] else 0
 
 

@@ -24,6 +24,7 @@ from .._evaluators.spec import rebuild
 from .._grading.redis import check_url, redacted, require_extra
 from .._runtime import runtime
 from .common import CommandError, add_store_argument, store_at
+from .terminal import say
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
     restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 
     def ready() -> None:
-        print(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
-              f"{args.store or 'the default store'} (concurrency {args.concurrency})", flush=True)
+        say(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
+            f"{args.store or 'the default store'} (concurrency {args.concurrency})")
 
     try:
         portal.call(worker.serve, stop, ready)
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"worker: cannot reach Redis at {redacted(args.broker)}: {exc}") from None
     finally:
         restore()
-    print(summary(), flush=True)
+    say(summary())
     return 0
 
 
@@ -156,7 +157,6 @@ def _exit_after(seconds: float, summary: Callable[[], str]) -> None:
 def _leave(why: str, summary: Callable[[], str]) -> None:
     """Exit now. Nothing is lost: a job is acked only once its record is stored, so whatever is
     unfinished stays pending and another worker reclaims it."""
-    print(f"judgehooks worker: {why}; exiting now (unfinished jobs stay unacked for other workers)",
-          file=sys.stderr, flush=True)
-    print(summary(), flush=True)  # the same last line as a clean stop, for operators and scripts
+    say(f"judgehooks worker: {why}; exiting now (unfinished jobs stay unacked for other workers)", file=sys.stderr)
+    say(summary())  # the same last line as a clean stop, for operators and scripts
     os._exit(0)

@@ -10,7 +10,9 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
-``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
+``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[reason=%1B%5D0%3Bx%07]]`` (the judge's
+reason, percent-encoded so it may hold any character), ``[[reason_chars=N]]`` (the reason padded to
+N characters), ``[[tool=name]]`` (the agent calls that tool
 once; each string parameter gets the first 40 characters of the question unless
 ``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
 same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
@@ -38,6 +40,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 _DIRECTIVE = re.compile(r"\[\[(\w+)(?:=([^\]]*))?\]\]")
 
@@ -58,6 +61,14 @@ class StubSettings:
 
 def _directives(text: str) -> dict[str, str]:
     return {m.group(1): (m.group(2) or "") for m in _DIRECTIVE.finditer(text)}
+
+
+def _reason(d: dict[str, str], default: str) -> str:
+    """The judge's reason: ``[[reason=...]]`` (percent-encoded, so it may hold any character),
+    then padded with ``x`` to ``[[reason_chars=N]]`` characters."""
+    reason = unquote(d["reason"]) if "reason" in d else default
+    size = int(d.get("reason_chars") or 0)
+    return reason + "x" * (size - len(reason)) if size > len(reason) else reason
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -153,12 +164,12 @@ class _StubApp:
                 key = f"{request.get('model')}|{d['scores']}"
                 seen = s.sequences[key] = s.sequences.get(key, 0) + 1
                 score = options[(seen - 1) % len(options)]
-            reason = f"stub judge gave {score}"
+            reason = _reason(d, f"stub judge gave {score}")
             content = (json.dumps({"score": score, "reason": reason}) if "response_format" in request
                        else f"REASONING: {reason}\nSCORE: {score}")
         else:
             passed = "fail" not in d
-            reason = "stub judge says " + ("pass" if passed else "fail")
+            reason = _reason(d, "stub judge says " + ("pass" if passed else "fail"))
             content = (json.dumps({"passed": passed, "reason": reason}) if "response_format" in request
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
         message = {"role": "assistant", "content": content}
