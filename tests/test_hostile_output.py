@@ -218,3 +218,48 @@ def judgehooks_memory_store():
     from judgehooks import MemoryStore
 
     return MemoryStore()
+
+
+# ---- 17. judgehooks grade: deep and huge lines ----------------------------------------------------
+
+# VmHWM: this process's own peak (ru_maxrss would start from the forking test process's size).
+PEAK = """
+import re, sys
+from judgehooks._cli import main
+code = main(sys.argv[1:])
+status = open("/proc/self/status").read()
+print("peak_mb", int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) // 1024, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def grade_measured(*args: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    result = subprocess.run([sys.executable, "-c", PEAK, "grade", *args, "--criteria", "c", "--store", "memory://"],
+                            capture_output=True, text=True, timeout=300, env=ENV)
+    return result, int(result.stderr.rsplit("peak_mb ", 1)[1])
+
+
+def test_grade_refuses_a_deeply_nested_line_by_number_without_a_traceback(tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"input": "q", "output": "a"}\n'
+                     '{"input": "q", "output": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+                     '{"input": "q", "output": {"a": ' + "[" * 65 + "]" * 65 + "}}\n")
+    result, _ = grade_measured(str(cases))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{cases}:2: JSON nested deeper than 64 levels" in result.stderr
+    assert f"{cases}:3: JSON nested deeper than 64 levels" in result.stderr
+    assert "2 bad line(s)" in result.stderr and "nothing graded" in result.stderr
+
+
+def test_grade_refuses_a_huge_line_without_holding_it(tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    with open(cases, "w") as f:
+        f.write('{"input": "q", "output": "a"}\n')
+        f.write('{"input": "' + "a" * 48_000_000 + '", "output": "x"}\n')
+        f.write('{"input": "q", "output": "b"}\n')
+    result, peak_mb = grade_measured(str(cases))
+    assert result.returncode == 2
+    assert f"{cases}:2: line longer than 16777216 bytes (--max-line-bytes): not read" in result.stderr
+    assert peak_mb < 150  # reading the 48 MB line whole, then decoding and parsing it, peaks near 450 MB
+    smaller, _ = grade_measured(str(cases), "--max-line-bytes", "20")
+    assert f"{cases}:1: line longer than 20 bytes" in smaller.stderr and "3 bad line(s)" in smaller.stderr
