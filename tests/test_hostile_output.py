@@ -263,3 +263,66 @@ def test_grade_refuses_a_huge_line_without_holding_it(tmp_path):
     assert peak_mb < 150  # reading the 48 MB line whole, then decoding and parsing it, peaks near 450 MB
     smaller, _ = grade_measured(str(cases), "--max-line-bytes", "20")
     assert f"{cases}:1: line longer than 20 bytes" in smaller.stderr and "3 bad line(s)" in smaller.stderr
+
+
+# ---- 19. a helper judge process whose parent died -------------------------------------------------
+
+JUDGE_PARENT = """
+import os, signal, sys, threading, time
+from judgehooks import AgentAsJudgeEval, MemoryStore
+from judgehooks._judges import process
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # this parent dies of Ctrl-C without a word: any traceback is the child's
+judge = AgentAsJudgeEval(criteria="c", model="openai/judge", api_base=sys.argv[1], api_key="k", judge_process=True,
+                         store=MemoryStore(), timeout=60, retries=0)
+cases = [{"input": f"q{i} [[judge_delay=3000]]", "output": "a"} for i in range(4)]
+threading.Thread(target=judge.run, kwargs={"cases": cases}, daemon=True).start()
+while not process._children:
+    time.sleep(0.05)
+[[child]] = process._children.values()
+holder = os.fork()  # e.g. an application's worker process: it holds the judge's pipes open
+if holder == 0:
+    time.sleep(120)
+    os._exit(0)
+print(child.proc.pid, holder, flush=True)
+time.sleep(600)
+"""
+
+
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "State:\tZ" in f.read()
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGKILL the parent", "Ctrl-C to the process group"])
+def test_a_judge_process_whose_parent_died_exits_quietly(server, tmp_path, how):
+    import signal
+    import time
+
+    from conftest import wait_for
+
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w") as err:
+        parent = subprocess.Popen([sys.executable, "-c", JUDGE_PARENT, server.base_url], stdout=subprocess.PIPE,
+                                  stderr=err, text=True, env=ENV, start_new_session=True)
+    child = holder = None
+    try:
+        child, holder = map(int, parent.stdout.readline().split())
+        wait_for(lambda: server.settings.counts["judge"] >= 4, timeout=60)  # calls in flight in the child
+        if how == "SIGKILL the parent":
+            os.kill(parent.pid, signal.SIGKILL)
+        else:
+            os.killpg(parent.pid, signal.SIGINT)  # what a terminal sends: the parent, its judge and the holder
+        parent.wait(30)
+        wait_for(lambda: _ended(child), timeout=30)  # not held alive by the holder's copies of its pipes
+        time.sleep(0.5)  # anything the child would print on its way out is written by now
+    finally:
+        for pid in (child, holder):
+            if pid is not None and not _ended(pid):
+                os.kill(pid, signal.SIGKILL)
+        if parent.poll() is None:
+            parent.kill()
+    assert errors.read_text() == ""
