@@ -16,7 +16,6 @@ import anyio.to_thread
 
 from ..exceptions import BadOutcome
 
-
 #: the longest reason a record keeps, in characters: a judge's reply is not trusted to be short
 MAX_REASON_CHARS = 4096
 

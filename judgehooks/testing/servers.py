@@ -7,7 +7,6 @@ import threading
 import time
 from typing import Any
 
-
 # Slack's documented Block Kit limits, as its incoming webhooks enforce them (HTTP 400 beyond).
 _SLACK_LIMITS = {"blocks": 50, "section text": 3000, "field text": 2000, "fields": 10, "header": 150,
                  "text": 40000}
