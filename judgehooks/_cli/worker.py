@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade only with --import'ed evaluators; never rebuild a judge from a job's settings "
                              "(a job names its model and api_base, and the worker's provider keys go with it)")
     parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
+    parser.add_argument("--requests-per-minute", type=float, metavar="N",
+                        help="judge calls per minute per judge model, shared by every worker on this Redis, for "
+                             "evaluators that set no requests_per_minute of their own (default: no limit)")
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
@@ -73,6 +76,8 @@ def _check(args: argparse.Namespace) -> str | None:
                                    ("--shutdown-timeout", args.shutdown_timeout, 0)):
         if value < minimum:
             return f"{option} must be >= {minimum}, got {value}"
+    if args.requests_per_minute is not None and not args.requests_per_minute > 0:
+        return f"--requests-per-minute must be > 0, got {args.requests_per_minute}"
     return None
 
 
@@ -92,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     store = store_at(args.store, must_exist=False)
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
                     shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
-                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild)
+                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild,
+                    requests_per_minute=args.requests_per_minute)
     # The worker runs on the judgehooks loop, like every store and judge here; this thread waits and
     # takes the signals.
     portal = runtime.portal()

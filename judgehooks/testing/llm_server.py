@@ -54,7 +54,13 @@ class StubSettings:
     judge_fail_status: int = 500
     judge_structured: bool = True  # False: 400 on response_format, answers in SCORE:/PASSED: lines
     retry_after_s: float | None = None
-    counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
+    # A provider's rate limit: beyond judge_limit judge calls in one fixed window of judge_limit_window_s
+    # seconds, reply 429 (counted as judge_limited). judge_windows counts the calls of each window.
+    judge_limit: int | None = None
+    judge_limit_window_s: float = 60.0
+    judge_windows: dict[int, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0,
+                                                            "judge_limited": 0})
     sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
 
@@ -123,6 +129,12 @@ class _StubApp:
     async def _judge(self, request: dict[str, Any]) -> _Reply:
         s = self.settings
         s.counts["judge"] += 1
+        if s.judge_limit is not None:
+            window = int(time.monotonic() // s.judge_limit_window_s)
+            s.judge_windows[window] = s.judge_windows.get(window, 0) + 1
+            if s.judge_windows[window] > s.judge_limit:
+                s.counts["judge_limited"] += 1
+                return _Reply(429, {"error": {"message": "stub rate limit reached", "type": "rate_limit_error"}})
         messages = request.get("messages", [])
         text = "\n".join(_text_of(m) for m in messages)
         d = _directives(text)
