@@ -120,3 +120,21 @@ def test_worker_refuses_a_rate_that_is_not_positive(capsys):
 
     assert main(["worker", "--broker", "redis://127.0.0.1:1/0", "--requests-per-minute", "0"]) == 2
     assert "--requests-per-minute must be > 0" in capsys.readouterr().err
+
+
+def test_with_redis_unreachable_a_call_waits_and_asks_again_rather_than_going_unpaced():
+    from structlog.testing import capture_logs
+
+    with RedisServer() as probe:  # a port that was free a moment ago, now closed
+        closed = probe.url
+
+    async def try_for_a_moment() -> None:
+        client = redis.asyncio.Redis.from_url(closed)
+        try:
+            await asyncio.wait_for(SharedRateLimiter(client, "judgehooks:ratelimit:m", 60).acquire(), 1.0)
+        finally:
+            await client.aclose()
+
+    with capture_logs() as logs, pytest.raises(TimeoutError):
+        asyncio.run(try_for_a_moment())
+    assert any(e["event"] == "rate_limit_unavailable" for e in logs)
