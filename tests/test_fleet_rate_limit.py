@@ -31,22 +31,11 @@ paced = AgentAsJudgeEval(name="paced", criteria="c", model="openai/judge", api_b
 
 
 @pytest.fixture
-def redis_url():
-    url = os.environ.get("JUDGEHOOKS_TEST_REDIS_URL")
-    if url:
-        client = redis.Redis.from_url(url)
-        client.flushdb()
-        client.close()
-        yield url
-        return
-    try:
-        server = RedisServer().start()
-    except FileNotFoundError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{exc}: CI must provide Redis (.ci/run installs and starts it)")
-        pytest.skip(str(exc))
-    yield server.url
-    server.stop()
+def redis_url(redis_base: str) -> str:
+    client = redis.Redis.from_url(redis_base)
+    client.flushdb()  # no rate-limit state or jobs from an earlier test
+    client.close()
+    return redis_base
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from structlog.testing import capture_logs
 import judgehooks
 from judgehooks import EvalContext, EvalRecord, JsonlStore, MemoryStore, SQLiteStore, ToolCall, WebhookNotifier
 from judgehooks._judges.prompt import build_request
-from judgehooks.testing import RedisServer, WebhookReceiver
+from judgehooks.testing import WebhookReceiver
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 API_KEY = "sk-live-" + uuid.uuid4().hex  # unique: any occurrence anywhere is a leak
@@ -75,23 +75,17 @@ def test_no_key_or_webhook_token_appears_in_any_record_file_log_line_or_cli_outp
     assert any(e["event"] == "notify_failed" for e in logs)  # the token's URL was logged: host only
 
 
-def test_no_key_appears_in_a_redis_job(make_judge, make_agent, tmp_path):
+def test_no_key_appears_in_a_redis_job(make_judge, make_agent, tmp_path, redis_base):
     import redis
 
-    try:
-        server = RedisServer().start()
-    except FileNotFoundError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{exc}: CI must provide Redis (.ci/run installs it)")
-        pytest.skip(str(exc))
-    with server:
-        judge = make_judge(name="dist", api_key=API_KEY, run_in_background=True, broker=server.url,
-                           outbox=str(tmp_path / "outbox.db"))
-        make_agent(judge).run("q")
-        assert judgehooks.drain(30)
-        client = redis.Redis.from_url(server.url)
-        jobs = [fields[b"data"] for _, fields in client.xrange("judgehooks:grading")]
-        client.close()
+    client = redis.Redis.from_url(redis_base)
+    client.flushdb()
+    judge = make_judge(name="dist", api_key=API_KEY, run_in_background=True, broker=redis_base,
+                       outbox=str(tmp_path / "outbox.db"))
+    make_agent(judge).run("q")
+    assert judgehooks.drain(30)
+    jobs = [fields[b"data"] for _, fields in client.xrange("judgehooks:grading")]
+    client.close()
     assert len(jobs) == 1 and API_KEY.encode() not in jobs[0] and b"openai/judge" in jobs[0]
 
 
