@@ -102,6 +102,27 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+# ---- Redis: $JUDGEHOOKS_TEST_REDIS_URL (set by .ci/run), else a redis-server started here ---------
+
+@pytest.fixture(scope="session")
+def redis_base() -> str:
+    """$JUDGEHOOKS_TEST_REDIS_URL (what .ci/run exports), else a redis-server started here."""
+    from judgehooks.testing import RedisServer
+
+    url = os.environ.get("JUDGEHOOKS_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    try:
+        server = RedisServer().start()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{exc}: CI must provide Redis (.ci/run installs and starts it)")
+        pytest.skip(f"{exc}, or set JUDGEHOOKS_TEST_REDIS_URL=redis://127.0.0.1:6379/0")
+    yield server.url
+    server.stop()
+
+
 # ---- PostgreSQL: $JUDGEHOOKS_TEST_POSTGRES_DSN (set by .ci/run), else a private server -----------
 
 def _postgres_server():

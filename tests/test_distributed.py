@@ -25,23 +25,6 @@ from judgehooks._grading.redis.broker import GROUP, STREAM
 from judgehooks.testing import FakeJudge, RedisServer
 
 
-@pytest.fixture(scope="module")
-def redis_base() -> str:
-    """$JUDGEHOOKS_TEST_REDIS_URL (what .ci/run exports), else a redis-server started here."""
-    url = os.environ.get("JUDGEHOOKS_TEST_REDIS_URL")
-    if url:
-        yield url
-        return
-    try:
-        server = RedisServer().start()
-    except FileNotFoundError as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{exc}: CI must provide Redis (.ci/run installs and starts it)")
-        pytest.skip(f"{exc}, or set JUDGEHOOKS_TEST_REDIS_URL=redis://127.0.0.1:6379/0")
-    yield server.url
-    server.stop()
-
-
 @pytest.fixture
 def redis_url(redis_base: str) -> str:
     client = redis.Redis.from_url(redis_base)

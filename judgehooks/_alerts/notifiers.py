@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 
 from .._base.log import log
-from .._base.record import EvalRecord
+from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
 
 _MAX_RETRY_AFTER = 30.0
+#: what a WebhookNotifier posts of a record unless told otherwise: every field but the run's raw text
+DEFAULT_FIELDS: tuple[str, ...] = tuple(f for f in FIELDS if f not in ("input", "output"))
+# Slack's documented limits (https://api.slack.com/reference/block-kit/blocks): a longer message is
+# refused with HTTP 400, which is not worth retrying, so the alert would be lost.
+SLACK_SECTION_TEXT = 3000
+SLACK_FIELD_TEXT = 2000
+SLACK_MESSAGE_TEXT = 3000  # the top-level fallback text (notifications, old clients)
+_SLACK_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _ssl_context: Any = None
 
 
@@ -73,12 +82,18 @@ def _redacted(url: str) -> str:
 class WebhookNotifier:
     """POST a JSON payload for each record or alert to ``url`` (``{"kind": ..., <record fields>}``).
 
-    ``timeout`` bounds each attempt (seconds), ``retries`` extra attempts on connection errors,
-    timeouts, 408/429 and 5xx, ``backoff`` the base delay; ``max_pending`` deliveries may wait at once.
+    ``fields`` names the record fields posted (default `DEFAULT_FIELDS`: all but the run's raw
+    ``input`` and ``output``); ``timeout`` bounds each attempt as a whole (seconds, connecting,
+    sending and reading together), ``retries`` extra attempts on connection errors, timeouts,
+    408/429 and 5xx, ``backoff`` the base delay; ``max_pending`` deliveries may wait at once.
     ``stats()`` counts sent, failed, dropped and pending."""
 
+    #: every record field, for ``fields=WebhookNotifier.ALL_FIELDS`` (the run's input and output included)
+    ALL_FIELDS: tuple[str, ...] = FIELDS
+    DEFAULT_FIELDS: tuple[str, ...] = DEFAULT_FIELDS
+
     def __init__(self, url: str, *, headers: dict[str, str] | None = None, timeout: float = 5.0, retries: int = 3,
-                 backoff: float = 0.5, max_pending: int = 100) -> None:
+                 backoff: float = 0.5, max_pending: int = 100, fields: Iterable[str] | None = None) -> None:
         if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
             raise ValueError(f"url must be an http:// or https:// URL, got {url!r}")
         if headers is not None and not (isinstance(headers, dict)
@@ -88,6 +103,7 @@ class WebhookNotifier:
         _check("retries", retries, minimum=0, integer=True)
         _check("backoff", backoff, minimum=0)
         _check("max_pending", max_pending, minimum=1, integer=True)
+        self.fields = _check_fields(fields)
         self.url, self.headers, self.timeout = url, dict(headers or {}), float(timeout)
         self.retries, self.backoff, self.max_pending = retries, float(backoff), max_pending
         self._lock = threading.Lock()
@@ -97,7 +113,10 @@ class WebhookNotifier:
         return f"{type(self).__name__}({_redacted(self.url)!r})"
 
     def payload(self, item: Any) -> dict[str, Any]:
-        return describe(item)
+        data = describe(item)
+        if data["kind"] != "evaluation":
+            return data
+        return {"kind": "evaluation", **{name: data[name] for name in self.fields}}
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -126,7 +145,10 @@ class WebhookNotifier:
                     attempt += 1
                     retry_after: float | None = None
                     try:
-                        response = await client.post(self.url, json=body, headers=self.headers)
+                        # httpx's timeout is per read: a receiver dripping a byte at a time would hold the
+                        # delivery for ever. The deadline covers the whole attempt.
+                        with anyio.fail_after(self.timeout):
+                            response = await client.post(self.url, json=body, headers=self.headers)
                         if response.status_code < 300:
                             self._count("sent")
                             return
@@ -135,6 +157,8 @@ class WebhookNotifier:
                         retry_after = _retry_after(response.headers.get("retry-after"))
                     except httpx.HTTPError as exc:
                         error, retryable = f"{type(exc).__name__}: {exc}", True
+                    except TimeoutError:
+                        error, retryable = f"no complete reply within {self.timeout:g} s", True
                     if not retryable or attempt > self.retries:
                         break
                     delay = self.backoff * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
@@ -153,6 +177,16 @@ class WebhookNotifier:
             self._counts[key] += 1
 
 
+def _check_fields(fields: Iterable[str] | None) -> tuple[str, ...]:
+    if fields is None:
+        return DEFAULT_FIELDS
+    chosen = tuple(fields) if not isinstance(fields, str) else (fields,)
+    unknown = [f for f in chosen if f not in FIELDS]
+    if unknown or not chosen:
+        raise ValueError(f"fields must name EvalRecord fields ({', '.join(FIELDS)}), got {list(chosen)!r}")
+    return chosen
+
+
 def _retry_after(value: str | None) -> float | None:
     try:
         return None if value is None else min(max(float(value), 0.0), _MAX_RETRY_AFTER)
@@ -160,8 +194,27 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+def slack_text(text: str, limit: int) -> str:
+    """`text` for a Slack message: ``& < >`` escaped, so ``<!channel>`` and ``<https://evil|docs>``
+    links arrive as plain text, then clipped to `limit` characters (never inside an escape)."""
+    escaped = "".join(_SLACK_ESCAPES.get(ch, ch) for ch in text[:limit + 1])
+    if len(escaped) <= limit and len(text) <= limit:
+        return escaped
+    out: list[str] = []
+    used = 0
+    for ch in text:
+        piece = _SLACK_ESCAPES.get(ch, ch)
+        if used + len(piece) > limit - 1:
+            break
+        out.append(piece)
+        used += len(piece)
+    return "".join(out) + "…"
+
+
 class SlackNotifier(WebhookNotifier):
-    """A Slack-compatible incoming webhook: ``{"text": <one line>, "blocks": [...]}`` per record or alert."""
+    """A Slack-compatible incoming webhook: ``{"text": <one line>, "blocks": [...]}`` per record or alert.
+
+    Text from records (names, reasons) is escaped for Slack and clipped to its documented limits."""
 
     def payload(self, item: Any) -> dict[str, Any]:
         data, text = describe(item), summary(item)
@@ -172,9 +225,11 @@ class SlackNotifier(WebhookNotifier):
             facts = {"Evaluator": data["evaluator"], "Status": data["status"],
                      "Score": "-" if data.get("score") is None else f"{data['score']:g}",
                      "Run": str(data.get("run_id"))}
-        return {"text": text, "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{text}*"}},
-            {"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"} for k, v in facts.items()]},
+        return {"text": slack_text(text, SLACK_MESSAGE_TEXT), "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"*{slack_text(text, SLACK_SECTION_TEXT - 2)}*"}},
+            {"type": "section", "fields": [
+                {"type": "mrkdwn", "text": f"*{k}*\n{slack_text(v, SLACK_FIELD_TEXT - len(k) - 3)}"}
+                for k, v in facts.items()]},
         ]}
 
 

@@ -16,6 +16,17 @@ import anyio.to_thread
 
 from ..exceptions import BadOutcome
 
+#: the longest reason a record keeps, in characters: a judge's reply is not trusted to be short
+MAX_REASON_CHARS = 4096
+
+
+def clip_reason(reason: Any) -> Any:
+    """A reason longer than MAX_REASON_CHARS cut to that length, ending with a marker saying so."""
+    if not isinstance(reason, str) or len(reason) <= MAX_REASON_CHARS:
+        return reason
+    marker = f" … [clipped from {len(reason)} characters]"
+    return reason[:MAX_REASON_CHARS - len(marker)] + marker
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -47,7 +58,7 @@ class Outcome:
     def summary(self, name: str, **extra: Any) -> dict[str, Any]:
         """A JSON-ready line for a composite's details: one child's verdict or error."""
         line: dict[str, Any] = {"name": name, **extra, "status": self.status, "score": self.score,
-                                "passed": self.passed, "reason": self.reason}
+                                "passed": self.passed, "reason": clip_reason(self.reason)}
         if self.error is not None:
             line["error"] = f"{type(self.error).__name__}: {self.error}"
         if self.details:

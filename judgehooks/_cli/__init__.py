@@ -12,6 +12,7 @@ from typing import Any
 
 from ..stores._url import store_from_url as from_url
 from .common import CommandError
+from .terminal import PrintableFormatter, say
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -49,15 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="judgehooks: %(levelname)s %(message)s")
+    # Their text may quote records and jobs: made printable like everything else the command prints.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("judgehooks: %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         code: int = args.func(args)  # the command's run(args)
         return code
     except CommandError as exc:
-        print(f"judgehooks: {exc}", file=sys.stderr)
+        say(f"judgehooks: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
-        print("judgehooks: interrupted", file=sys.stderr)
+        say("judgehooks: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `judgehooks report | head`: the reader left; exit quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

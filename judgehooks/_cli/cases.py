@@ -9,6 +9,10 @@ from typing import Any
 REQUIRED = ("input", "output")
 OPTIONAL = ("expected_output", "expected", "metadata", "id")
 _CONTENT = (str, dict, list)
+#: the longest line read, in bytes (`judgehooks grade --max-line-bytes`); a longer one is skipped unread
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: the deepest nesting of arrays and objects a case may have
+MAX_DEPTH = 64
 
 
 class CaseError(ValueError):
@@ -25,6 +29,10 @@ def parse_case(text: str) -> dict[str, Any]:
         case = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    if _depth(case) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
     if not isinstance(case, dict):
         raise ValueError(f"expected a JSON object with input and output, got {_kind(case)}")
     missing = [k for k in REQUIRED if k not in case]
@@ -50,11 +58,44 @@ def parse_case(text: str) -> dict[str, Any]:
     return case
 
 
-def read_cases(path: str) -> Iterator[tuple[int, dict[str, Any] | CaseError]]:
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            if deepest > MAX_DEPTH:
+                break
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _lines(f: Any, max_bytes: int) -> Iterator[bytes | None]:
+    """Each line of a binary file, or None for a line longer than `max_bytes`: that one is read
+    past a megabyte at a time and never held whole."""
+    while True:
+        raw = f.readline(max_bytes + 1)
+        if not raw:
+            return
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
+            while (rest := f.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+        else:
+            yield raw
+
+
+def read_cases(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, dict[str, Any] | CaseError]]:
     """(line number, case or the CaseError for that line), skipping blank lines.
     OSError if the file cannot be read."""
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
+        for number, raw in enumerate(_lines(f, max_line_bytes), start=1):
+            if raw is None:
+                yield number, CaseError(path, number, f"line longer than {max_line_bytes} bytes "
+                                                      "(--max-line-bytes): not read")
+                continue
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:

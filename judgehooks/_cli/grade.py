@@ -18,8 +18,9 @@ from .._base.record import EvalRecord
 from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
 from ..stores._base import BaseStore, RecordFilter, Store
-from .cases import CaseError, read_cases
+from .cases import MAX_LINE_BYTES, CaseError, read_cases
 from .common import CommandError, add_store_argument, check_store, label_of, store_at
+from .terminal import say
 
 # Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
 _JUDGE_FLAGS = ("criteria", "model", "api_base", "api_key", "scoring_strategy", "threshold", "name",
@@ -50,29 +51,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "it brings its own judge settings and store")
     parser.add_argument("--chunk-size", type=int, default=500, metavar="N",
                         help="cases read and graded at a time, bounding memory (default 500)")
+    parser.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                        help=f"refuse a line longer than N bytes, without reading it whole (default {MAX_LINE_BYTES}, "
+                             "16 MiB)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: when stderr is a terminal)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.chunk_size < 1:
-        raise CommandError(f"grade: --chunk-size must be >= 1, got {args.chunk_size}", code=2)
-    total = _validate(args.cases)
+    for option, value in (("--chunk-size", args.chunk_size), ("--max-line-bytes", args.max_line_bytes)):
+        if value < 1:
+            raise CommandError(f"grade: {option} must be >= 1, got {value}", code=2)
+    total = _validate(args.cases, args.max_line_bytes)
     with _progress(args.progress, total) as advance:
         evaluator, store_url = _evaluator(args, advance)
-        summary = _grade(evaluator, args.cases, total, args.chunk_size, advance)
+        summary = _grade(evaluator, args.cases, total, args.chunk_size, advance, args.max_line_bytes)
     summary = {"cases_file": args.cases, "store": store_url, "evaluator": evaluator.evaluator, **summary}
-    print(json.dumps(summary, indent=2) if args.json else _render(summary))
+    say(json.dumps(summary, indent=2) if args.json else _render(summary))
     return 1 if summary["not_stored"] or summary["not_graded"] else 0
 
 
-def _validate(path: str) -> int:
+def _validate(path: str, max_line_bytes: int) -> int:
     """Check every line before grading any: the number of cases, or CommandError listing bad lines."""
     problems: list[CaseError] = []
     cases = bad = 0
     try:
-        for _, case in read_cases(path):
+        for _, case in read_cases(path, max_line_bytes):
             if isinstance(case, CaseError):
                 bad += 1
                 if len(problems) < _MAX_SHOWN:
@@ -162,7 +167,7 @@ class _Counting(BaseStore):
 
 
 def _grade(evaluator: AgentAsJudgeEval, path: str, total: int, chunk_size: int,
-           advance: Callable[[int], None]) -> dict[str, Any]:
+           advance: Callable[[int], None], max_line_bytes: int) -> dict[str, Any]:
     """Grade chunk by chunk through the evaluator's own offline pipeline. Stops at the first chunk the
     store could not take (it is down: more judge calls would be paid for nothing)."""
     batch = uuid.uuid4().hex
@@ -182,7 +187,7 @@ def _grade(evaluator: AgentAsJudgeEval, path: str, total: int, chunk_size: int,
             advance(len(chunk))
         return bool(failed)
 
-    lines = _cases(path, batch)
+    lines = _cases(path, batch, max_line_bytes)
     chunk: list[dict[str, Any]] = []
     for _, case in lines:
         chunk.append(case)
@@ -201,8 +206,8 @@ def _grade(evaluator: AgentAsJudgeEval, path: str, total: int, chunk_size: int,
             "first_line_not_graded": first_not_graded, "unstored_file": _keep(path, batch, unstored)}
 
 
-def _cases(path: str, batch: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, case in read_cases(path):
+def _cases(path: str, batch: str, max_line_bytes: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, case in read_cases(path, max_line_bytes):
         if isinstance(case, CaseError):
             raise CommandError(f"grade: {case} (the file changed while grading; what was graded before is "
                                f"stored with metadata case.batch_id {batch})", code=2)

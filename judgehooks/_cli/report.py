@@ -21,6 +21,7 @@ from .common import (
     when,
 )
 from .stats import Report
+from .terminal import printable_strings, say
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
                **report.to_json()}
-    print(json.dumps(payload, indent=2) if args.json else render(payload))
+    say(json.dumps(payload, indent=2) if args.json else render(printable_strings(payload)))
     return 0
 
 

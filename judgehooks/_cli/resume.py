@@ -15,6 +15,7 @@ from .._runtime import runtime
 from ..stores._spill import SpillFile, SpillingStore, store_key
 from ..stores._sqlite import outbox_path_for
 from .common import add_store_argument, open_store
+from .terminal import say
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, must_exist=False)
     outbox = args.outbox or outbox_path_for(store)
     if not os.path.exists(outbox):
-        print(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
+        say(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
         return 0
 
     spilled = SpillFile(outbox).count(store_key(store))  # counted first: re-delivery starts right away
@@ -58,18 +59,18 @@ def run(args: argparse.Namespace) -> int:
         try:
             evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency))
         except ValueError as exc:
-            print(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
-                  f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
+            say(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
+                f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
     if not specs and not spilled:
-        print("judgehooks resume: nothing pending")
+        say("judgehooks resume: nothing pending")
         return 0
     finished = runtime.drain(args.timeout)
     if spill.redelivered or spill.stats()["spill_pending"]:
-        print(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
-              f"{spill.stats()['spill_pending']} still waiting")
+        say(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
+            f"{spill.stats()['spill_pending']} still waiting")
     stats = runtime.stats()
     resumed = sum(s["resumed"] for s in stats.values())
     done = sum(s["done"] for s in stats.values())
-    print(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
-          f"{'all done' if finished else 'timed out: the rest stay pending'}")
+    say(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
+        f"{'all done' if finished else 'timed out: the rest stay pending'}")
     return 0 if finished else 1

@@ -25,6 +25,7 @@ from .common import (
     when,
 )
 from .stats import target
+from .terminal import say
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 fresh = call(follower.poll)
             except Exception as exc:  # a store outage while following: say so, keep polling, lose nothing
-                print(f"judgehooks: tail: cannot read store {label}: {one_line(exc)}; retrying",
-                      file=sys.stderr, flush=True)
+                say(f"judgehooks: tail: cannot read store {label}: {one_line(exc)}; retrying", file=sys.stderr)
                 continue
             for record in fresh:
                 _emit(show(record))
@@ -98,7 +98,7 @@ class _Follower:
 
 
 def _emit(line: str) -> None:
-    print(line, flush=True)
+    say(line, one_line=True)  # one record, one line, whatever its text holds
 
 
 def _json_line(record: EvalRecord) -> str:

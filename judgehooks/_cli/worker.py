@@ -24,6 +24,7 @@ from .._evaluators.spec import rebuild
 from .._grading.redis import check_url, redacted, require_extra
 from .._runtime import runtime
 from .common import CommandError, add_store_argument, store_at
+from .terminal import say
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade only with --import'ed evaluators; never rebuild a judge from a job's settings "
                              "(a job names its model and api_base, and the worker's provider keys go with it)")
     parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
+    parser.add_argument("--requests-per-minute", type=float, metavar="N",
+                        help="judge calls per minute per judge model, shared by every worker on this Redis, for "
+                             "evaluators that set no requests_per_minute of their own (default: no limit)")
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
@@ -72,6 +76,8 @@ def _check(args: argparse.Namespace) -> str | None:
                                    ("--shutdown-timeout", args.shutdown_timeout, 0)):
         if value < minimum:
             return f"{option} must be >= {minimum}, got {value}"
+    if args.requests_per_minute is not None and not args.requests_per_minute > 0:
+        return f"--requests-per-minute must be > 0, got {args.requests_per_minute}"
     return None
 
 
@@ -91,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     store = store_at(args.store, must_exist=False)
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
                     shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
-                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild)
+                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild,
+                    requests_per_minute=args.requests_per_minute)
     # The worker runs on the judgehooks loop, like every store and judge here; this thread waits and
     # takes the signals.
     portal = runtime.portal()
@@ -104,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 
     def ready() -> None:
-        print(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
-              f"{args.store or 'the default store'} (concurrency {args.concurrency})", flush=True)
+        say(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
+            f"{args.store or 'the default store'} (concurrency {args.concurrency})")
 
     try:
         portal.call(worker.serve, stop, ready)
@@ -113,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"worker: cannot reach Redis at {redacted(args.broker)}: {exc}") from None
     finally:
         restore()
-    print(summary(), flush=True)
+    say(summary())
     return 0
 
 
@@ -156,7 +163,6 @@ def _exit_after(seconds: float, summary: Callable[[], str]) -> None:
 def _leave(why: str, summary: Callable[[], str]) -> None:
     """Exit now. Nothing is lost: a job is acked only once its record is stored, so whatever is
     unfinished stays pending and another worker reclaims it."""
-    print(f"judgehooks worker: {why}; exiting now (unfinished jobs stay unacked for other workers)",
-          file=sys.stderr, flush=True)
-    print(summary(), flush=True)  # the same last line as a clean stop, for operators and scripts
+    say(f"judgehooks worker: {why}; exiting now (unfinished jobs stay unacked for other workers)", file=sys.stderr)
+    say(summary())  # the same last line as a clean stop, for operators and scripts
     os._exit(0)

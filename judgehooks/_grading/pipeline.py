@@ -20,7 +20,7 @@ import anyio
 from .._base.context import EvalContext
 from .._base.log import log
 from .._base.observers import observers
-from .._base.outcome import Outcome, run_evaluator
+from .._base.outcome import Outcome, clip_reason, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
 from .._judges.base import Judge, describe, error_name
 from ..exceptions import StoreError
@@ -67,10 +67,13 @@ def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: f
         ids.update({k: v for k, v in outcome.used.items() if k in ("mode", "threshold", "criteria")})
         if "criteria" in outcome.used:
             ids["metadata"] = {**ids["metadata"], "criteria": outcome.used["criteria"]}
+    reason = clip_reason(outcome.reason) if graded else None
+    if reason is not outcome.reason and reason is not None:
+        ids["metadata"]["reason_clipped_from"] = len(outcome.reason or "")  # the full length, in characters
     return EvalRecord(
         **ids, status=status,
         score=outcome.score if graded else None, passed=outcome.passed if graded else None,
-        reason=outcome.reason if graded else None, details=dict(outcome.details),
+        reason=reason, details=dict(outcome.details),
         judge_model=outcome.judge_model, latency_ms=round(latency_ms, 3), prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost_usd, attempts=outcome.attempts,
         error_type=None if error is None else error_name(error),

@@ -7,6 +7,7 @@ statistics count only graded cases: errors are reported beside the pass rate, ne
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -98,9 +99,17 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
     return result
 
 
+def file_name(text: str) -> str:
+    """`text` as one safe file name: no path separators, no `..`, no control characters, at most 100
+    characters, so an evaluator name such as ``../../etc/x`` cannot lead a path out of its folder."""
+    name = re.sub(r"[^\w.-]+", "_", text).strip("._")[:100]
+    return name or "evaluator"
+
+
 def save(result: AgentAsJudgeResult, template: str, name: str) -> None:
-    """Write the batch's results as JSON to `template` ({name} and {run_id} are filled in)."""
-    path = Path(template.format(name=name, run_id=result.run_id))
+    """Write the batch's results as JSON to `template` ({name} and {run_id} are filled in, each as a
+    safe file name)."""
+    path = Path(template.format(name=file_name(name), run_id=file_name(result.run_id)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result.to_json(), indent=4))
     log.info("results_saved", path=str(path), records=len(result.results))

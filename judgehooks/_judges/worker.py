@@ -1,6 +1,8 @@
-"""The judge process: reads JSON-line requests on stdin, answers on stdout (see `_judgeproc`).
+"""The judge process: reads JSON-line requests on stdin, answers on stdout (see `process.py`).
 
-Not imported by the package, so `python -m judgehooks._judges.worker` runs it cleanly.
+Not imported by the package, so `python -m judgehooks._judges.worker` runs it cleanly. It lives
+only for its parent: when the parent is gone (its pipes close, or it is no longer our parent) the
+process leaves at once and says nothing; Ctrl-C is the parent's to handle.
 """
 
 from __future__ import annotations
@@ -8,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
@@ -31,8 +35,10 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
             reply = {"id": message["id"], "error": error}
-        out.write((json.dumps(reply) + "\n").encode())
-        out.flush()
+        try:
+            out.write((json.dumps(reply) + "\n").encode())
+        except OSError:  # the parent closed its end: nobody is left to answer
+            _leave()
 
     while True:
         raw = await lines.get()
@@ -45,12 +51,29 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _leave() -> None:
+    """Exit now and quietly: the parent that would read the replies is gone."""
+    os._exit(0)
+
+
+def _watch_parent(parent: int) -> None:
+    """Leave once the parent has died, even if a process it forked still holds our pipes open."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    _leave()
+
+
 def _main() -> None:  # pragma: no cover - runs in the child process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     # Replies travel on the original stdout; anything a library prints goes to stderr instead.
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    config = json.loads(sys.stdin.buffer.readline())
+    first = sys.stdin.buffer.readline()
+    if not first:  # the parent died before saying which judge to run
+        _leave()
+    config = json.loads(first)
     judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"],
                          litellm_kwargs=config["kwargs"])
     judge.warm_up()

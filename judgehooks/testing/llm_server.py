@@ -10,7 +10,9 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
-``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
+``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[reason=%1B%5D0%3Bx%07]]`` (the judge's
+reason, percent-encoded so it may hold any character), ``[[reason_chars=N]]`` (the reason padded to
+N characters), ``[[tool=name]]`` (the agent calls that tool
 once; each string parameter gets the first 40 characters of the question unless
 ``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
 same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
@@ -38,6 +40,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 _DIRECTIVE = re.compile(r"\[\[(\w+)(?:=([^\]]*))?\]\]")
 
@@ -51,7 +54,13 @@ class StubSettings:
     judge_fail_status: int = 500
     judge_structured: bool = True  # False: 400 on response_format, answers in SCORE:/PASSED: lines
     retry_after_s: float | None = None
-    counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0})
+    # A provider's rate limit: beyond judge_limit judge calls in one fixed window of judge_limit_window_s
+    # seconds, reply 429 (counted as judge_limited). judge_windows counts the calls of each window.
+    judge_limit: int | None = None
+    judge_limit_window_s: float = 60.0
+    judge_windows: dict[int, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0,
+                                                            "judge_limited": 0})
     sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
     judge_prompts: list[str] = field(default_factory=list)  # the last 100 judge requests' text, oldest first
@@ -59,6 +68,14 @@ class StubSettings:
 
 def _directives(text: str) -> dict[str, str]:
     return {m.group(1): (m.group(2) or "") for m in _DIRECTIVE.finditer(text)}
+
+
+def _reason(d: dict[str, str], default: str) -> str:
+    """The judge's reason: ``[[reason=...]]`` (percent-encoded, so it may hold any character),
+    then padded with ``x`` to ``[[reason_chars=N]]`` characters."""
+    reason = unquote(d["reason"]) if "reason" in d else default
+    size = int(d.get("reason_chars") or 0)
+    return reason + "x" * (size - len(reason)) if size > len(reason) else reason
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -113,6 +130,12 @@ class _StubApp:
     async def _judge(self, request: dict[str, Any]) -> _Reply:
         s = self.settings
         s.counts["judge"] += 1
+        if s.judge_limit is not None:
+            window = int(time.monotonic() // s.judge_limit_window_s)
+            s.judge_windows[window] = s.judge_windows.get(window, 0) + 1
+            if s.judge_windows[window] > s.judge_limit:
+                s.counts["judge_limited"] += 1
+                return _Reply(429, {"error": {"message": "stub rate limit reached", "type": "rate_limit_error"}})
         messages = request.get("messages", [])
         text = "\n".join(_text_of(m) for m in messages)
         s.judge_prompts[:] = [*s.judge_prompts[-99:], text]
@@ -155,12 +178,12 @@ class _StubApp:
                 key = f"{request.get('model')}|{d['scores']}"
                 seen = s.sequences[key] = s.sequences.get(key, 0) + 1
                 score = options[(seen - 1) % len(options)]
-            reason = f"stub judge gave {score}"
+            reason = _reason(d, f"stub judge gave {score}")
             content = (json.dumps({"score": score, "reason": reason}) if "response_format" in request
                        else f"REASONING: {reason}\nSCORE: {score}")
         else:
             passed = "fail" not in d
-            reason = "stub judge says " + ("pass" if passed else "fail")
+            reason = _reason(d, "stub judge says " + ("pass" if passed else "fail"))
             content = (json.dumps({"passed": passed, "reason": reason}) if "response_format" in request
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
         message = {"role": "assistant", "content": content}

@@ -7,17 +7,49 @@ import threading
 import time
 from typing import Any
 
+# Slack's documented Block Kit limits, as its incoming webhooks enforce them (HTTP 400 beyond).
+_SLACK_LIMITS = {"blocks": 50, "section text": 3000, "field text": 2000, "fields": 10, "header": 150,
+                 "text": 40000}
+
+
+def slack_problem(body: Any) -> str | None:
+    """Why Slack would refuse this incoming-webhook message (its 400 reply), or None."""
+    if not isinstance(body, dict):
+        return "invalid_payload"
+    blocks = body.get("blocks") or []
+    if len(blocks) > _SLACK_LIMITS["blocks"]:
+        return "invalid_blocks: more than 50 blocks"
+    if len(str(body.get("text") or "")) > _SLACK_LIMITS["text"]:
+        return "invalid_payload: text too long"
+    for block in blocks:
+        text = (block.get("text") or {}).get("text") or ""
+        if block.get("type") == "header" and len(text) > _SLACK_LIMITS["header"]:
+            return "invalid_blocks: header text longer than 150"
+        if block.get("type") == "section" and len(text) > _SLACK_LIMITS["section text"]:
+            return "invalid_blocks: section text longer than 3000"
+        fields = block.get("fields") or []
+        if len(fields) > _SLACK_LIMITS["fields"]:
+            return "invalid_blocks: more than 10 fields"
+        if any(len(f.get("text") or "") > _SLACK_LIMITS["field text"] for f in fields):
+            return "invalid_blocks: field text longer than 2000"
+    return None
+
 
 class WebhookReceiver:
     """A real HTTP server on 127.0.0.1 (its own thread) that records the JSON bodies POSTed to it.
 
     For notifier tests and examples. ``status`` is the reply code (e.g. 500 to exercise retries);
-    ``hang=True`` accepts connections and never answers (a receiver that is up but stuck).
-    ``posts`` holds the bodies received, ``attempts`` counts requests whatever the reply."""
+    ``hang=True`` accepts connections and never answers (a receiver that is up but stuck);
+    ``drip=0.5`` answers 200 but sends its body one byte every 0.5 s, never finishing (a receiver
+    that trickles); ``slack=True`` refuses with 400, as Slack does, a message beyond Slack's limits
+    (`slack_problem`). ``posts`` holds the bodies accepted, ``rejected`` the (body, problem) pairs
+    refused, ``attempts`` counts requests whatever the reply."""
 
-    def __init__(self, *, status: int = 200, hang: bool = False) -> None:
-        self.status, self.hang = status, hang
+    def __init__(self, *, status: int = 200, hang: bool = False, drip: float | None = None,
+                 slack: bool = False) -> None:
+        self.status, self.hang, self.drip, self.slack = status, hang, drip, slack
         self.posts: list[Any] = []
+        self.rejected: list[tuple[Any, str]] = []
         self.attempts = 0
         self._stopped = threading.Event()
         self._server: Any = None
@@ -40,11 +72,32 @@ class WebhookReceiver:
                 if receiver.hang:
                     receiver._stopped.wait()
                     return
-                if receiver.status < 300:
-                    receiver.posts.append(json.loads(body or b"null"))
-                self.send_response(receiver.status)
-                self.send_header("content-length", "0")
+                if receiver.drip is not None:
+                    self._drip(receiver.drip)
+                    return
+                data = json.loads(body or b"null")
+                problem = slack_problem(data) if receiver.slack else None
+                status = 400 if problem else receiver.status
+                if problem:
+                    receiver.rejected.append((data, problem))
+                elif status < 300:
+                    receiver.posts.append(data)
+                reply = (problem or "").encode()
+                self.send_response(status)
+                self.send_header("content-length", str(len(reply)))
                 self.end_headers()
+                self.wfile.write(reply)
+
+            def _drip(self, every: float) -> None:
+                self.send_response(200)
+                self.send_header("content-length", "1000000")
+                self.end_headers()
+                try:
+                    while not receiver._stopped.wait(every):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                except OSError:  # the client gave up
+                    pass
 
             def log_message(self, *args: Any) -> None:  # silent, like the rest of the library
                 pass

@@ -30,6 +30,7 @@ from ...exceptions import EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
 from .broker import TASK_NAME, JudgeStreamBroker, StreamMessage
+from .ratelimit import FleetRateLimits
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
@@ -79,7 +80,8 @@ class Worker:
 
     def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
                  shutdown_timeout: float = 30.0, evaluators: Mapping[str, Any] | None = None,
-                 consumer_name: str | None = None, rebuild: Rebuild | None = None) -> None:
+                 consumer_name: str | None = None, rebuild: Rebuild | None = None,
+                 requests_per_minute: float | None = None) -> None:
         self.store = store
         self.concurrency = concurrency
         self.shutdown_timeout = shutdown_timeout
@@ -98,6 +100,8 @@ class Worker:
         # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`.
         self._pipelines: dict[str, Pipeline] = {
             name: dataclasses.replace(ev._pipeline, store=store) for name, ev in (evaluators or {}).items()}
+        # requests_per_minute holds for the whole fleet: each judge call waits its turn in Redis.
+        self.limits = FleetRateLimits.of(self.broker.connection_pool, evaluators or {}, requests_per_minute)
         self.counts = {"graded": 0, "unavailable": 0, "bad": 0, "store_failed": 0}
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
@@ -142,6 +146,7 @@ class Worker:
         if isinstance(pipeline.evaluator, _Unavailable):
             self.counts["unavailable"] += 1
         try:
+            await self.limits.acquire(pipeline)
             await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
         except StoreError:  # logged with the record; unacked, so it is reclaimed and graded again
             self.counts["store_failed"] += 1
