@@ -10,7 +10,8 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
-``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
+``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[reason=text]]`` (the verdict's reason),
+``[[tool=name]]`` (the agent calls that tool
 once; each string parameter gets the first 40 characters of the question unless
 ``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
 same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
@@ -20,7 +21,8 @@ carries it (per model) the n-th score, cycling. For tool trajectories: ``[[tools
 agent call, one per turn, those of the listed tools it was offered (string arguments get the
 message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
-makes the agent answer with the message itself, directives removed (e.g. a JSON document).
+makes the agent answer with the message itself, directives removed (e.g. a JSON document);
+``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
 :meth:`StubLLMServer.configure`.
@@ -153,12 +155,12 @@ class _StubApp:
                 key = f"{request.get('model')}|{d['scores']}"
                 seen = s.sequences[key] = s.sequences.get(key, 0) + 1
                 score = options[(seen - 1) % len(options)]
-            reason = f"stub judge gave {score}"
+            reason = d.get("reason") or f"stub judge gave {score}"
             content = (json.dumps({"score": score, "reason": reason}) if "response_format" in request
                        else f"REASONING: {reason}\nSCORE: {score}")
         else:
             passed = "fail" not in d
-            reason = "stub judge says " + ("pass" if passed else "fail")
+            reason = d.get("reason") or "stub judge says " + ("pass" if passed else "fail")
             content = (json.dumps({"passed": passed, "reason": reason}) if "response_format" in request
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
         message = {"role": "assistant", "content": content}
@@ -188,7 +190,11 @@ class _StubApp:
             if request.get("stream"):
                 return _Reply(200, stream=self._chunks(model, None, [call], _usage(prompt, "call")))
             return _Reply(200, _completion(model, message, _usage(prompt, "call"), "tool_calls"))
-        if "raw" in d:
+        system = "\n".join(_text_of(m) for m in messages if m.get("role") in ("system", "developer"))
+        scripted = _directives(system).get("answer")
+        if scripted is not None:
+            content = scripted
+        elif "raw" in d:
             content = _DIRECTIVE.sub("", last_user).strip()
         else:
             content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
