@@ -23,7 +23,7 @@ class AgentAsJudgeResult:
     min_score: float | None = field(init=False, default=None)
     max_score: float | None = field(init=False, default=None)
     std_dev_score: float | None = field(init=False, default=None)
-    pass_rate: float = field(init=False, default=0.0)
+    pass_rate: float | None = field(init=False, default=None)  # None while nothing was graded, never 0.0
     graded_count: int = field(init=False, default=0)
     error_count: int = field(init=False, default=0)
     skipped_count: int = field(init=False, default=0)
@@ -45,7 +45,7 @@ class AgentAsJudgeResult:
         self.graded_count = len(graded)
         self.error_count = sum(r.status == "error" for r in self.records)
         self.skipped_count = sum(r.status == "skipped" for r in self.records)
-        self.pass_rate = (100.0 * sum(r.status == "passed" for r in graded) / len(graded)) if graded else 0.0
+        self.pass_rate = (100.0 * sum(r.status == "passed" for r in graded) / len(graded)) if graded else None
         scores = [r.score for r in graded if r.score is not None]
         if scores:
             self.avg_score = statistics.mean(scores)
@@ -61,7 +61,7 @@ class AgentAsJudgeResult:
         table = Table(title="judgehooks summary", show_header=False)
         table.add_row("Evaluations", str(len(self.records)))
         table.add_row("Graded", str(self.graded_count))
-        table.add_row("Pass rate (graded)", f"{self.pass_rate:.1f}%")
+        table.add_row("Pass rate (graded)", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")
         table.add_row("Errors", str(self.error_count))
         if self.skipped_count:
             table.add_row("Skipped", str(self.skipped_count))
