@@ -153,7 +153,12 @@ def test_tail_without_follow_prints_the_last_records_oldest_first(graded):
 def test_tail_follows_a_record_written_after_it_started_and_stops_on_ctrl_c(graded, server, tmp_path):
     db = shutil.copy(graded[0], tmp_path / "tail.db")  # the shared store stays as the other tests expect
     runs = graded[1]
-    proc = subprocess.Popen([sys.executable, "-m", "judgehooks._cli", "tail", "--store", str(db), "-n", "1",
+    # Ctrl-C as a terminal sends it. A suite started from a script that ignores SIGINT (`trap "" INT`,
+    # `nohup`, a non-interactive `cmd &`) hands that SIG_IGN down to every child, and Python keeps an
+    # inherited SIG_IGN: so the child restores Python's own handler first, as in an interactive shell.
+    interactive = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "sys.argv[0] = 'judgehooks'; runpy.run_module('judgehooks._cli', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", interactive, "tail", "--store", str(db), "-n", "1",
                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=ENV)
     lines: queue.Queue[str] = queue.Queue()

@@ -281,17 +281,21 @@ def test_local_model_server_runs_xllamacpp_in_a_child_process_stopped_by_pid(mon
 
 
 @pytest.mark.slow
-def test_the_quickstart_prints_the_report_with_the_local_model(local):
+def test_the_quickstart_shows_the_product_with_the_local_model(local, tmp_path):
+    from test_examples import assert_the_demo_shows_the_product
+
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", BASE_URL_ENV: local.base_url}
     env.pop("JUDGEHOOKS_MODEL", None)
     done = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py")], capture_output=True, text=True,
-                          timeout=600, env=env)
+                          timeout=600, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
-    assert f"Agent and judge: the local model smollm2-135m-instruct at {local.base_url}" in out
-    assert out.count("  A: ") == 5 and "== Report: 5 verdicts for 5 runs" in out
-    assert "pass rate " in out and "judge tokens: 0" not in out
-    assert "SmolLM2-135M is a 135-million-parameter model" in out and "JUDGEHOOKS_MODEL=" in out
+    assert_the_demo_shows_the_product(out)
+    assert f"== 4. SmolLM2-135M (llama.cpp at {local.base_url}) answers" in out
+    part4 = out[out.index("== 4."):out.index("== 5.")]
+    assert part4.count("  A: ") == 3 and part4.count(" answers-the-question: ") == 3
+    assert "close to noise" in out and "JUDGEHOOKS_MODEL=" in out
+    assert (tmp_path / "judgehooks.db").is_file()
 
 
 def _first_line(proc: subprocess.Popen[str], timeout: float) -> str:
