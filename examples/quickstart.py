@@ -40,9 +40,10 @@ from judgehooks.testing import StubLLMServer
 QUESTIONS = ["What is the capital of France?", "How many legs does a spider have?", "Who wrote Romeo and Juliet?"]
 FALLBACK = "I'm not sure about that one; a colleague will follow up."
 CAVEAT = """\
-Part 4's verdicts come from SmolLM2-135M, a 135-million-parameter model: they exercise the whole path
-(real HTTP, real tokens, schema-valid JSON verdicts stored with each run's ids) but are close to noise.
-For a real judge: JUDGEHOOKS_MODEL=openai/gpt-4o-mini OPENAI_API_KEY=... python examples/quickstart.py"""
+Part 4's verdicts come from SmolLM2-135M, a 135-million-parameter model: they exercise the whole
+path (real HTTP, real tokens, schema-valid JSON verdicts stored with each run's ids) but are close
+to noise. For a real judge:
+  JUDGEHOOKS_MODEL=openai/gpt-4o-mini OPENAI_API_KEY=... python examples/quickstart.py"""
 
 
 def say(text: str = "") -> None:
@@ -175,7 +176,8 @@ def run_demo(m: Models, store: SQLiteStore) -> None:
         say("   (these verdicts come from a 135M model: they show the plumbing and are close to noise)")
     judge = AgentAsJudgeEval(name="answers-the-question", scoring_strategy="binary", retries=1,
                              criteria="The answer addresses the question directly and states no false facts.",
-                             run_in_background=True, store=store, on_fail=alert, on_error=alarm, **m.judge_settings)
+                             run_in_background=True, judge_process=False,  # litellm is loaded already: no helper
+                             store=store, on_fail=alert, on_error=alarm, **m.judge_settings)
     assistant = Agent(id="assistant", name="assistant", model=m.agent_model, post_hooks=[judge], telemetry=False,
                       instructions="Answer in one short sentence.")
     started = time.perf_counter()
@@ -224,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     code = report(args.db, since)
     if m.caveat:
         say("\n" + m.caveat)
-    say(f"\nNext: `judgehooks report --store {args.db}` (all records in the last 24 h), "
-        f"`judgehooks tail --store {args.db}` (records as they arrive).")
+    say(f"\nNext: `judgehooks report --store {args.db}` (all records of the last 24 h)\n"
+        f"      `judgehooks tail --store {args.db}` (records as they arrive)")
     return code
 
 

@@ -102,9 +102,10 @@ def test_report_text_is_an_aligned_table_with_the_worst_failures(graded):
     done = cli("report", "--store", str(db), "--since", "7d", "--worst", "1")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    header = next(line for line in lines if line.startswith("target"))
-    alice = next(line for line in lines if line.startswith("agent Alice (agent-a)"))
-    assert header.index("pass rate") + len("pass rate") == alice.index("66.7%") + len("66.7%")  # right-aligned
+    header = next(line for line in lines if line.startswith("evaluator"))
+    alice = lines[lines.index("agent Alice (agent-a)") + 1]  # the target's heading, then a row per evaluator
+    assert alice.startswith("  helpful ")
+    assert header.index("pass%") + len("pass%") == alice.index("66.7%") + len("66.7%")  # right-aligned
     assert "worst failures (1):" in done.stdout and runs["q2 [[score=3]]"] in done.stdout
     assert "stub judge gave 3" in done.stdout and runs["t2 [[fail]]"] not in done.stdout
 

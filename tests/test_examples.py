@@ -6,6 +6,7 @@ The quickstart's default path (the real local model) is covered by tests/test_lo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,7 @@ def assert_the_demo_shows_the_product(out: str) -> None:
     report = out[out.index("== 5. The report: judgehooks report --store judgehooks.db --since "):]
     assert "agent support-bot" in report and "most common errors (1):" in report
     assert "worst failures (2):" in report and "the answer does not mention 'Shakespeare'" in report
-    assert all(len(line) <= 100 for line in report.splitlines()[1:])
+    assert all(len(line) <= 100 for line in report.splitlines()[1:]), report
     assert "Next: `judgehooks report --store judgehooks.db`" in out
 
 
@@ -59,7 +60,7 @@ def test_quickstart_scripted_shows_a_pass_a_failure_a_gate_an_error_and_the_repo
     out = run("quickstart.py", "--scripted", cwd=tmp_path).stdout
     assert_the_demo_shows_the_product(out)
     assert out.count("-> passed  answers-the-question: stub judge says pass") == 3
-    assert "all evaluators         8" in report_of(tmp_path)
+    assert re.search(r"^  all evaluators +7 +4 +2 +1 +0 ", report_of(tmp_path), re.MULTILINE)  # 4 + 3 records
 
 
 @pytest.mark.slow

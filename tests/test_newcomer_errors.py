@@ -4,6 +4,7 @@ that do not mislead; commands that say what went wrong; a store named by a URL s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -99,8 +100,8 @@ def test_report_shows_the_most_common_error_messages(tmp_path):
     store = SQLiteStore(tmp_path / "e.db")
     no_key = {"status": "error", "passed": None, "error_type": "JudgeUnavailable",
               "error_message": "no API key for the judge model 'openai/gpt-4o-mini': set OPENAI_API_KEY"}
-    store.write_sync([_record(0), *(_record(i, **no_key) for i in range(1, 4)),
-                      _record(4, status="error", passed=None, error_type="TimeoutError", error_message="")])
+    asyncio.run(store.write([_record(0), *(_record(i, **no_key) for i in range(1, 4)),
+                      _record(4, status="error", passed=None, error_type="TimeoutError", error_message="")]))
     store.close()
     done = cli("report", "--store", str(tmp_path / "e.db"))
     assert done.returncode == 0, done.stderr
@@ -117,9 +118,11 @@ def test_the_report_fits_100_columns_with_long_names_and_weighted_rates(tmp_path
     store = SQLiteStore(tmp_path / "e.db")
     long = {"agent_id": "customer-support-agent-for-the-european-market-v2", "agent_name": "Customer support (EU)",
             "evaluator": "answers-the-question-politely-and-without-made-up-facts", "mode": "numeric",
-            "threshold": 7, "sample_rate": 0.25}
-    store.write_sync([_record(i, score=float(3 + i), passed=3 + i >= 7, status="passed" if 3 + i >= 7 else "failed",
-                              reason="x " * 300, **long) for i in range(6)])
+            "threshold": 7}
+    records = [_record(i, score=float(3 + i), passed=3 + i >= 7, status="passed" if 3 + i >= 7 else "failed",
+                       reason="x " * 300, sample_rate=0.25 if i < 2 else 1.0, run_id=f"run-{i}", **long)
+               for i in range(6)]
+    asyncio.run(store.write(records))
     store.close()
     done = cli("report", "--store", str(tmp_path / "e.db"))
     assert done.returncode == 0, done.stderr

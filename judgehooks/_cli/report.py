@@ -95,8 +95,8 @@ def render(payload: dict[str, Any]) -> str:
         out.append(line)
     lines += ["", *out, "",
               "pass% = passed / (passed + failed): errors and skips are not verdicts; err% = errors / n",
-              "score = mean numeric score, range = min-max; ms = mean judge latency"
-              + ("; wtd% = each record counted 1/sample_rate times" if weighted else "")]
+              "score = mean numeric score, range = min-max; ms = mean judge latency",
+              *(["wtd% = pass% with each record counted 1/sample_rate times"] if weighted else [])]
     if payload.get("top_errors"):
         lines += ["", f"most common errors ({len(payload['top_errors'])}):"]
         lines += [f"  {e['count']:>4}x  " + clip(f"{e['error_type']}: {e['message'] or '(no message)'}", WIDTH - 9)
@@ -108,7 +108,8 @@ def render(payload: dict[str, Any]) -> str:
             score = "" if f["score"] is None else f"score {_num(f['score'])}  "
             lines.append("  " + clip(f"{when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  "
                                      f"{who}", WIDTH - 2))
-            lines.append(f"    run {f['run_id']}")
+            if f["run_id"]:
+                lines.append(f"    run {f['run_id']}")
             lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
     return "\n".join(lines)
 
