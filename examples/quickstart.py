@@ -55,7 +55,8 @@ def say(text: str = "") -> None:
 def show(record: EvalRecord) -> None:
     """on_record: every stored verdict, with its reason."""
     why = record.reason if record.status in ("passed", "failed") else f"{record.error_type}: {record.error_message}"
-    say(f"     -> {record.status:<7} {record.evaluator}: {why}")
+    why = " ".join((why or "(no reason given)").split())
+    say(f"     -> {record.status:<7} {record.evaluator}: {why if len(why) <= 160 else why[:159] + '…'}")
 
 
 def alert(record: EvalRecord) -> None:
