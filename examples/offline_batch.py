@@ -78,7 +78,8 @@ def main(argv: list[str]) -> int:
             store=MemoryStore(),
         )
         result = judge.run(cases=cases, print_summary=True, print_results=True)
-    print(f"{path.name}: graded={result.graded_count} pass_rate={result.pass_rate:.0f}% errors={result.error_count}")
+    rate = "-" if result.pass_rate is None else f"{result.pass_rate:.0f}%"
+    print(f"{path.name}: graded={result.graded_count} pass_rate={rate} errors={result.error_count}")
     return 0
 
 

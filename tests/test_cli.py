@@ -102,9 +102,10 @@ def test_report_text_is_an_aligned_table_with_the_worst_failures(graded):
     done = cli("report", "--store", str(db), "--since", "7d", "--worst", "1")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    header = next(line for line in lines if line.startswith("target"))
-    alice = next(line for line in lines if line.startswith("agent Alice (agent-a)"))
-    assert header.index("pass rate") + len("pass rate") == alice.index("66.7%") + len("66.7%")  # right-aligned
+    header = next(line for line in lines if line.startswith("evaluator"))
+    alice = lines[lines.index("agent Alice (agent-a)") + 1]  # the target's heading, then a row per evaluator
+    assert alice.startswith("  helpful ")
+    assert header.index("pass%") + len("pass%") == alice.index("66.7%") + len("66.7%")  # right-aligned
     assert "worst failures (1):" in done.stdout and runs["q2 [[score=3]]"] in done.stdout
     assert "stub judge gave 3" in done.stdout and runs["t2 [[fail]]"] not in done.stdout
 
@@ -153,7 +154,12 @@ def test_tail_without_follow_prints_the_last_records_oldest_first(graded):
 def test_tail_follows_a_record_written_after_it_started_and_stops_on_ctrl_c(graded, server, tmp_path):
     db = shutil.copy(graded[0], tmp_path / "tail.db")  # the shared store stays as the other tests expect
     runs = graded[1]
-    proc = subprocess.Popen([sys.executable, "-m", "judgehooks._cli", "tail", "--store", str(db), "-n", "1",
+    # Ctrl-C as a terminal sends it. A suite started from a script that ignores SIGINT (`trap "" INT`,
+    # `nohup`, a non-interactive `cmd &`) hands that SIG_IGN down to every child, and Python keeps an
+    # inherited SIG_IGN: so the child restores Python's own handler first, as in an interactive shell.
+    interactive = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "sys.argv[0] = 'judgehooks'; runpy.run_module('judgehooks._cli', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", interactive, "tail", "--store", str(db), "-n", "1",
                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=ENV)
     lines: queue.Queue[str] = queue.Queue()

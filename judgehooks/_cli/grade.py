@@ -19,7 +19,7 @@ from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
 from ..stores._base import BaseStore, RecordFilter, Store
 from .cases import MAX_LINE_BYTES, CaseError, read_cases
-from .common import CommandError, add_store_argument, check_store, label_of, store_at
+from .common import CommandError, add_store_argument, check_store, clip, label_of, store_at
 from .terminal import say
 
 # Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         summary = _grade(evaluator, args.cases, total, args.chunk_size, advance, args.max_line_bytes)
     summary = {"cases_file": args.cases, "store": store_url, "evaluator": evaluator.evaluator, **summary}
     say(json.dumps(summary, indent=2) if args.json else _render(summary))
-    return 1 if summary["not_stored"] or summary["not_graded"] else 0
+    every_case_errored = summary["cases"] > 0 and summary["error"] == summary["cases"]
+    return 1 if summary["not_stored"] or summary["not_graded"] or every_case_errored else 0
 
 
 def _validate(path: str, max_line_bytes: int) -> int:
@@ -176,11 +177,15 @@ def _grade(evaluator: AgentAsJudgeEval, path: str, total: int, chunk_size: int,
     unstored: list[EvalRecord] = []
     done = 0
     first_not_graded: int | None = None
+    first_error: str | None = None
 
     def grade(chunk: list[dict[str, Any]]) -> bool:
         nonlocal done
         records, failed = _grade_chunk(evaluator, chunk)
         statuses.update(r.status for r in records)
+        nonlocal first_error
+        first_error = first_error or next((f"{r.error_type}: {r.error_message}" for r in records
+                                           if r.status == "error"), None)
         unstored.extend(failed)
         done += len(chunk)
         if not per_record:
@@ -202,7 +207,8 @@ def _grade(evaluator: AgentAsJudgeEval, path: str, total: int, chunk_size: int,
     return {"batch_id": batch, "cases": total, "passed": statuses["passed"], "failed": statuses["failed"],
             "error": statuses["error"], "skipped": statuses["skipped"],
             "pass_rate": statuses["passed"] / graded if graded else None,
-            "stored": done - len(unstored), "not_stored": len(unstored), "not_graded": total - done,
+            "first_error": first_error, "stored": done - len(unstored), "not_stored": len(unstored),
+            "not_graded": total - done,
             "first_line_not_graded": first_not_graded, "unstored_file": _keep(path, batch, unstored)}
 
 
@@ -260,6 +266,10 @@ def _render(s: dict[str, Any]) -> str:
              f"  pass rate {rate} of {graded} graded" + (f"; {s['error']} judge error(s) are not counted as failures"
                                                        if s["error"] else ""),
              f"  stored {s['stored']} of {s['cases']}"]
+    if s["first_error"]:
+        every = s["error"] == s["cases"]
+        lines.append(f"  {'EVERY CASE ENDED IN ERROR; the first' if every else 'first error'}: "
+                     f"{clip(s['first_error'], 200)}")
     if s["not_stored"]:
         lines.append(f"  NOT STORED: {s['not_stored']} record(s), kept in {s['unstored_file']}")
     if s["not_graded"]:

@@ -11,6 +11,7 @@ from ..stores._base import RecordFilter, iter_records
 from .common import (
     add_filter_arguments,
     add_store_argument,
+    clip,
     count,
     filters_of,
     label_of,
@@ -68,42 +69,63 @@ def _num(value: float | None, digits: int = 1) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
 
 
+WIDTH = 100  # the text report fits a 100-column terminal
+
+
 def render(payload: dict[str, Any]) -> str:
-    """The report as aligned text tables."""
+    """The report as aligned text, at most `WIDTH` columns: per target, a row per evaluator."""
     start = when(datetime.fromisoformat(payload["since"])) if payload["since"] else "the beginning"
     end = when(datetime.fromisoformat(payload["until"])) if payload["until"] else when(datetime.now(UTC))
-    lines = [f"judgehooks report: {payload['store']}, {start} .. {end}"]
+    lines = [clip(f"judgehooks report: {payload['store']}, {start} .. {end}", WIDTH)]
     if not payload["groups"]:
         return "\n".join([*lines, "no records in this window"])
     weighted = any(g["weighted_pass_rate"] != g["pass_rate"] for g in [*payload["groups"], payload["total"]])
-    headers = ["target", "evaluator", "count", "passed", "failed", "error", "skipped", "pass rate",
-               *(["weighted"] if weighted else []), "error rate", "skip rate", "score mean", "min", "p50", "max",
-               "latency ms"]
-    rows = []
-    for group in [*payload["groups"], {**payload["total"], "kind": "all", "evaluator": ""}]:
-        label = group["kind"] if group["kind"] in ("offline", "all") else (
-            f"{group['kind']} {group['name'] or group['id']}"
-            + (f" ({group['id']})" if group["name"] and group["id"] and group["name"] != group["id"] else ""))
-        score = group["score"]
-        rows.append([label, group["evaluator"], str(group["count"]), str(group["passed"]), str(group["failed"]),
-                     str(group["error"]), str(group["skipped"]), _pct(group["pass_rate"]),
-                     *([_pct(group["weighted_pass_rate"])] if weighted else []), _pct(group["error_rate"]),
-                     _pct(group["skip_rate"]), _num(score["mean"], 2), _num(score["min"]), _num(score["p50"]),
-                     _num(score["max"]), _num(group["latency_ms_mean"], 0)])
-    lines += ["", table(headers, rows)]
-    lines.append("\npass rate = passed / (passed + failed): errors and skips are not verdicts"
-                 + ("; weighted = each record counted 1/sample_rate times" if weighted else ""))
+    headers = ["evaluator", "n", "pass", "fail", "error", "skip", "pass%", *(["wtd%"] if weighted else []),
+               "err%", "score", "range", "ms"]
+    groups = [*payload["groups"], {**payload["total"], "kind": "all", "evaluator": "all evaluators"}]
+    numbers = [_numbers(g, weighted) for g in groups]
+    rest = sum(max(len(h), *(len(row[i]) for row in numbers)) + 2 for i, h in enumerate(headers[1:]))
+    name_width = max(12, WIDTH - rest - 2)
+    rows = [["  " + clip(g["evaluator"], name_width), *row] for g, row in zip(groups, numbers, strict=True)]
+    body = table(headers, rows).splitlines()
+    out, heading = [body[0]], None
+    for group, line in zip(groups, body[1:], strict=True):
+        if _target(group) != heading:
+            heading = _target(group)
+            out.append(clip(heading, WIDTH))
+        out.append(line)
+    lines += ["", *out, "",
+              "pass% = passed / (passed + failed): errors and skips are not verdicts; err% = errors / n",
+              "score = mean numeric score, range = min-max; ms = mean judge latency",
+              *(["wtd% = pass% with each record counted 1/sample_rate times"] if weighted else [])]
+    if payload.get("top_errors"):
+        lines += ["", f"most common errors ({len(payload['top_errors'])}):"]
+        lines += [f"  {e['count']:>4}x  " + clip(f"{e['error_type']}: {e['message'] or '(no message)'}", WIDTH - 9)
+                  for e in payload["top_errors"]]
     if payload["worst_failures"]:
         lines += ["", f"worst failures ({len(payload['worst_failures'])}):"]
         for f in payload["worst_failures"]:
             who = "offline" if f["kind"] == "offline" else f"{f['kind']} {f['name'] or f['id']}"
             score = "" if f["score"] is None else f"score {_num(f['score'])}  "
-            lines.append(f"  {when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  {who}  "
-                         f"run {f['run_id']}")
-            lines.append(f"    {_clip(f['reason'] or '(no reason given)', 200)}")
+            lines.append("  " + clip(f"{when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  "
+                                     f"{who}", WIDTH - 2))
+            if f["run_id"]:
+                lines.append(f"    run {f['run_id']}")
+            lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
     return "\n".join(lines)
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _target(group: dict[str, Any]) -> str:
+    if group["kind"] in ("offline", "all"):
+        return str(group["kind"])
+    name, ident = group["name"], group["id"]
+    return f"{group['kind']} {name or ident}" + (f" ({ident})" if name and ident and name != ident else "")
+
+
+def _numbers(group: dict[str, Any], weighted: bool) -> list[str]:
+    score = group["score"]
+    span = "-" if score["min"] is None else f"{_num(score['min'])}-{_num(score['max'])}"
+    return [str(group["count"]), str(group["passed"]), str(group["failed"]), str(group["error"]),
+            str(group["skipped"]), _pct(group["pass_rate"]),
+            *([_pct(group["weighted_pass_rate"])] if weighted else []), _pct(group["error_rate"]),
+            _num(score["mean"], 2), span, _num(group["latency_ms_mean"], 0)]

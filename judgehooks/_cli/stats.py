@@ -84,6 +84,10 @@ def _median(values: list[float], counts: Counter[float], n: int) -> float:
     raise AssertionError("unreachable")
 
 
+_DISTINCT_ERRORS = 1000  # distinct error messages kept while counting
+_TOP_ERRORS = 5  # shown in the report
+
+
 @dataclass
 class Report:
     """Tallies per (target, evaluator) and overall, plus the `worst` lowest-scored failures."""
@@ -93,8 +97,11 @@ class Report:
     names: dict[tuple[str, str, str], str] = field(default_factory=dict)
     total: Tally = field(default_factory=Tally)
     failures: list[EvalRecord] = field(default_factory=list)
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)  # (error_type, message) -> how many
 
     def add(self, record: EvalRecord) -> None:
+        if record.status == "error":
+            self._count_error(record)
         kind, ident, name = target(record)
         key = (kind, ident, record.evaluator)
         self.groups.setdefault(key, Tally()).add(record)
@@ -104,6 +111,13 @@ class Report:
             self.failures.append(record)
             if len(self.failures) > 4 * self.worst:
                 self._trim()
+
+    def _count_error(self, record: EvalRecord) -> None:
+        message = " ".join((record.error_message or "").split())[:300]
+        self.errors[(record.error_type or "error", message)] += 1
+        if len(self.errors) > _DISTINCT_ERRORS:  # bounded memory: forget the rarest half (counts become a floor)
+            for key, _ in self.errors.most_common()[_DISTINCT_ERRORS // 2:]:
+                del self.errors[key]
 
     def _trim(self) -> None:
         # Lowest numeric score first; failures without a score (binary) after them; newest first within.
@@ -119,7 +133,9 @@ class Report:
             groups.append({"kind": kind, "id": ident or None, "name": self.names[key] or None,
                            "evaluator": evaluator, **self.groups[key].to_json()})
         return {"groups": groups, "total": self.total.to_json(),
-                "worst_failures": [_failure(r) for r in self.failures]}
+                "worst_failures": [_failure(r) for r in self.failures],
+                "top_errors": [{"error_type": kind, "message": message, "count": n}
+                               for (kind, message), n in self.errors.most_common(_TOP_ERRORS)]}
 
 
 def _failure(record: EvalRecord) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from .._grading.redis import check_url, require_extra
 from .._grading.step import Step
 from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
 from ..stores._sqlite import outbox_path_for
+from ..stores._url import redact, store_from_url
 from .gate import DEFAULT_FALLBACK, Gate
 from .sampling import Sampler, SampleRate
 
@@ -38,7 +39,7 @@ class Deployment:
     """The deployment keywords every evaluator takes, declared once: `HookSettings` is these,
     validated; type checkers also read them as part of every evaluator's constructor."""
 
-    store: Store | None = None
+    store: Store | str | None = None  # a string is a store URL or path: judgehooks.stores.store_from_url
     db: Any = None  # an agno db: records also go to its eval table (AgentOS shows them)
     on_fail: Callback | None = None
     on_error: Callback | None = None
@@ -86,6 +87,8 @@ class HookSettings(Deployment):
         object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
+        if isinstance(self.store, str):
+            self.store = _store_named(self.store)
         if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
             raise TypeError(f"store must implement judgehooks.stores.Store (write, query), "
                             f"got {type(self.store).__name__}")
@@ -121,6 +124,12 @@ class HookSettings(Deployment):
         """These settings with one changed, validated as at construction."""
         return dataclasses.replace(self, **{name: value})
 
+    @property
+    def the_store(self) -> Store | None:
+        """`store`, after a URL given for it was opened."""
+        assert not isinstance(self.store, str)  # replaced in __post_init__
+        return self.store
+
     @classmethod
     def names(cls) -> frozenset[str]:
         """The keyword arguments every evaluator accepts for its deployment."""
@@ -138,14 +147,15 @@ class HookSettings(Deployment):
         rather than on first use: a background dispatcher resumes the jobs a dead process left, and
         a spill re-delivers the records one left, both as soon as the application starts."""
         default_is_local = self.store is None and self.db is None and self.spill is None
-        return self.run_in_background or (not default_is_local and self._spill_path(self.store) is not None)
+        return self.run_in_background or (not default_is_local and self._spill_path(self.the_store) is not None)
 
     def sampler(self) -> Sampler:
         return Sampler(self.sample_rate, self.when)
 
     def build(self, evaluator: Graded, *, sampler: Sampler, spec: Mapping[str, Any] | None) -> Wiring:
         """The store, pipeline and (for background grading) the started dispatcher of one evaluator."""
-        store: Store = self.store if self.store is not None else default_store()
+        given = self.the_store
+        store: Store = given if given is not None else default_store()
         agno = None if self.db is None else AgnoDbStore(self.db, name=getattr(evaluator, "name", None))
         spill = self._spill_path(store)
 
@@ -213,3 +223,13 @@ class Wiring:
     dispatcher: Dispatcher | None
     offline: Pipeline  # run()/arun(): the pipeline without the agno db, which gets one eval run per batch
     agno: AgnoDbStore | None = None
+
+
+def _store_named(url: str) -> Store:
+    """store="postgresql://...", "sqlite:///evals.db" or a path, read by `store_from_url`."""
+    try:
+        store: Store = store_from_url(url)
+    except (ValueError, ImportError) as exc:
+        raise type(exc)(f"store={redact(url)!r}: {exc} (a store given as a string is read by "
+                        "judgehooks.stores.store_from_url)") from exc
+    return store

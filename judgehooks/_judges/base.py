@@ -10,6 +10,7 @@ there are no hidden SDK retries on top of ours.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -75,10 +76,26 @@ _RETRYABLE_NAMES = frozenset({
     "ServiceUnavailableError", "BadGatewayError", "ConnectError", "ReadTimeout", "RemoteProtocolError"})
 
 
+_AUTH_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError"})
+# litellm reports a missing OpenAI key as InternalServerError (500): the message is what tells
+_AUTH_TEXT = re.compile(r"missing credentials|(?:incorrect|invalid|missing|no)\W+(?:x-)?api[\W_]?key"
+                        r"|api[\W_]?key\W+(?:is\W+)?(?:not set|missing|required|invalid)", re.IGNORECASE)
+
+
+def is_auth_error(exc: BaseException) -> bool:
+    """A missing, wrong or unauthorised API key: never worth another attempt."""
+    if error_name(exc) in _AUTH_NAMES or _status_of(exc) in (401, 403):
+        return True
+    return bool(_AUTH_TEXT.search(str(exc)[:2000]))
+
+
 def is_retryable(exc: BaseException) -> bool:
-    """429, 5xx, timeouts, connection errors and unreadable replies are worth another attempt."""
+    """429, 5xx, timeouts, connection errors and unreadable replies are worth another attempt;
+    an authentication error is not, whatever status the client library gave it."""
     if isinstance(exc, MalformedVerdict):
         return True
+    if is_auth_error(exc):
+        return False
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return True
     name = error_name(exc)

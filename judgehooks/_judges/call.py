@@ -17,6 +17,7 @@ from .._base.log import log
 from .._base.outcome import Outcome
 from .._base.record import Mode
 from ..exceptions import MissingContext
+from .agreement import check_agreement
 from .base import BaseJudge, Judge, JudgeReply, error_name, is_retryable, retry_after_seconds
 from .prompt import JudgeRequest, build_request
 from .verdict import Verdict, parse_verdict
@@ -92,6 +93,7 @@ class JudgeCall:
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)
                 verdict, error = parse_verdict(reply.text, self.mode), None
+                check_agreement(self.decide(verdict), verdict.reason, verdict.score)  # a pass saying "fails" is no pass
                 break
             except Exception as exc:
                 verdict, error = None, exc

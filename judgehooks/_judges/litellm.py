@@ -11,8 +11,9 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..exceptions import MalformedVerdict
-from .base import BaseJudge, JudgeReply, _status_of
+from .._base.record import Mode
+from ..exceptions import JudgeUnavailable, MalformedVerdict
+from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
 from .prompt import JudgeRequest, verdict_schema
 
 _litellm_module: Any = None
@@ -76,23 +77,42 @@ class LiteLLMJudge(BaseJudge):
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         litellm = load_litellm()
-        messages = list(request.messages)
         try:
-            if not self.structured_output:
-                raise _PlainText
-            response = await litellm.acompletion(model=self.model, messages=messages,
-                                                 response_format=verdict_schema(request.mode), **self._kwargs)
-        except _PlainText:
-            response = await litellm.acompletion(model=self.model, messages=messages, **self._kwargs)
+            response = await self._ask(litellm, list(request.messages), request.mode)
         except Exception as exc:
-            if not _refuses_structured_output(exc):
-                raise
-            response = await litellm.acompletion(model=self.model, messages=messages, **self._kwargs)
+            if is_auth_error(exc):  # one line naming the key to set, and no retries
+                raise JudgeUnavailable(self._auth_message(exc)) from exc
+            raise
         return _reply_from_litellm(response, self.model)
 
+    async def _ask(self, litellm: Any, messages: list[dict[str, str]], mode: Mode) -> Any:
+        if self.structured_output:
+            try:
+                return await litellm.acompletion(model=self.model, messages=messages,
+                                                 response_format=verdict_schema(mode), **self._kwargs)
+            except Exception as exc:
+                if not _refuses_structured_output(exc):
+                    raise
+        return await litellm.acompletion(model=self.model, messages=messages, **self._kwargs)
 
-class _PlainText(Exception):
-    """Internal signal: skip the structured attempt."""
+    def _auth_message(self, exc: BaseException) -> str:
+        """One line naming what to set: the provider's key variable, or the api_key given."""
+        litellm = load_litellm()
+        try:
+            env = litellm.validate_environment(model=self.model, api_key=self._kwargs.get("api_key"),
+                                               api_base=self._kwargs.get("api_base"))
+            missing = list(env.get("missing_keys") or [])
+            provider = litellm.get_llm_provider(self.model)[1]
+        except Exception:  # an unknown provider: say what we can
+            missing, provider = [], None
+        if missing and "api_key" not in self._kwargs:
+            return (f"no API key for the judge model {self.model!r}: set {' or '.join(missing)} "
+                    "(or pass api_key=...); not retried")
+        status = _status_of(exc)
+        where = "the api_key passed to the evaluator" if "api_key" in self._kwargs else (
+            f"{provider.upper()}_API_KEY" if provider else "the provider's API key variable")
+        return (f"the judge model {self.model!r} refused the API key"
+                f"{f' (HTTP {status})' if status in (401, 403) else ''}: check {where}; not retried")
 
 
 def _reply_from_litellm(response: Any, model: str) -> JudgeReply:

@@ -22,7 +22,8 @@ carries it (per model) the n-th score, cycling. For tool trajectories: ``[[tools
 agent call, one per turn, those of the listed tools it was offered (string arguments get the
 message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
-makes the agent answer with the message itself, directives removed (e.g. a JSON document).
+makes the agent answer with the message itself, directives removed (e.g. a JSON document);
+``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
 :meth:`StubLLMServer.configure`.
@@ -213,7 +214,11 @@ class _StubApp:
             if request.get("stream"):
                 return _Reply(200, stream=self._chunks(model, None, [call], _usage(prompt, "call")))
             return _Reply(200, _completion(model, message, _usage(prompt, "call"), "tool_calls"))
-        if "raw" in d:
+        system = "\n".join(_text_of(m) for m in messages if m.get("role") in ("system", "developer"))
+        scripted = _directives(system).get("answer")
+        if scripted is not None:
+            content = scripted
+        elif "raw" in d:
             content = _DIRECTIVE.sub("", last_user).strip()
         else:
             content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")

@@ -1,0 +1,52 @@
+"""Does a judge's reason agree with its verdict? Pure.
+
+Small models (and tired large ones) reply ``{"passed": true, "reason": "Fails to meet the
+criteria"}``. Storing that as a pass would be a silent lie, so the reply is treated like any other
+unreadable verdict: `MalformedVerdict` (retried, then an ``error`` record that quotes the reason).
+The patterns are deliberately narrow: a reason must say the opposite plainly to be caught, since a
+false alarm turns a real verdict into an error.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..exceptions import MalformedVerdict
+
+_WORK = r"(?:meet|satisfy|pass|fulfil+|address|answer|comply with|follow|adhere to)"
+_SAYS_FAIL = re.compile(
+    rf"\bfail(?:s|ed|ing)?\s+(?:to\s+{_WORK}|(?:all\s+|the\s+|these\s+|this\s+)?criteri)"
+    r"|^\W*fail(?:s|ed|ure)?\b"                                              # "FAIL: ...", "Failed."
+    rf"|\b(?:does|did|do|is|are)\s*(?:not|n't)\s+(?:fully\s+|entirely\s+|completely\s+)?{_WORK}"
+    r"|\b(?:verdict|result)\W*(?:is\W*)?fail",
+    re.IGNORECASE)
+_SAYS_PASS = re.compile(
+    r"^\W*pass(?:es|ed)?\b"
+    r"|\b(?:fully\s+|completely\s+|clearly\s+)?(?:meets|satisfies|passes|fulfil+s)\s+(?:all\s+)?(?:of\s+)?"
+    r"(?:the\s+)?(?:criteri|requirement)",
+    re.IGNORECASE)
+# Any of these in a failing verdict's reason means it weighs something against the answer.
+_RESERVATION = re.compile(r"\b(?:but|however|although|though|except|yet|not|no|never|incorrect|wrong|false|"
+                          r"missing|lacks?|inaccurate|fail\w*)\b|n't\b", re.IGNORECASE)
+
+
+def contradiction(passed: bool, reason: str) -> str | None:
+    """What the reason says against the verdict (a short quote), or None when they do not plainly clash."""
+    if passed:
+        match = _SAYS_FAIL.search(reason)
+        return match.group(0).strip() if match else None
+    match = _SAYS_PASS.search(reason)
+    if match and not _RESERVATION.search(reason):
+        return match.group(0).strip()
+    return None
+
+
+def check_agreement(passed: bool, reason: str, score: float | None = None) -> None:
+    """Raise `MalformedVerdict` when the reason plainly says the opposite of the verdict."""
+    clash = contradiction(passed, reason)
+    if clash is None:
+        return
+    verdict = ("passed" if passed else "failed") + ("" if score is None else f" (score {score:g})")
+    quoted = " ".join(reason.split())
+    quoted = quoted if len(quoted) <= 200 else quoted[:199] + "…"
+    raise MalformedVerdict(f"the judge's verdict ({verdict}) contradicts its own reason ({clash!r}): {quoted!r}")

@@ -1,0 +1,63 @@
+"""A judge whose reason contradicts its verdict is not stored as a verdict: an `error` record
+quoting the reason, never a `passed` record whose reason says it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from judgehooks._judges.agreement import check_agreement, contradiction
+from judgehooks.exceptions import MalformedVerdict
+
+
+@pytest.mark.parametrize("reason", [
+    "Fails to meet criteria.",
+    "FAIL: the answer is about cats",
+    "The response does not meet the criteria because it invents a son of Shakespeare.",
+    "The answer doesn't address the question.",
+    "It failed the criteria.",
+    "Verdict: fail",
+])
+def test_a_pass_whose_reason_says_it_fails_is_a_contradiction(reason):
+    assert contradiction(True, reason)
+    with pytest.raises(MalformedVerdict, match=r"verdict \(passed\) contradicts its own reason"):
+        check_agreement(True, reason)
+
+
+@pytest.mark.parametrize("reason", [
+    "The answer is correct and concise.",
+    "Paris is the capital of France; the answer does not fail on any point.",
+    "The answer meets the criteria.",
+    "",
+])
+def test_a_pass_with_an_agreeing_or_neutral_reason_stands(reason):
+    check_agreement(True, reason)
+
+
+@pytest.mark.parametrize("reason", [
+    "The answer fully meets the criteria.",
+    "Passes: a clear and correct answer.",
+])
+def test_a_fail_whose_reason_plainly_says_it_passes_is_a_contradiction(reason):
+    with pytest.raises(MalformedVerdict, match=r"verdict \(failed \(score 3\)\) contradicts its own reason"):
+        check_agreement(False, reason, 3)
+
+
+@pytest.mark.parametrize("reason", [
+    "The answer meets the criteria for format but states a wrong date.",
+    "Meets the criteria except that it is not polite.",
+    "The answer is wrong.",
+])
+def test_a_fail_whose_reason_has_reservations_stands(reason):
+    check_agreement(False, reason)
+
+
+def test_a_contradicting_judge_ends_in_an_error_record_not_a_pass(make_judge, make_agent, store):
+    judge = make_judge(name="contradicting", retries=1)
+    agent = make_agent(judge)
+    agent.run("What is 2 + 2? [[reason=Fails to meet criteria.]]")
+    agent.run("What is 3 + 3? [[reason=The answer is right.]]")
+    by_input = {r.input.split("?")[0]: r for r in store.records}
+    bad, good = by_input["What is 2 + 2"], by_input["What is 3 + 3"]
+    assert (bad.status, bad.passed, bad.error_type, bad.attempts) == ("error", None, "MalformedVerdict", 2)
+    assert "contradicts its own reason ('Fails to meet'): 'Fails to meet criteria.'" in bad.error_message
+    assert (good.status, good.reason) == ("passed", "The answer is right.")
