@@ -20,6 +20,9 @@ from .common import (
     table,
     when,
 )
+from .deadletters import add_argument as add_outbox_argument
+from .deadletters import dead_letters
+from .deadletters import render as render_dead_letters
 from .stats import Report
 
 
@@ -32,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worst", type=count, default=5, metavar="N",
                         help="show the N lowest-scored failures, newest first among equals (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of tables")
+    add_outbox_argument(parser)
 
 
 def _since(value: str) -> datetime | None:
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
-               **report.to_json()}
+               **report.to_json(), "dead_letters": dead_letters(args.outbox, store)}
     print(json.dumps(payload, indent=2) if args.json else render(payload))
     return 0
 
@@ -73,7 +77,7 @@ def render(payload: dict[str, Any]) -> str:
     end = when(datetime.fromisoformat(payload["until"])) if payload["until"] else when(datetime.now(UTC))
     lines = [f"judgehooks report: {payload['store']}, {start} .. {end}"]
     if not payload["groups"]:
-        return "\n".join([*lines, "no records in this window"])
+        return "\n".join([*lines, "no records in this window", *render_dead_letters(payload["dead_letters"])])
     weighted = any(g["weighted_pass_rate"] != g["pass_rate"] for g in [*payload["groups"], payload["total"]])
     headers = ["target", "evaluator", "count", "passed", "failed", "error", "skipped", "pass rate",
                *(["weighted"] if weighted else []), "error rate", "skip rate", "score mean", "min", "p50", "max",
@@ -100,7 +104,7 @@ def render(payload: dict[str, Any]) -> str:
             lines.append(f"  {when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  {who}  "
                          f"run {f['run_id']}")
             lines.append(f"    {_clip(f['reason'] or '(no reason given)', 200)}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *render_dead_letters(payload["dead_letters"])])
 
 
 def _clip(text: str, width: int) -> str:

@@ -10,7 +10,7 @@ import anyio.to_thread
 
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, storable
 
 
 def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
@@ -77,6 +77,8 @@ class AgnoDbStore(BaseStore):
 
     def _eval_run(self, record: EvalRecord) -> Any:
         from agno.db.schemas.evals import EvalRunRecord, EvalType
+
+        record = storable(record)  # agno's db serialises eval_data with plain json
 
         model = record.judge_model or ""
         provider, _, model_id = model.partition("/") if "/" in model else ("", "", model)
