@@ -16,6 +16,7 @@ from .._base.context import EvalContext, render_content
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
+from .._base.sqlitefile import create_file
 from .._grading.pipeline import Pipeline
 from ..exceptions import StoreError
 
@@ -82,6 +83,8 @@ def save(result: AgentAsJudgeResult, template: str, name: str) -> None:
     path = Path(template.format(name=name, run_id=result.run_id))
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"run_id": result.run_id, "pass_rate": result.pass_rate, "error_count": result.error_count,
-               "avg_score": result.avg_score, "records": [r.model_dump(mode="json") for r in result.records]}
+               "avg_score": result.avg_score,
+               "records": [r.model_dump(mode="json", fallback=str) for r in result.records]}
+    create_file(str(path))  # 0600 when new: it holds users' inputs and answers
     path.write_text(json.dumps(payload, indent=2))
     log.info("results_saved", path=str(path), records=len(result.records))
