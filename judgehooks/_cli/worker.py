@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade only with --import'ed evaluators; never rebuild a judge from a job's settings "
                              "(a job names its model and api_base, and the worker's provider keys go with it)")
     parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
+    parser.add_argument("--max-deliveries", type=int, default=5, metavar="N",
+                        help="a job delivered N times that no worker finished (it kills them) goes to the "
+                             "dead-letter stream judgehooks:grading:dead, with an error record (default 5)")
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
@@ -69,6 +72,7 @@ def _check(args: argparse.Namespace) -> str | None:
     except ValueError as exc:
         return str(exc)
     for option, value, minimum in (("--concurrency", args.concurrency, 1), ("--reclaim-after", args.reclaim_after, 1),
+                                   ("--max-deliveries", args.max_deliveries, 1),
                                    ("--shutdown-timeout", args.shutdown_timeout, 0)):
         if value < minimum:
             return f"{option} must be >= {minimum}, got {value}"
@@ -91,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     store = store_at(args.store, must_exist=False)
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
                     shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
-                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild)
+                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild,
+                    max_deliveries=args.max_deliveries)
     # The worker runs on the judgehooks loop, like every store and judge here; this thread waits and
     # takes the signals.
     portal = runtime.portal()
@@ -99,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     def summary() -> str:
         return (f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
-                f"{worker.broker.reclaimed} reclaimed from dead workers")
+                f"{worker.broker.reclaimed} reclaimed from dead workers, {worker.broker.dead_lettered} dead-lettered")
 
     restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 
