@@ -283,3 +283,21 @@ def test_a_forked_childs_first_job_is_its_own_and_is_graded_once_the_child_is_go
     # The parent lives on; the child's job must not wait for it to die: the parent claims it.
     wait_for(lambda: "in the child" in {r.input for r in store.query_sync(limit=None)}, timeout=60)
     assert sorted(r.input for r in store.query_sync(limit=None)) == ["in the child", "in the parent"]
+
+
+def test_a_forked_child_files_its_first_job_under_its_own_owner_id(tmp_path):
+    from judgehooks._grading.outbox import Job, Outbox
+
+    outbox = Outbox(tmp_path / "outbox.db")
+    outbox.put(Job(id="parent-job", evaluator="e", context={}))  # the parent's connection is open
+    pid = os.fork()
+    if pid == 0:
+        try:
+            outbox.put(Job(id="child-job", evaluator="e", context={}))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    owners = dict(sqlite3.connect(tmp_path / "outbox.db").execute("SELECT id, owner FROM eval_jobs"))
+    assert owners["parent-job"] == outbox.owner and owners["child-job"] != outbox.owner
+    assert [job.id for job in outbox.claim()] == ["child-job"]  # the child is gone: its job is claimable
+    outbox.close()

@@ -41,11 +41,11 @@ def count(conn: sqlite3.Connection, store: str | None = None) -> int:
 
 def summary(path: str, latest: int = 5) -> dict[str, Any]:
     """What the spill file at `path` holds in dead letters: how many per store, and the newest few
-    (id, store, error). Read-only; an absent file or table holds none."""
+    (id, store, error). Reads only; an absent file or table holds none."""
     empty: dict[str, Any] = {"file": path, "count": 0, "by_store": {}, "latest": []}
     if not os.path.exists(path):
         return empty
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    conn = sqlite3.connect(path, timeout=5)
     try:
         by_store = dict(conn.execute(f"SELECT store, COUNT(*) FROM {TABLE} GROUP BY store ORDER BY store"))
         rows = conn.execute(f"SELECT id, store, error, tries, dead_at FROM {TABLE} ORDER BY seq DESC LIMIT ?",
