@@ -46,10 +46,10 @@ class _Unavailable:
     why: str
     mode: Mode = "binary"
     pass_threshold: float | None = None
-    error: type[Exception] = EvaluatorUnavailable
+    dead_letter: bool = False  # the job itself killed its workers: not the evaluator's absence
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        return Outcome(error=self.error(self.why))
+        return Outcome(error=EvaluatorError(self.why) if self.dead_letter else EvaluatorUnavailable(self.why))
 
     def record_metadata(self) -> Mapping[str, Any]:
         return {}
@@ -160,7 +160,7 @@ class Worker:
         job = json.loads(self.broker.formatter.loads(data).kwargs["job"])
         why = (f"the job was delivered {deliveries} times and no worker finished it (each died or stopped while "
                f"grading it); it is kept in the Redis stream {DEAD_STREAM!r}")
-        failed = _Unavailable(str(job["evaluator"]), why, error=EvaluatorError)
+        failed = _Unavailable(str(job["evaluator"]), why, dead_letter=True)
         await Pipeline(evaluator=failed, store=self.store).evaluate(context_from_dict(job["context"]),
                                                                     float(job.get("sample_rate", 1.0)))
 
