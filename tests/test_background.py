@@ -81,14 +81,14 @@ def test_drop_policies_shed_into_skipped_records(make_bg, make_agent, store, ser
 
 def test_block_policy_times_out_into_skipped_and_otherwise_waits(make_bg, make_agent, store, server):
     server.configure(judge_delay_ms=300)
-    impatient = make_bg(name="impatient", max_queue=1, max_concurrency=1, block_timeout=0.01)
+    impatient = make_bg(name="impatient", max_queue=1, max_concurrency=1, overload="block", block_timeout=0.01)
     agent = make_agent(impatient)
     for i in range(5):
         agent.run(f"q{i}")
     assert judgehooks.drain(30)
     statuses = [r.status for r in store.records if r.evaluator == "impatient"]
     assert len(statuses) == 5 and "skipped" in statuses and "passed" in statuses
-    patient = make_bg(name="patient", max_queue=1, max_concurrency=1, block_timeout=30)
+    patient = make_bg(name="patient", max_queue=1, max_concurrency=1, overload="block", block_timeout=30)
     agent = make_agent(patient)
     for i in range(4):
         agent.run(f"p{i}")

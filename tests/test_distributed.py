@@ -352,3 +352,31 @@ def test_sigterm_finishes_running_jobs_within_the_deadline_and_leaves_the_rest_u
     [[entry_id, _]] = rds.xrange(STREAM)
     assert pending_by_consumer(rds) == {"worker-t": 1}  # the slow job waits, unacked, for another worker
     assert slow.encode() in rds.xrange(STREAM)[0][1][b"data"] and entry_id
+
+
+def test_a_job_that_every_worker_dies_on_goes_to_the_dead_letter_stream_with_an_error_record(
+        make_producer, make_agent, redis_url, rds, monkeypatch):
+    from judgehooks._grading.redis.broker import DEAD_STREAM
+    from judgehooks._grading.redis.worker import Worker
+
+    agent = make_agent(make_producer())
+    doomed = agent.run("the job that kills its workers").run_id
+    assert judgehooks.drain(30)
+    # Three workers took it and died before acking (what a crash leaves: the entry pending, its count up).
+    [[_, [(entry, _)]]] = rds.xreadgroup(GROUP, "crashed-0", {STREAM: ">"}, count=1)
+    for i in (1, 2):
+        rds.xautoclaim(STREAM, GROUP, f"crashed-{i}", min_idle_time=0, start_id="0-0")
+    survivor = agent.run("a job published after it").run_id
+    assert judgehooks.drain(30)
+    store = judgehooks.MemoryStore()
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")  # specs carry no secrets
+    worker = Worker(redis_url, store, reclaim_after=1, rebuild=rebuild_evaluator, max_deliveries=3)
+    asyncio.run(serve_until(worker, lambda: len(store.records) == 2))
+    by_run = {r.run_id: r for r in store.records}
+    assert by_run[survivor].status == "passed"
+    dead = by_run[doomed]
+    assert (dead.status, dead.error_type) == ("error", "EvaluatorError")
+    assert "delivered 4 times and no worker finished it" in dead.error_message and DEAD_STREAM in dead.error_message
+    [(_, fields)] = rds.xrange(DEAD_STREAM)
+    assert (fields[b"entry"], fields[b"deliveries"]) == (entry, b"4")
+    assert worker.broker.dead_lettered == 1 and rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}

@@ -48,7 +48,7 @@ def test_records_wait_while_down_and_arrive_in_order_when_back(tmp_path):
         inner.down = False
         assert spilling.wait(30)
     assert inner.arrived == [f"id-{i}" for i in range(8)]  # nothing overtook the waiting records
-    assert spilling.stats() == {"spilled": 7, "redelivered": 7, "spill_pending": 0}
+    assert spilling.stats() == {"spilled": 7, "redelivered": 7, "spill_pending": 0, "dead_letters": 0}
     assert [e["record_ids"] for e in logs if e["event"] == "store_unavailable_spilling"] == [["id-1"]]
     assert sum(e["records"] for e in logs if e["event"] == "spill_redelivered") == 7
     judgehooks_loop(spilling.aclose)

@@ -81,5 +81,5 @@ class AgentAsJudgeResult:
         """JSON data shaped like agno's ``asdict(result)`` (what agno writes to
         ``file_path_to_save_results`` and to the db), with judgehooks' counts beside it."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["results"] = [r.model_dump(mode="json") for r in self.results]
+        data["results"] = [r.model_dump(mode="json", fallback=str) for r in self.results]
         return data

@@ -1,4 +1,5 @@
-"""What the SQLite store and the outbox share: path checks and WAL connections."""
+"""What the SQLite store, the outbox and the JSONL store share: path checks, files created
+private (0600: they hold users' inputs and answers), and WAL connections."""
 
 from __future__ import annotations
 
@@ -17,13 +18,42 @@ def checked_path(path: str | os.PathLike[str], label: str) -> str:
     return text
 
 
-def connect_wal(path: str, timeout: float, *, autocheckpoint: bool = True) -> sqlite3.Connection:
+#: the mode judgehooks creates its files with: only their owner may read them
+PRIVATE = 0o600
+
+
+def check_mode(mode: object, label: str) -> int:
+    """A file mode setting, refused unless it is permission bits (e.g. 0o600, 0o640)."""
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o777:
+        raise ValueError(f"{label} mode must be file permission bits such as 0o600 or 0o640, got {mode!r}")
+    return mode
+
+
+def create_file(path: str, mode: int = PRIVATE) -> None:
+    """Create `path` empty with `mode` unless it exists; an existing file keeps its own mode."""
+    if path == ":memory:":
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    except FileExistsError:
+        return
+    os.chmod(path, mode)  # exactly `mode`, whatever the umask
+
+
+def connect_wal(path: str, timeout: float, *, autocheckpoint: bool = True, mode: int = PRIVATE,
+                journal_limit: int | None = None) -> sqlite3.Connection:
     """A connection usable from any thread (callers serialise it), WAL, synchronous=NORMAL:
-    a committed write survives the process being killed."""
+    a committed write survives the process being killed.
+
+    A new database file is created with `mode` first: SQLite gives its -wal and -shm files the
+    database file's mode. `journal_limit` (bytes): the WAL is cut back to it after a checkpoint."""
+    create_file(path, mode)
     conn = sqlite3.connect(path, timeout=timeout, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     if not autocheckpoint:
         conn.execute("PRAGMA wal_autocheckpoint=0")
+    if journal_limit is not None:
+        conn.execute(f"PRAGMA journal_size_limit={int(journal_limit)}")
     return conn

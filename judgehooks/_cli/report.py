@@ -21,6 +21,9 @@ from .common import (
     table,
     when,
 )
+from .deadletters import add_argument as add_outbox_argument
+from .deadletters import dead_letters
+from .deadletters import render as render_dead_letters
 from .stats import Report
 from .terminal import printable_strings, say
 
@@ -34,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worst", type=count, default=5, metavar="N",
                         help="show the N lowest-scored failures, newest first among equals (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of tables")
+    add_outbox_argument(parser)
 
 
 def _since(value: str) -> datetime | None:
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
-               **report.to_json()}
+               **report.to_json(), "dead_letters": dead_letters(args.outbox, store)}
     say(json.dumps(payload, indent=2) if args.json else render(printable_strings(payload)))
     return 0
 
@@ -78,7 +82,7 @@ def render(payload: dict[str, Any]) -> str:
     end = when(datetime.fromisoformat(payload["until"])) if payload["until"] else when(datetime.now(UTC))
     lines = [clip(f"judgehooks report: {payload['store']}, {start} .. {end}", WIDTH)]
     if not payload["groups"]:
-        return "\n".join([*lines, "no records in this window"])
+        return "\n".join([*lines, "no records in this window", *render_dead_letters(payload["dead_letters"])])
     weighted = any(g["weighted_pass_rate"] != g["pass_rate"] for g in [*payload["groups"], payload["total"]])
     headers = ["evaluator", "n", "pass", "fail", "error", "skip", "pass%", *(["wtd%"] if weighted else []),
                "err%", "score", "range", "ms"]
@@ -112,7 +116,7 @@ def render(payload: dict[str, Any]) -> str:
             if f["run_id"]:
                 lines.append(f"    run {f['run_id']}")
             lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
-    return "\n".join(lines)
+    return "\n".join([*lines, *render_dead_letters(payload["dead_letters"])])
 
 
 def _target(group: dict[str, Any]) -> str:

@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--requests-per-minute", type=float, metavar="N",
                         help="judge calls per minute per judge model, shared by every worker on this Redis, for "
                              "evaluators that set no requests_per_minute of their own (default: no limit)")
+    parser.add_argument("--max-deliveries", type=int, default=5, metavar="N",
+                        help="a job delivered N times that no worker finished (it kills them) goes to the "
+                             "dead-letter stream judgehooks:grading:dead, with an error record (default 5)")
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
@@ -73,6 +76,7 @@ def _check(args: argparse.Namespace) -> str | None:
     except ValueError as exc:
         return str(exc)
     for option, value, minimum in (("--concurrency", args.concurrency, 1), ("--reclaim-after", args.reclaim_after, 1),
+                                   ("--max-deliveries", args.max_deliveries, 1),
                                    ("--shutdown-timeout", args.shutdown_timeout, 0)):
         if value < minimum:
             return f"{option} must be >= {minimum}, got {value}"
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
                     shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
                     consumer_name=args.name, rebuild=None if args.imported_only else rebuild,
-                    requests_per_minute=args.requests_per_minute)
+                    requests_per_minute=args.requests_per_minute, max_deliveries=args.max_deliveries)
     # The worker runs on the judgehooks loop, like every store and judge here; this thread waits and
     # takes the signals.
     portal = runtime.portal()
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     def summary() -> str:
         return (f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
-                f"{worker.broker.reclaimed} reclaimed from dead workers")
+                f"{worker.broker.reclaimed} reclaimed from dead workers, {worker.broker.dead_lettered} dead-lettered")
 
     restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 

@@ -16,6 +16,7 @@ from .._base.context import EvalContext
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord
 from .._base.validate import check_number
+from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.sampling import SampleRate
 from .._hooks.settings import HookSettings
@@ -207,7 +208,8 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         sample_rate: SampleRate = 1.0,
         when: Callable[[EvalContext], bool] | None = None,
         max_queue: int = 10_000,
-        overload: str = "block",
+        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
+        overload: str = "drop_newest",
         block_timeout: float = 5.0,
         on_drop: Callable[[EvalRecord], Any] | None = None,
         outbox: str | os.PathLike[str] | bool | None = None,
@@ -237,7 +239,8 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         self.check()
         self._init_hook = dict(
             on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
-            max_queue=max_queue, overload=overload, block_timeout=block_timeout, on_drop=on_drop, outbox=outbox,
+            max_queue=max_queue, max_queue_bytes=max_queue_bytes, overload=overload, block_timeout=block_timeout,
+            on_drop=on_drop, outbox=outbox,
             requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
             on_record=on_record, spill=spill, broker=broker)
 

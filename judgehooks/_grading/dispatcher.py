@@ -1,10 +1,11 @@
 """The background dispatcher: the hook persists a job and hands it off; grading happens here.
 
 Caller side (any thread, any event loop, ~tens of microseconds): sampling decision, snapshot,
-`Outbox.put`, then `loop.call_soon_threadsafe`. Loop side (the judgehooks loop thread, or the
-application's loop inside `judgehooks.lifespan()`): a bounded queue, `max_concurrency` workers, an
-overload policy, batched store writes, then the outbox row is deleted. Every shed job becomes a
-`skipped` record; every graded one a passed/failed/error record.
+`Outbox.put` (unless the byte budget is spent), then `loop.call_soon_threadsafe`. Loop side (the
+judgehooks loop thread, or the application's loop inside `judgehooks.lifespan()`): a queue bounded in
+jobs and bytes, `max_concurrency` workers, an overload policy (by default a full queue sheds at once,
+so a hanging judge never stalls the runs), batched store writes, then the outbox row is deleted.
+Every shed job becomes a `skipped` record; every graded one a passed/failed/error record.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import collections
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from functools import partial
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -26,12 +26,15 @@ from .._base.record import EvalRecord
 from .._judges.base import BaseJudge
 from .._runtime import runtime
 from ..stores import BaseStore
+from ..stores._base import json_text
+from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
 from .outbox import Job, Outbox
 from .pipeline import Pipeline
 from .ratelimit import RateLimiter
 from .step import Requeue, Step
 from .tasks import current_loop, noop, run_on, safe, spawn, wait_with_timeout
+from .upkeep import upkeep
 
 Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
@@ -41,23 +44,22 @@ class Dispatcher:
     """Runs a step (by default: grade) on submitted contexts, on the judgehooks loop, bounded and durable."""
 
     def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, step: Step | None = None,
-                 max_queue: int = 10_000, max_concurrency: int = 32, overload: Overload = "block",
+                 max_queue: int = 10_000, max_concurrency: int = 32, overload: Overload = "drop_newest",
                  block_timeout: float = 5.0, on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
                  requests_per_minute: float | None = None, spec: dict[str, Any] | None = None,
                  batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None,
-                 judges_here: bool = True, describe: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+                 judges_here: bool = True, describe: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES) -> None:
         self.pipeline = pipeline
         self._step: Step = step if step is not None else self._judge
         self.judges_here = judges_here  # False when the step hands jobs on (no judge warm-up here)
-        self._describe = describe
-        self.outbox = outbox
+        self._describe, self.outbox = describe, outbox
         self.max_queue = max_queue
-        self.max_concurrency = max_concurrency
-        self.overload = overload
-        self.block_timeout = block_timeout
+        self.max_concurrency, self.overload, self.block_timeout = max_concurrency, overload, block_timeout
         self.on_drop = on_drop
         self.spec = None if spec is None else json.dumps(spec)  # once, not on every hook call
         self.counters = Counters()
+        self.budget = ByteBudget(max_queue_bytes)
         self._sampling = sampling
         judge = pipeline.judge
         self._limiter = RateLimiter.for_model(judge.model if judge is not None else pipeline.name, requests_per_minute)
@@ -79,6 +81,7 @@ class Dispatcher:
         self._notifying = 0
         self._flush_wakeup: asyncio.Event | None = None
         self._writing = 0
+        self._claiming = False
 
     def respec(self, spec: dict[str, Any] | None) -> None:
         """The evaluator's settings changed: jobs queued from now on carry this spec."""
@@ -114,6 +117,7 @@ class Dispatcher:
         self._ready, self._idle, self._flush_wakeup = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self._stopped = asyncio.Event()
         self._paused = False
+        self._claiming = self.outbox is not None  # not idle before the first look for a dead process's jobs
         if self._queue:
             self._ready.set()
         self._maybe_idle()
@@ -140,42 +144,49 @@ class Dispatcher:
         self._scope.cancel()
         await self._stopped.wait()
 
-    def _persist(self, ctx: EvalContext, sample_rate: float) -> Job:
+    def _persist(self, ctx: EvalContext, sample_rate: float) -> tuple[Job, str | None]:
+        """The job, in the outbox unless the byte budget has no room for it (then: why it is shed)."""
         self.start()
         job = Job(id=self.pipeline.record_id(ctx), evaluator=self.pipeline.name,
                   context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
-        if self.outbox is not None:
-            self.outbox.put(job)
+        text = json_text(job.context)
+        size = len(text.encode())
+        shed = None if self.budget.take(job.id, size) else self.budget.reason(size)
+        if self.outbox is not None and shed is None:
+            self.outbox.put(job, text)
         with self._lock:
             self.counters.submitted += 1
-        return job
+        return job, shed
 
-    def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+    def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
         with self._lock:  # so a relocation never falls between reading the loop and scheduling on it
             assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
+            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
 
     def submit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
         """Persist and hand off one evaluation (sync callers). Never blocks past `block_timeout`."""
-        job = self._persist(ctx, sample_rate)
-        holds_slot = self.overload == "block" and self._slots.acquire(timeout=self.block_timeout)
-        self._handoff(job, ctx, holds_slot)
+        job, shed = self._persist(ctx, sample_rate)
+        holds_slot = shed is None and self.overload == "block" and self._slots.acquire(timeout=self.block_timeout)
+        self._handoff(job, ctx, holds_slot, shed)
 
     async def asubmit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
         """`submit` for callers on an event loop: waiting for room happens off their loop."""
-        job = self._persist(ctx, sample_rate)
+        job, shed = self._persist(ctx, sample_rate)
         holds_slot = False
-        if self.overload == "block":
+        if shed is None and self.overload == "block":
             holds_slot = self._slots.acquire(blocking=False) or await anyio.to_thread.run_sync(
                 lambda: self._slots.acquire(timeout=self.block_timeout))
-        self._handoff(job, ctx, holds_slot)
+        self._handoff(job, ctx, holds_slot, shed)
 
     # ---- loop side ----------------------------------------------------------------------------
 
-    def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool) -> None:
+    def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
         if asyncio.get_running_loop() is not self._loop:  # scheduled just before a relocation
             assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot)
+            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
+            return
+        if shed is not None:  # over the byte budget: never queued, never in the outbox
+            spawn(self._shed(job, ctx, shed))
             return
         if self.overload == "block" and not holds_slot:
             spawn(self._shed(job, ctx, f"queue full: no room within {self.block_timeout:g}s (block)"))
@@ -216,7 +227,7 @@ class Dispatcher:
                         tg.start_soon(self._worker)
                     tg.start_soon(self._writer)
                     if self.outbox is not None:
-                        tg.start_soon(self._resume_and_heartbeat)
+                        tg.start_soon(upkeep, self.outbox, self.pipeline.name, self._room, self._take, self._settled)
         finally:
             stopped.set()
 
@@ -278,20 +289,26 @@ class Dispatcher:
             try:
                 records = [r for r, _, _ in batch if r is not None]  # None: a job finished without a record
                 quiet = {id(r) for r, _, notify in batch if r is not None and not notify}
-                jobs = [j for _, j, _ in batch if j is not None]
-                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=partial(self._release, jobs),
+                handed_on = [j for r, j, _ in batch if r is None and j is not None]
+                if handed_on:  # published: no record here
+                    await self._release(handed_on)
+                # a job's id is its record's: the stored ones' outbox rows go
+                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=self._release,
                                                     spawn=self._spawn_notify)
-                if error is not None:  # the jobs stay in the outbox: the next process regrades them
+                if error is not None:  # these jobs stay in the outbox: the next process regrades them
+                    self.budget.release(r.id for r in error.records)
                     with self._lock:
-                        self.counters.store_failures += len(batch)
+                        self.counters.store_failures += len(error.records)
             except Exception:  # a bug: the batch's jobs stay in the outbox, the writer goes on
                 log.exception("background_write_failed", jobs=len(batch))
             finally:
                 self._writing -= 1
             self._maybe_idle()
 
-    async def _release(self, jobs: list[str]) -> None:
+    async def _release(self, job_ids: Iterable[str]) -> None:
         """Their records are stored: the jobs' outbox rows can go."""
+        jobs = list(job_ids)
+        self.budget.release(jobs)
         if self.outbox is not None and jobs:
             try:
                 await anyio.to_thread.run_sync(self.outbox.delete, jobs)
@@ -309,52 +326,41 @@ class Dispatcher:
             self._notifying -= 1
             self._maybe_idle()
 
-    async def _resume_and_heartbeat(self) -> None:
-        assert self.outbox is not None
-        outbox = self.outbox
-        beat = max(1.0, outbox.stale_after / 3)
-        next_beat = 0.0
-        while True:
-            try:
-                free = 0 if self._paused else self.max_queue - len(self._queue)
-                jobs = (await anyio.to_thread.run_sync(outbox.claim, [self.pipeline.name], free)
-                        if free > 0 else [])
-                for job in jobs:
-                    ctx = context_from_dict(job.context)
-                    with self._lock:
-                        self.counters.resumed += 1
-                    self._queue.append((job, ctx, False))
-                if jobs:
-                    log.info("outbox_resumed", evaluator=self.pipeline.name, jobs=len(jobs))
-                    assert self._ready is not None and self._idle is not None
-                    self._idle.clear()
-                    self._ready.set()
-                    continue
-                if time.monotonic() >= next_beat:
-                    await anyio.to_thread.run_sync(outbox.heartbeat)
-                    next_beat = time.monotonic() + beat
-                await anyio.to_thread.run_sync(outbox.checkpoint)
-            except Exception:
-                log.exception("outbox_maintenance_failed", outbox=outbox.path)
-            await anyio.sleep(1.0)
+    def _room(self) -> int:
+        """How many orphaned jobs to claim now: none while moving or over the byte budget."""
+        if self._paused or self.budget.held >= self.budget.limit:
+            return 0
+        return self.max_queue - len(self._queue)
+
+    def _take(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            self.budget.take(job.id, job.size, force=True)
+            self._queue.append((job, context_from_dict(job.context), False))
+        with self._lock:
+            self.counters.resumed += len(jobs)
+        assert self._ready is not None and self._idle is not None
+        self._idle.clear()
+        self._ready.set()
+
+    def _settled(self) -> None:
+        if self._claiming:
+            self._claiming = False
+            self._maybe_idle()
 
     def _maybe_idle(self) -> None:
         if self._idle is not None and not self._queue and not self._in_flight and not self._to_write \
-                and not self._writing and not self._notifying:
+                and not self._writing and not self._notifying and not self._claiming:
             self._idle.set()
 
     def reset_after_fork(self) -> None:
         """In a forked child: forget the parent's loop and in-memory queue; start afresh on next use."""
-        self._started = False
-        self._loop = None
+        self._started, self._loop, self._to_write = False, None, []
         self._queue.clear()
-        self._in_flight = 0
-        self._to_write = []
-        self._writing = 0
-        self._notifying = 0
+        self._in_flight = self._writing = self._notifying = 0
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.max_queue)
         self.counters = Counters()
+        self.budget.reset()
         if self.outbox is not None:
             self.outbox.reset_after_fork()
 
@@ -401,7 +407,7 @@ class Dispatcher:
             counters = self.counters.as_dict()
         if self._sampling is not None:
             counters.update(sampled_out=self._sampling.sampled_out, filtered_out=self._sampling.filtered_out)
-        counters.update(queue_depth=len(self._queue), in_flight=self._in_flight,
+        counters.update(queue_depth=len(self._queue), in_flight=self._in_flight, queued_bytes=self.budget.held,
                         evaluator=self.pipeline.name,
                         loop="app" if runtime.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=safe(self.outbox.oldest_age) if self.outbox is not None else None,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._base.sqlitefile import checked_path, connect_wal
+from ..stores._base import json_text
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -38,6 +39,8 @@ _SCHEMA = (
 )
 
 HOST = socket.gethostname()
+#: the WAL is cut back to this size after a checkpoint, and truncated when it outgrows it
+WAL_LIMIT = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,11 @@ class Job:
     sample_rate: float = 1.0
     spec: str | None = None  # the evaluator's settings as JSON, serialised once per evaluator
     created_at: float = 0.0
+    size: int = 0  # bytes of its context as JSON, when read back from the outbox
+
+
+def _new_owner() -> str:
+    return f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -65,10 +73,11 @@ def _pid_alive(pid: int) -> bool:
 class Outbox:
     """Durable pending jobs in one SQLite file. Thread-safe; every call is short and blocking."""
 
-    def __init__(self, path: str | os.PathLike[str], *, stale_after: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, stale_after: float = 30.0, wal_limit: int = WAL_LIMIT) -> None:
         self.path = checked_path(path, "outbox")
         self.stale_after = stale_after
-        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.wal_limit = wal_limit
+        self.owner = _new_owner()
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -82,12 +91,10 @@ class Outbox:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None or self._pid != os.getpid():
             if self._pid != os.getpid():  # forked: a new owner, new connections
-                self._pid = os.getpid()
-                self.owner = f"{HOST}:{self._pid}:{uuid.uuid4().hex[:8]}"
-                self._maint_conn = None
+                self._forget_parent()
             # Checkpoints copy the WAL into the database and fsync: never on the hook path.
             # `checkpoint()` runs them from the dispatcher's maintenance task instead.
-            conn = connect_wal(self.path, 30.0, autocheckpoint=False)
+            conn = connect_wal(self.path, 30.0, autocheckpoint=False, journal_limit=self.wal_limit)
             for statement in _SCHEMA:
                 conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
@@ -95,17 +102,28 @@ class Outbox:
             self._conn = conn
         return self._conn
 
-    def reset_after_fork(self) -> None:
-        """In a forked child: fresh locks (a parent thread may have held them); connections reopen."""
-        self._lock, self._maint_lock = threading.Lock(), threading.Lock()
+    def _forget_parent(self) -> None:
+        # The parent's connections are not ours, and neither is its owner id: a job filed under it
+        # would wait for the parent to die before anyone claimed it.
+        self._pid, self.owner = os.getpid(), _new_owner()
+        self._conn = self._maint_conn = None
 
-    def put(self, job: Job) -> None:
-        """Persist one job (the hook path). Idempotent on the job id."""
-        row = (job.id, job.evaluator, job.spec,
-               json.dumps(job.context, default=str, ensure_ascii=False), job.sample_rate, job.created_at or time.time(),
-               self.owner)
+    def reset_after_fork(self) -> None:
+        """In a forked child: fresh locks (a parent thread may have held them), an owner id of its
+        own; connections reopen."""
+        self._lock, self._maint_lock = threading.Lock(), threading.Lock()
+        if self._pid != os.getpid():
+            self._forget_parent()
+
+    def put(self, job: Job, context: str | None = None) -> None:
+        """Persist one job (the hook path). Idempotent on the job id. `context`: the job's context
+        as JSON text, when the caller has it already."""
+        text = json_text(job.context) if context is None else context
         with self._lock:
-            self._connect().execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            conn = self._connect()  # first: after a fork it gives this process its own owner id
+            conn.execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (job.id, job.evaluator, job.spec, text, job.sample_rate, job.created_at or time.time(),
+                          self.owner))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Forget finished jobs: one short statement per chunk, so a put never waits long."""
@@ -118,13 +136,29 @@ class Outbox:
         if self._maint_conn is None:
             with self._lock:
                 self._connect()  # schema first
-            self._maint_conn = connect_wal(self.path, 30.0, autocheckpoint=False)
+            conn = connect_wal(self.path, 30.0, autocheckpoint=False, journal_limit=self.wal_limit)
+            conn.execute("PRAGMA busy_timeout=0")  # a truncating checkpoint gives way rather than wait
+            self._maint_conn = conn
         return self._maint_conn
 
     def checkpoint(self) -> None:
-        """Fold the WAL into the database file (PASSIVE: never waits for, or blocks, writers)."""
+        """Fold the WAL into the database file (PASSIVE: never waits for, or blocks, writers); once
+        the WAL has outgrown `wal_limit`, also truncate it, if that can be done without waiting."""
         with self._maint_lock:
-            self._maintenance().execute("PRAGMA wal_checkpoint(PASSIVE)")
+            conn = self._maintenance()
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            try:
+                if os.path.getsize(f"{self.path}-wal") > self.wal_limit:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except (OSError, sqlite3.OperationalError):  # no WAL file, or busy: the next round tries again
+                pass
+
+    def wal_size(self) -> int:
+        """The WAL file's size in bytes (0 when there is none)."""
+        try:
+            return os.path.getsize(f"{self.path}-wal")
+        except OSError:
+            return 0
 
     def heartbeat(self) -> None:
         with self._lock:
@@ -159,7 +193,8 @@ class Outbox:
                     conn.execute("COMMIT")
                     return []
                 marks = ",".join("?" * len(dead))
-                sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at FROM eval_jobs "
+                sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at, LENGTH(CAST(context AS BLOB)) "
+                       "FROM eval_jobs "
                        f"WHERE owner IN ({marks})")
                 args: list[Any] = list(dead)
                 if names is not None:
@@ -178,7 +213,7 @@ class Outbox:
                 conn.execute("ROLLBACK")
                 raise
         return [Job(id=r[0], evaluator=r[1], spec=r[2],
-                    context=json.loads(r[3]), sample_rate=r[4], created_at=r[5]) for r in rows]
+                    context=json.loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
 
     def oldest_age(self) -> float | None:
         with self._lock:

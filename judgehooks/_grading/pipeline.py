@@ -24,7 +24,8 @@ from .._base.outcome import Outcome, clip_reason, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
 from .._judges.base import Judge, describe, error_name
 from ..exceptions import StoreError
-from ..stores import Store, write_with_retry
+from ..stores import Store
+from ..stores._base import write_salvaging
 
 __all__ = ("Graded", "Pipeline", "make_record", "make_skipped")
 
@@ -131,32 +132,28 @@ class Pipeline:
         return record
 
     async def deliver(self, records: Sequence[EvalRecord], *, quiet: Collection[int] = (),
-                      on_stored: Callable[[], Awaitable[None]] | None = None,
+                      on_stored: Callable[[set[str]], Awaitable[None]] | None = None,
                       spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None) -> StoreError | None:
-        """Store the records (with retries), then `on_stored()` (the background writer drops their
-        outbox rows there), then for each record whose id() is not in `quiet`: its callbacks and
-        the `evaluation` log event, saying whether it was stored. With `spawn`, each record's
+        """Store the records (with retries; one bad record never sinks the others: see
+        `write_salvaging`), then `on_stored(ids)` with the ids stored (the background writer drops
+        their outbox rows there), then for each record whose id() is not in `quiet`: its callbacks
+        and the `evaluation` log event, saying whether it was stored. With `spawn`, each record's
         callbacks run as a task of their own, so a slow callback never holds the next write.
 
-        Returns the StoreError (after the callbacks ran), never raises it: the caller decides
-        whether the records stay in an outbox or the error goes up."""
-        error: StoreError | None = None
-        if records:
-            try:
-                await write_with_retry(self.store, records)
-            except StoreError as exc:
-                exc.records = list(records)
-                error = exc
+        Returns the StoreError for the records not stored (after the callbacks ran), never raises
+        it: the caller decides whether those stay in an outbox or the error goes up."""
+        stored, error = await write_salvaging(self.store, records) if records else ([], None)
+        done = {r.id for r in stored}
         observers.notify(records)  # judgehooks.testing.capture_records(): stored or not, before callbacks
-        if error is None and on_stored is not None:
-            await on_stored()
+        if done and on_stored is not None:
+            await on_stored(done)
         for record in records:
             if id(record) in quiet:
                 continue
             if spawn is None:
-                await self.notify(record, stored=error is None)
+                await self.notify(record, stored=record.id in done)
             else:
-                spawn(self.notify(record, stored=error is None))
+                spawn(self.notify(record, stored=record.id in done))
         return error
 
     async def notify(self, record: EvalRecord, *, stored: bool) -> None:

@@ -17,6 +17,7 @@ from .._base.context import EvalContext, render_content
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
+from .._base.sqlitefile import create_file
 from .._grading.pipeline import Pipeline
 from ..exceptions import StoreError
 from ..stores import AgnoDbStore, Store, write_with_retry
@@ -111,5 +112,6 @@ def save(result: AgentAsJudgeResult, template: str, name: str) -> None:
     safe file name)."""
     path = Path(template.format(name=file_name(name), run_id=file_name(result.run_id)))
     path.parent.mkdir(parents=True, exist_ok=True)
+    create_file(str(path))  # 0600 when new: it holds users' inputs and answers
     path.write_text(json.dumps(result.to_json(), indent=4))
     log.info("results_saved", path=str(path), records=len(result.results))

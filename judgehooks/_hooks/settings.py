@@ -19,6 +19,7 @@ from .._base.callbacks import wrap_callback
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.validate import check_choice, check_number
+from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
 from .._grading.outbox import Outbox
 from .._grading.pipeline import Graded, Pipeline
@@ -50,7 +51,8 @@ class Deployment:
     when: Callable[[EvalContext], bool] | None = None
     max_concurrency: int = 32
     max_queue: int = 10_000
-    overload: str = "block"
+    max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES  # bytes of queued jobs; beyond: shed, a `skipped` record
+    overload: str = "drop_newest"  # a full queue sheds at once: a hanging judge never stalls the runs
     block_timeout: float = 5.0
     outbox: PathSetting = None
     spill: PathSetting = None
@@ -97,6 +99,7 @@ class HookSettings(Deployment):
         Sampler.validate(self.sample_rate, self.when)
         check_number("max_concurrency", self.max_concurrency, minimum=1, allow_equal=True, integer=True)
         check_number("max_queue", self.max_queue, minimum=1, allow_equal=True, integer=True)
+        check_number("max_queue_bytes", self.max_queue_bytes, minimum=1, allow_equal=True, integer=True)
         check_number("block_timeout", self.block_timeout, minimum=0, allow_equal=True)
         check_choice("overload", self.overload, OVERLOAD_POLICIES)
         if self.requests_per_minute is not None:
@@ -182,7 +185,8 @@ class HookSettings(Deployment):
                 pipeline, step=step, outbox=self._outbox(store), max_queue=self.max_queue,
                 # overload was checked against OVERLOAD_POLICIES at construction
                 max_concurrency=self.max_concurrency, overload=cast(Overload, self.overload),
-                block_timeout=self.block_timeout, on_drop=wrap_callback("on_drop", self.on_drop),
+                block_timeout=self.block_timeout, max_queue_bytes=self.max_queue_bytes,
+                on_drop=wrap_callback("on_drop", self.on_drop),
                 requests_per_minute=self.requests_per_minute, spec=None if spec is None else dict(spec),
                 sampling=sampler.counts, **options)
             dispatcher.start()  # also resumes this evaluator's jobs left by a dead process

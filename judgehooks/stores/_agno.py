@@ -11,7 +11,7 @@ import anyio.to_thread
 
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, storable
 
 
 def _evaluation(record: EvalRecord) -> dict[str, Any]:
@@ -107,6 +107,8 @@ class AgnoDbStore(BaseStore):
 
     def _eval_run(self, record: EvalRecord, run_id: str | None = None, data: dict[str, Any] | None = None) -> Any:
         from agno.db.schemas.evals import EvalRunRecord, EvalType
+
+        record = storable(record)  # agno's db serialises eval_data with plain json
 
         model = record.judge_model or ""
         provider, _, model_id = model.rpartition("/")

@@ -1,6 +1,6 @@
 """The Store seam: the `Store` protocol, `BaseStore` (the optional methods declared, with no-op
-defaults), `RecordFilter` (the query keywords as one value) and the retry policy every write goes
-through."""
+defaults), `RecordFilter` (the query keywords as one value), the retry policy every write goes
+through, and the one JSON fallback every store serialises with (`record_json`, `jsonable`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,65 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
+from pydantic_core import to_json, to_jsonable_python
 
 from .._base.log import log
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data; anything JSON cannot hold (an object in a run's metadata)
+    becomes ``str(value)``. The one fallback every store serialises with."""
+    return to_jsonable_python(value, fallback=str)
+
+
+def json_text(value: Any) -> str:
+    """`value` as JSON text, with `jsonable`'s fallback."""
+    return to_json(value, fallback=str).decode()
+
+
+def record_json(record: EvalRecord) -> str:
+    """One record as JSON text, with `jsonable`'s fallback: never raises for odd metadata."""
+    return record.model_dump_json(fallback=str)
+
+
+def storable(record: EvalRecord) -> EvalRecord:
+    """The record with its metadata and details made plain JSON data (itself when they already are),
+    for stores that keep records as objects or hand them to a library that serialises them."""
+    metadata, details = jsonable(record.metadata), jsonable(record.details)
+    if metadata == record.metadata and details == record.details:
+        return record
+    return record.model_copy(update={"metadata": metadata, "details": details})
+
+
+_REFUSALS = frozenset({"DataError", "IntegrityError", "NotSupportedError"})
+
+
+def refused(exc: BaseException | None) -> bool:
+    """Whether a failed write means the store refuses this record for good (a value it cannot hold,
+    e.g. an integer past its column's range) rather than being unreachable; follows ``__cause__``."""
+    while exc is not None:
+        if isinstance(exc, (ValueError, TypeError, ArithmeticError, LookupError)) \
+                or any(c.__name__ in _REFUSALS for c in type(exc).__mro__):
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def unstorable(record: EvalRecord, exc: BaseException) -> EvalRecord:
+    """The `error` record that stands for one the store refused: the same id and run, without the
+    verdict, counts, metadata and details (one of which the store could not hold), saying why."""
+    verdict = record.status if record.score is None else f"{record.status}, score {record.score:g}"
+    why = f"{type(exc).__name__}: {exc}"
+    return EvalRecord(
+        id=record.id, created_at=record.created_at, status="error", evaluator=record.evaluator, mode=record.mode,
+        agent_id=record.agent_id, agent_name=record.agent_name, team_id=record.team_id, team_name=record.team_name,
+        run_id=record.run_id, session_id=record.session_id, user_id=record.user_id, input=record.input,
+        output=record.output, judge_model=record.judge_model, sample_rate=record.sample_rate,
+        error_type="StoreError",
+        error_message=(f"the store refused this record ({why[:500]}); stored without its verdict ({verdict}), "
+                       "token counts, cost, metadata and details"))
 
 
 @runtime_checkable
@@ -55,9 +110,53 @@ async def write_with_retry(store: Store, records: Sequence[EvalRecord], *, attem
             if attempt < attempts:
                 await anyio.sleep(backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
     log.error("store_write_failed", store=type(store).__name__, error_type=type(last).__name__, error=str(last),
-              record_ids=[r.id for r in records], records=[r.model_dump(mode="json") for r in records])
+              record_ids=[r.id for r in records], records=[r.model_dump(mode="json", fallback=str) for r in records])
     raise StoreError(f"{type(store).__name__} could not write {len(records)} record(s) after {attempts} "
                      f"attempts: {type(last).__name__}: {last}") from last
+
+
+async def write_salvaging(store: Store, records: Sequence[EvalRecord]) -> tuple[list[EvalRecord], StoreError | None]:
+    """`write_with_retry`, and when the batch fails, one record at a time, so one bad record never
+    sinks the others. A record the store refuses as bad data, or fails while it takes the records
+    around it, is replaced by its `unstorable` error record (the original goes to the log).
+
+    Returns the records stored (a replacement in place of its original) and, for the records that
+    were not (the store is down), the StoreError, its ``records`` the originals left."""
+    try:
+        await write_with_retry(store, records)
+        return list(records), None
+    except StoreError as exc:
+        error = exc
+    stored: list[EvalRecord] = []
+    bad: list[tuple[EvalRecord, BaseException]] = []
+    if len(records) == 1:
+        cause = error.__cause__ or error
+        bad = [(records[0], cause)] if refused(cause) else []
+    else:
+        for record in records:
+            try:
+                await store.write([record])
+                stored.append(record)
+            except Exception as exc:
+                if not stored and not refused(exc):
+                    break  # the store is down, not picky: the rest stay unwritten
+                bad.append((record, exc))
+    if bad:
+        log.error("store_refused_records", store=type(store).__name__, record_ids=[r.id for r, _ in bad],
+                  errors=[f"{type(e).__name__}: {e}" for _, e in bad],
+                  records=[r.model_dump(mode="json", fallback=str) for r, _ in bad])
+        replacements = [unstorable(record, exc) for record, exc in bad]
+        try:
+            await write_with_retry(store, replacements)
+            stored += replacements
+        except StoreError as exc:
+            error = exc
+    done = {r.id for r in stored}
+    left = [r for r in records if r.id not in done]
+    if not left:
+        return stored, None
+    error.records = left
+    return stored, error
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,24 +16,26 @@ import anyio.to_thread
 
 from .._base.log import log
 from .._base.record import EvalRecord
-from .._base.sqlitefile import checked_path
-from ._base import BaseStore, RecordFilter
+from .._base.sqlitefile import PRIVATE, check_mode, checked_path, create_file
+from ._base import BaseStore, RecordFilter, record_json
 
 
 class JsonlStore(BaseStore):
     """Append-only JSON Lines file. ``fsync=True`` also survives power loss (one fsync per batch).
+    A new file is created with ``mode``, by default 0600 (it holds users' inputs and answers).
 
     Appends are not deduplicated (a re-delivered record may appear twice); `query` returns each
     record id once, the first line written.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, mode: int = PRIVATE) -> None:
         if str(path) == ":memory:":
             raise ValueError("JsonlStore path must be a file path, not ':memory:' (use MemoryStore)")
         if not isinstance(fsync, bool):
             raise ValueError(f"JsonlStore fsync must be True or False, got {fsync!r}")
         self.path = checked_path(path, "JsonlStore")
         self.fsync = fsync
+        self.mode = check_mode(mode, "JsonlStore")
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._pid = os.getpid()
@@ -44,7 +46,8 @@ class JsonlStore(BaseStore):
     def _open(self) -> int:
         if self._fd is None or self._pid != os.getpid():
             self._pid = os.getpid()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            create_file(self.path, self.mode)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.mode)
             size = os.fstat(fd).st_size
             if size:
                 with open(self.path, "rb") as fh:
@@ -65,7 +68,7 @@ class JsonlStore(BaseStore):
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         if records:
-            data = "".join(r.model_dump_json() + "\n" for r in records).encode()
+            data = "".join(record_json(r) + "\n" for r in records).encode()
             await anyio.to_thread.run_sync(self._append, data)
 
     def _read(self) -> list[EvalRecord]:

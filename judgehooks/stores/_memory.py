@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._base.record import EvalRecord
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, storable
 
 
 class MemoryStore(BaseStore):
@@ -16,7 +16,8 @@ class MemoryStore(BaseStore):
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         for record in records:
-            self._records.setdefault(record.id, record)
+            if record.id not in self._records:
+                self._records[record.id] = storable(record)  # as a store that serialises would give it back
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         return where.select(self._records.values(), limit)

@@ -19,13 +19,15 @@ from typing import Any
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, jsonable
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
           "passed": "BOOLEAN", "threshold": "DOUBLE PRECISION", "latency_ms": "DOUBLE PRECISION",
-          "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "DOUBLE PRECISION",
-          "attempts": "INTEGER", "sample_rate": "DOUBLE PRECISION", "metadata": "JSONB",
+          "prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", "cost_usd": "DOUBLE PRECISION",
+          "attempts": "BIGINT", "sample_rate": "DOUBLE PRECISION", "metadata": "JSONB",
           "details": "JSONB"}
+#: counters an older version declared INTEGER, which overflows at 2**31: widened on first use
+_COUNTERS = tuple(name for name, kind in _TYPES.items() if kind == "BIGINT")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 COPY_FROM = 32  # batches at least this large go through COPY; smaller ones through executemany
 _STAGE = "judgehooks_stage"
@@ -47,7 +49,7 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
         if value.__class__ is str and "\x00" in value:
             values[i] = _clean(value)
     for i in _JSON_AT:
-        values[i] = (json.dumps(values[i], default=str, ensure_ascii=False).replace("\\u0000", "\\ufffd")
+        values[i] = (json.dumps(jsonable(values[i]), ensure_ascii=False).replace("\\u0000", "\\ufffd")
                      if values[i] else "{}")
     return tuple(values)
 
@@ -169,6 +171,11 @@ class PostgresStore(BaseStore):
             await conn.execute(f"CREATE TABLE IF NOT EXISTS {t} (\n  {columns}\n)")
             for f in FIELDS:  # a table written by an older version: add the fields it has no column for
                 await conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {f} {_TYPES.get(f, 'TEXT')}")
+            cur = await conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = %s AND data_type = 'integer' AND column_name = ANY(%s)", (t, list(_COUNTERS)))
+            for (column,) in await cur.fetchall():  # and widen its INTEGER counters to BIGINT
+                await conn.execute(f"ALTER TABLE {t} ALTER COLUMN {column} TYPE BIGINT")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")

@@ -4,9 +4,12 @@
 of the outbox file (durable at once, so RAM use stays bounded however long the outage lasts),
 and from then on new writes queue behind it, so records reach the store in the order they were
 written. One task on the judgehooks loop re-delivers the oldest batch with capped backoff until
-the store takes it. The rows outlive the process: the next process (or `judgehooks resume`)
-with the same store re-delivers them. Both the inline path and the background writer go
-through it, because it sits where they meet: the pipeline's store.
+the store takes it. A record the store refuses for good (bad data, or failing while the records
+around it go in) is tried `max_tries` times, then moved to the dead letters (`_deadletter`) and
+stood for in the store by an `error` record, so it never blocks the records behind it. The rows
+outlive the process: the next process (or `judgehooks resume`) with the same store re-delivers
+them. Both the inline path and the background writer go through it, because it sits where they
+meet: the pipeline's store.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path, connect_wal
 from .._runtime import runtime
-from ._base import BaseStore, RecordFilter, Store
+from . import _deadletter
+from ._base import BaseStore, RecordFilter, Store, record_json, refused, unstorable
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (
@@ -38,7 +42,10 @@ _SCHEMA = (
         spilled_at REAL NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS ix_eval_spill_store ON eval_spill (store, seq)",
+    *_deadletter.SCHEMA,
 )
+#: columns added since the first version, with their declarations (a file written before gains them)
+_ADDED = {"tries": "INTEGER NOT NULL DEFAULT 0", "last_error": "TEXT"}
 
 
 def store_key(store: object) -> str:
@@ -63,11 +70,15 @@ class SpillFile:
             conn = connect_wal(self.path, 30.0)
             for statement in _SCHEMA:
                 conn.execute(statement)
+            have = {row[1] for row in conn.execute("PRAGMA table_info(eval_spill)")}
+            for name, declaration in _ADDED.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE eval_spill ADD COLUMN {name} {declaration}")
             self._conn = conn
         return self._conn
 
     def append(self, store: str, records: Sequence[EvalRecord]) -> None:
-        rows = [(store, r.id, r.model_dump_json(), time.time()) for r in records]
+        rows = [(store, r.id, record_json(r), time.time()) for r in records]
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
@@ -91,6 +102,30 @@ class SpillFile:
                 chunk = list(seqs[start:start + 500])
                 conn.execute(f"DELETE FROM eval_spill WHERE seq IN ({','.join('?' * len(chunk))})", chunk)
 
+    def failed(self, seq: int, error: str) -> int:
+        """One more failed try of row `seq`: how many it has had."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute("UPDATE eval_spill SET tries = tries + 1, last_error = ? WHERE seq = ?", (error, seq))
+            row = conn.execute("SELECT tries FROM eval_spill WHERE seq = ?", (seq,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def bury(self, seq: int, error: str) -> None:
+        """Move row `seq` to the dead letters."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                _deadletter.bury(conn, seq, error)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def dead_letters(self, store: str) -> int:
+        with self._lock:
+            return _deadletter.count(self._connect(), store)
+
     def count(self, store: str) -> int:
         with self._lock:
             count: int = self._connect().execute("SELECT COUNT(*) FROM eval_spill WHERE store = ?",
@@ -109,13 +144,16 @@ class SpillingStore(BaseStore):
     in order, when it is back. Never raises for an outage; raises only if the spill file fails.
 
     ``batch_size``: records per re-delivery attempt. ``retry_interval`` / ``max_interval``: the
-    backoff between attempts while the store is down (seconds).
+    backoff between attempts while the store is down (seconds). ``max_tries``: how often a record
+    the store refuses is tried before it becomes a dead letter.
     """
 
     def __init__(self, store: Store, path: str | os.PathLike[str], *, batch_size: int = 500,
-                 retry_interval: float = 0.2, max_interval: float = 5.0) -> None:
+                 retry_interval: float = 0.2, max_interval: float = 5.0, max_tries: int = 5) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"SpillingStore batch_size must be an integer >= 1, got {batch_size!r}")
+        if isinstance(max_tries, bool) or not isinstance(max_tries, int) or max_tries < 1:
+            raise ValueError(f"SpillingStore max_tries must be an integer >= 1, got {max_tries!r}")
         if not (0 < retry_interval <= max_interval):
             raise ValueError(f"SpillingStore needs 0 < retry_interval <= max_interval, "
                              f"got retry_interval={retry_interval!r}, max_interval={max_interval!r}")
@@ -125,8 +163,8 @@ class SpillingStore(BaseStore):
         self.batch_size = batch_size
         self.retry_interval = retry_interval
         self.max_interval = max_interval
-        self.spilled = 0
-        self.redelivered = 0
+        self.max_tries = max_tries
+        self.spilled = self.redelivered = self.dead_lettered = 0
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._pending = False  # rows may wait: new writes queue behind them
@@ -198,6 +236,9 @@ class SpillingStore(BaseStore):
             try:
                 await self.store.write([record for _, record in batch])
             except Exception as exc:
+                if await self._isolate(batch, exc):  # some went in, or a refused one was buried
+                    interval, failures = self.retry_interval, 0
+                    continue
                 failures += 1
                 if failures == 1 or failures % 20 == 0:
                     log.warning("store_still_unavailable", store=self.key, attempts=failures,
@@ -210,6 +251,50 @@ class SpillingStore(BaseStore):
                 self.redelivered += len(batch)
             log.info("spill_redelivered", store=self.key, records=len(batch), after_failures=failures)
             interval, failures = self.retry_interval, 0
+
+    async def _isolate(self, batch: list[tuple[int, EvalRecord]], exc: Exception) -> bool:
+        """The batch failed: one record at a time, so a record the store refuses holds up no other.
+        A refused record's tries are counted; at `max_tries` it becomes a dead letter. Stops at the
+        first failure that looks like an outage. True when something was stored or buried."""
+        stored: list[int] = []
+        bad: list[tuple[int, EvalRecord, BaseException]] = []
+        if len(batch) == 1:
+            bad = [(batch[0][0], batch[0][1], exc)]
+        else:
+            for seq, record in batch:
+                try:
+                    await self.store.write([record])
+                    stored.append(seq)
+                except Exception as failure:
+                    if not stored and not refused(failure):
+                        break  # the store is down, not picky
+                    bad.append((seq, record, failure))
+        if stored:
+            await anyio.to_thread.run_sync(self.spill.remove, stored)
+            with self._lock:
+                self.redelivered += len(stored)
+        buried = 0
+        for seq, record, error in bad:
+            if not (stored or refused(error)):
+                continue  # an outage is no fault of this record's
+            why = f"{type(error).__name__}: {error}"[:2000]
+            if await anyio.to_thread.run_sync(self.spill.failed, seq, why) >= self.max_tries:
+                await anyio.to_thread.run_sync(self.spill.bury, seq, why)
+                buried += 1
+                await self._stand_in(record, error)
+        return bool(stored or buried)
+
+    async def _stand_in(self, record: EvalRecord, error: BaseException) -> None:
+        """A dead letter's `error` record in the store, so the evaluation still has one there."""
+        with self._lock:
+            self.dead_lettered += 1
+        log.error("spill_dead_letter", store=self.key, spill=self.spill.path, record_id=record.id,
+                  tries=self.max_tries, error_type=type(error).__name__, error=str(error))
+        try:
+            await self.store.write([unstorable(record, error)])
+        except Exception as exc:  # the dead letter keeps the record whole either way
+            log.warning("dead_letter_stand_in_failed", store=self.key, record_id=record.id,
+                        error_type=type(exc).__name__, error=str(exc))
 
     def _finish_if_empty(self) -> bool:
         # Under the lock `_kick` takes: a record appended before this check is seen here; one
@@ -236,6 +321,7 @@ class SpillingStore(BaseStore):
         with self._lock:
             counts = {"spilled": self.spilled, "redelivered": self.redelivered}
         counts["spill_pending"] = self.spill.count(self.key) if self._pending else 0
+        counts["dead_letters"] = self.spill.dead_letters(self.key) if os.path.exists(self.spill.path) else 0
         return counts
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:

@@ -13,8 +13,8 @@ from typing import Any
 import anyio.to_thread
 
 from .._base.record import FIELDS, EvalRecord
-from .._base.sqlitefile import checked_path, connect_wal
-from ._base import BaseStore, RecordFilter
+from .._base.sqlitefile import PRIVATE, check_mode, checked_path, connect_wal
+from ._base import BaseStore, RecordFilter, jsonable
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
@@ -45,7 +45,7 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
     values = [record.__dict__[name] for name in FIELDS]  # field values, without pydantic's per-attribute cost
     values[_CREATED] = _ts(values[_CREATED])
     for i in _JSON_AT:
-        values[i] = json.dumps(values[i], default=str, ensure_ascii=False) if values[i] else "{}"
+        values[i] = json.dumps(jsonable(values[i]), ensure_ascii=False) if values[i] else "{}"
     if values[_PASSED] is not None:
         values[_PASSED] = int(values[_PASSED])
     return tuple(values)
@@ -72,11 +72,14 @@ class SQLiteStore(BaseStore):
     """Embedded store: a SQLite file in WAL mode, writes batched and idempotent on record id.
 
     The connection opens on first use; blocking calls run on a worker thread, never on the event
-    loop. ``path`` may be ``":memory:"`` for a throwaway database.
+    loop. ``path`` may be ``":memory:"`` for a throwaway database. A new file (and its -wal and
+    -shm files) is created with ``mode``, by default 0600: it holds users' inputs and answers.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = "judgehooks.db", *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] = "judgehooks.db", *, timeout: float = 30.0,
+                 mode: int = PRIVATE) -> None:
         self.path = checked_path(path, "SQLiteStore")
+        self.mode = check_mode(mode, "SQLiteStore")
         self._timeout = timeout
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -92,7 +95,7 @@ class SQLiteStore(BaseStore):
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = connect_wal(self.path, self._timeout)
+            conn = connect_wal(self.path, self._timeout, mode=self.mode)
             for statement in _SCHEMA:
                 conn.execute(statement)
             _add_missing_columns(conn)

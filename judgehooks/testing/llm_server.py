@@ -24,6 +24,7 @@ message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
 makes the agent answer with the message itself, directives removed (e.g. a JSON document);
 ``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
+``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
 :meth:`StubLLMServer.configure`.
@@ -188,7 +189,10 @@ class _StubApp:
             content = (json.dumps({"passed": passed, "reason": reason}) if "response_format" in request
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
         message = {"role": "assistant", "content": content}
-        return _Reply(200, _completion(request.get("model", "judge"), message, _usage(text, content)))
+        usage = _usage(text, content)
+        if d.get("judge_tokens"):
+            usage["prompt_tokens"] = int(d["judge_tokens"])
+        return _Reply(200, _completion(request.get("model", "judge"), message, usage))
 
     async def _agent(self, request: dict[str, Any]) -> _Reply:
         s = self.settings

@@ -7,13 +7,16 @@
 - A live worker's slow job would be reclaimed once it is idle for `reclaim_after`; ours touches
   the messages it holds (XCLAIM JUSTID) so only a dead worker's messages go idle.
 - Acked messages stay in the stream forever; ours deletes them on ack (XACK + XDEL).
+- A job that kills every worker that takes it would be reclaimed forever; ours reads each
+  reclaimed entry's delivery count (XPENDING) and, past `max_deliveries`, moves it to the dead-letter
+  stream `judgehooks:grading:dead` (XADD, then XACK + XDEL), counts it and calls `on_dead`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, cast
 
 from redis.asyncio import Redis, ResponseError
@@ -29,6 +32,11 @@ from . import check_url
 TASK_NAME = "judgehooks.grade"
 STREAM = "judgehooks:grading"
 GROUP = "judgehooks-workers"
+DEAD_STREAM = f"{STREAM}:dead"
+#: how often a job may be delivered (and its worker die or stop) before it becomes a dead letter
+MAX_DELIVERIES = 5
+#: told of each dead letter: the entry's taskiq message and how often it was delivered
+OnDead = Callable[[bytes, int], Awaitable[None]]
 #: XREADGROUP's reply in redis-py's legacy shape: per stream, its (entry id, fields) pairs
 StreamReply = list[tuple[Any, list[tuple[Any, Any]]]]
 
@@ -43,7 +51,8 @@ class JudgeStreamBroker(RedisStreamBroker):
     """taskiq-redis's stream broker, with timed reclaim, keep-alive of held messages and XDEL on ack."""
 
     def __init__(self, url: str, *, consumer_name: str | None = None, reclaim_after: float = 30.0,
-                 fetch_count: int = 32, max_connections: int = 50) -> None:
+                 fetch_count: int = 32, max_connections: int = 50, max_deliveries: int = MAX_DELIVERIES,
+                 on_dead: OnDead | None = None) -> None:
         super().__init__(check_url(url), queue_name=STREAM, consumer_group_name=GROUP, consumer_name=consumer_name,
                          consumer_id="0", xread_block=int(min(1.0, reclaim_after / 4) * 1000),
                          idle_timeout=int(reclaim_after * 1000), xread_count=fetch_count,
@@ -51,6 +60,9 @@ class JudgeStreamBroker(RedisStreamBroker):
         self.reclaim_after = reclaim_after
         self.held: set[str] = set()  # entries delivered to this consumer and not yet finished
         self.reclaimed = 0
+        self.max_deliveries = max_deliveries
+        self.on_dead = on_dead
+        self.dead_lettered = 0
 
     async def _declare_consumer_group(self) -> None:
         async with Redis(connection_pool=self.connection_pool) as conn:
@@ -118,9 +130,44 @@ class JudgeStreamBroker(RedisStreamBroker):
             if cursor in (b"0-0", "0-0") or len(claimed) >= self.unacknowledged_batch_size:
                 break
         if claimed:
+            claimed = await self._bury_overdelivered(conn, claimed)
+        if claimed:
             self.reclaimed += len(claimed)
             log.info("broker_reclaimed", consumer=self.consumer_name, entries=len(claimed))
         return claimed
+
+    async def _bury_overdelivered(self, conn: Redis, claimed: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """The reclaimed entries delivered at most `max_deliveries` times; the others go to the
+        dead-letter stream. XAUTOCLAIM has just counted this delivery."""
+        pipe = conn.pipeline(transaction=False)
+        for entry_id, _ in claimed:
+            pipe.xpending_range(STREAM, GROUP, min=entry_id, max=entry_id, count=1)
+        pending = await pipe.execute()
+        keep = []
+        for (entry_id, fields), info in zip(claimed, pending, strict=True):
+            deliveries = int(info[0]["times_delivered"]) if info else 0
+            if deliveries <= self.max_deliveries:
+                keep.append((entry_id, fields))
+            else:
+                await self._bury(conn, _text(entry_id), fields, deliveries)
+        return keep
+
+    async def _bury(self, conn: Redis, entry: str, fields: Any, deliveries: int) -> None:
+        data = fields.get(b"data", b"")
+        pipe = conn.pipeline(transaction=True)
+        pipe.xadd(DEAD_STREAM, {"data": data, "entry": entry, "deliveries": deliveries,
+                                "consumer": self.consumer_name or "", "dead_at": time.time()})
+        pipe.xack(STREAM, GROUP, entry)
+        pipe.xdel(STREAM, entry)
+        await pipe.execute()
+        self.dead_lettered += 1
+        log.error("broker_dead_letter", consumer=self.consumer_name, entry=entry, deliveries=deliveries,
+                  dead_stream=DEAD_STREAM, note="every worker that took this job died or stopped before finishing it")
+        if self.on_dead is not None:
+            try:
+                await self.on_dead(data, deliveries)
+            except Exception:  # the dead-letter stream keeps the job either way
+                log.exception("dead_letter_record_failed", entry=entry)
 
     async def keep_alive(self) -> None:
         """Reset the idle time of the entries this consumer holds, so no live job is reclaimed."""

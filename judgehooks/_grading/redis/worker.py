@@ -4,7 +4,9 @@ One job: rebuild (or look up) the evaluator, judge through the same Pipeline as 
 (our RetryPolicy retries in-process with backoff, so taskiq's retry delays, which need a scheduler,
 are never used), store idempotently on the deterministic record id, then ack. A job is acked only
 once its record is stored; a worker that dies before that leaves it pending, and a live worker
-reclaims it. Delivery is at least once; the record id makes the store exactly once.
+reclaims it. Delivery is at least once; the record id makes the store exactly once. A job that no
+worker finishes in `max_deliveries` deliveries (it kills them) goes to the dead-letter stream, and
+its run gets one `error` record saying so.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from ..._base.log import log
 from ..._base.outcome import Outcome
 from ..._base.record import Mode
 from ..._judges.litellm import load_litellm
-from ...exceptions import EvaluatorUnavailable, NotRebuildable, StoreError
+from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
-from .broker import TASK_NAME, JudgeStreamBroker, StreamMessage
+from .broker import DEAD_STREAM, MAX_DELIVERIES, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import FleetRateLimits
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
@@ -45,9 +47,10 @@ class _Unavailable:
     why: str
     mode: Mode = "binary"
     pass_threshold: float | None = None
+    dead_letter: bool = False  # the job itself killed its workers: not the evaluator's absence
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
-        return Outcome(error=EvaluatorUnavailable(self.why))
+        return Outcome(error=EvaluatorError(self.why) if self.dead_letter else EvaluatorUnavailable(self.why))
 
     def record_metadata(self) -> Mapping[str, Any]:
         return {}
@@ -81,7 +84,7 @@ class Worker:
     def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
                  shutdown_timeout: float = 30.0, evaluators: Mapping[str, Any] | None = None,
                  consumer_name: str | None = None, rebuild: Rebuild | None = None,
-                 requests_per_minute: float | None = None) -> None:
+                 requests_per_minute: float | None = None, max_deliveries: int = MAX_DELIVERIES) -> None:
         self.store = store
         self.concurrency = concurrency
         self.shutdown_timeout = shutdown_timeout
@@ -90,7 +93,8 @@ class Worker:
         self.rebuild = rebuild
         self.consumer_name = consumer_name or f"{socket.gethostname()}:{os.getpid()}"
         self.broker = JudgeStreamBroker(broker_url, consumer_name=self.consumer_name, reclaim_after=reclaim_after,
-                                        fetch_count=concurrency, max_connections=concurrency + 8)
+                                        fetch_count=concurrency, max_connections=concurrency + 8,
+                                        max_deliveries=max_deliveries, on_dead=self._dead_letter)
         self.broker.is_worker_process = True
 
         async def grade(job: str, context: Context = TaskiqDepends()) -> None:
@@ -153,6 +157,16 @@ class Worker:
             return
         self.counts["graded"] += 1
         await context.ack()
+
+    async def _dead_letter(self, data: bytes, deliveries: int) -> None:
+        """A job no worker finished (the broker moved it to the dead-letter stream): its run gets one
+        `error` record saying so, never just silence."""
+        job = json.loads(self.broker.formatter.loads(data).kwargs["job"])
+        why = (f"the job was delivered {deliveries} times and no worker finished it (each died or stopped while "
+               f"grading it); it is kept in the Redis stream {DEAD_STREAM!r}")
+        failed = _Unavailable(str(job["evaluator"]), why, dead_letter=True)
+        await Pipeline(evaluator=failed, store=self.store).evaluate(context_from_dict(job["context"]),
+                                                                    float(job.get("sample_rate", 1.0)))
 
     async def serve(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
         """Grade until `stop` is set; then take nothing new, give running jobs `shutdown_timeout`

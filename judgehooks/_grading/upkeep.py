@@ -1,0 +1,38 @@
+"""The outbox upkeep a background dispatcher runs beside its workers, once a second: claim the jobs
+of processes that died, beat this process's heart, checkpoint the WAL (and truncate it once it
+outgrows its limit)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+import anyio.to_thread
+
+from .._base.log import log
+from .outbox import Job, Outbox
+
+
+async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: Callable[[list[Job]], None],
+                 settled: Callable[[], None]) -> None:
+    """Forever: claim up to `room()` of `evaluator`'s orphaned jobs and `take` them; else heartbeat
+    and checkpoint. `settled()` after every round (the first one tells the dispatcher it has looked)."""
+    beat = max(1.0, outbox.stale_after / 3)
+    next_beat = 0.0
+    while True:
+        try:
+            free = room()
+            jobs = await anyio.to_thread.run_sync(outbox.claim, [evaluator], free) if free > 0 else []
+            if jobs:
+                take(jobs)
+                log.info("outbox_resumed", evaluator=evaluator, jobs=len(jobs))
+                continue
+            if time.monotonic() >= next_beat:
+                await anyio.to_thread.run_sync(outbox.heartbeat)
+                next_beat = time.monotonic() + beat
+            await anyio.to_thread.run_sync(outbox.checkpoint)
+        except Exception:
+            log.exception("outbox_maintenance_failed", outbox=outbox.path)
+        settled()
+        await anyio.sleep(1.0)

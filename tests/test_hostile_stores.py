@@ -1,0 +1,303 @@
+"""Hostile records and hostile infrastructure at the store: odd metadata, records a store refuses for
+good, file modes, a hanging judge, large answers, fork. Real agno agents, real litellm over HTTP to
+the suite's loopback server, real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+
+import pytest
+from conftest import rec, wait_for
+
+import judgehooks
+from judgehooks import JsonlStore, MemoryStore, SQLiteStore
+
+
+class Opaque:
+    """An object JSON cannot hold, as an application may put in a run's metadata."""
+
+    def __str__(self) -> str:
+        return "opaque-object"
+
+
+def _stores(tmp_path):
+    return {"jsonl": JsonlStore(tmp_path / "evals.jsonl"), "sqlite": SQLiteStore(tmp_path / "evals.db"),
+            "memory": MemoryStore()}
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "memory"])
+def test_an_object_in_the_metadata_is_stored_as_its_text_inline(kind, make_judge, make_agent, tmp_path):
+    store = _stores(tmp_path)[kind]
+    agent = make_agent(make_judge(store=store))
+    agent.run("question", metadata={"obj": Opaque(), "tags": {"a"}, "n": 1})
+    [record] = judgehooks._runtime.runtime.call(store.query)
+    assert record.status == "passed"
+    assert record.metadata["obj"] == "opaque-object" and record.metadata["tags"] == ["a"]
+    assert record.metadata["n"] == 1
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_an_object_in_one_runs_metadata_sinks_no_record_of_its_background_batch(kind, make_judge, make_agent,
+                                                                                 tmp_path):
+    store = _stores(tmp_path)[kind]
+    judge = make_judge(store=store, run_in_background=True, judge_process=False, outbox=str(tmp_path / "outbox.db"))
+    agent = make_agent(judge)
+    for i in range(9):
+        agent.run(f"question {i}", metadata={"obj": Opaque()} if i == 4 else {"i": i})
+    assert judgehooks.drain(60)
+    records = judgehooks._runtime.runtime.call(store.query)
+    assert sorted(r.input for r in records) == [f"question {i}" for i in range(9)]
+    assert {r.status for r in records} == {"passed"}, [r.error_message for r in records]
+    assert [r.metadata["obj"] for r in records if "obj" in r.metadata] == ["opaque-object"]
+    assert judge.stats()["store_failures"] == 0
+
+
+def test_a_record_the_store_refuses_becomes_an_error_record_and_its_batch_is_stored(make_judge, make_agent,
+                                                                                     tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")  # SQLite INTEGER holds at most 2**63 - 1
+    judge = make_judge(store=store, run_in_background=True, judge_process=False, outbox=str(tmp_path / "outbox.db"))
+    agent = make_agent(judge)
+    for i in range(8):
+        agent.run(f"question {i}" + (f" [[judge_tokens={2**64}]]" if i == 3 else ""))
+    assert judgehooks.drain(60)
+    records = {r.input: r for r in store.query_sync(limit=None)}
+    assert len(records) == 8
+    bad = records[f"question 3 [[judge_tokens={2**64}]]"]
+    assert (bad.status, bad.error_type, bad.prompt_tokens) == ("error", "StoreError", None)
+    assert "the store refused this record (OverflowError" in bad.error_message and "passed" in bad.error_message
+    assert all(r.status == "passed" for key, r in records.items() if r is not bad)
+    outbox = sqlite3.connect(tmp_path / "outbox.db")
+    assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)  # nothing left to regrade
+
+
+@pytest.mark.anyio
+async def test_a_record_the_store_refuses_inline_is_stored_as_an_error_record(tmp_path):
+    from judgehooks.stores._base import write_salvaging
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    stored, error = await write_salvaging(store, [rec(1, prompt_tokens=2**64)])
+    assert error is None and [(r.id, r.status, r.error_type) for r in stored] == [("id-1", "error", "StoreError")]
+    assert [r.status for r in store.query_sync()] == ["error"]
+
+
+@pytest.mark.anyio
+async def test_a_store_that_is_down_is_not_mistaken_for_a_picky_one(tmp_path):
+    from judgehooks.stores._base import write_salvaging
+
+    class Down(MemoryStore):
+        async def write(self, records):
+            raise ConnectionError("store is down")
+
+    stored, error = await write_salvaging(Down(), [rec(1), rec(2)])
+    assert stored == [] and error is not None and [r.id for r in error.records] == ["id-1", "id-2"]
+
+
+def test_results_json_holds_an_object_from_the_metadata_as_text(make_judge, tmp_path):
+    path = tmp_path / "results" / "{name}.json"
+    judge = make_judge(store=MemoryStore(), file_path_to_save_results=str(path), name="saved")
+    judge.run(cases=[{"input": "q", "output": "ECHO: q", "metadata": {"obj": Opaque()}}])
+    saved = json.loads((tmp_path / "results" / "saved.json").read_text())
+    assert saved["records"][0]["metadata"]["obj"] == "opaque-object"
+
+
+# ---- PostgreSQL: BIGINT counters, and a record it refuses for good never blocks the spill ---------
+
+OLD_SPILL_SCHEMA = """CREATE TABLE eval_spill (seq INTEGER PRIMARY KEY AUTOINCREMENT, store TEXT NOT NULL,
+    id TEXT NOT NULL, record TEXT NOT NULL, spilled_at REAL NOT NULL)"""
+
+
+def test_postgres_counters_are_bigint_and_a_table_from_an_older_version_is_widened(postgres_dsn):
+    import psycopg
+
+    from judgehooks import PostgresStore
+    from judgehooks._base.record import FIELDS
+    from judgehooks.stores._postgres import _TYPES
+
+    old = {"prompt_tokens", "completion_tokens", "attempts"}
+    columns = ", ".join(f"{f} {'INTEGER' if f in old else _TYPES.get(f, 'TEXT')}" for f in FIELDS)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # the INTEGER counters of earlier versions
+        conn.execute(f"CREATE TABLE eval_records ({columns}, PRIMARY KEY (id))")
+    store = PostgresStore(postgres_dsn)
+    call = judgehooks._runtime.runtime.call
+    call(store.write, [rec(1, prompt_tokens=2**40, completion_tokens=2**33, attempts=2**31)])
+    [back] = call(store.query)
+    assert (back.prompt_tokens, back.completion_tokens, back.attempts) == (2**40, 2**33, 2**31)
+    with psycopg.connect(postgres_dsn) as conn:
+        kinds = dict(conn.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                  "WHERE table_name = 'eval_records' AND column_name = ANY(%s)", (list(old),)))
+    assert kinds == dict.fromkeys(old, "bigint")
+    call(store.aclose)
+
+
+def test_a_record_postgres_refuses_becomes_a_dead_letter_and_the_spill_flows_on(postgres_dsn, tmp_path,
+                                                                                 monkeypatch, capsys):
+    from judgehooks import PostgresStore
+    from judgehooks._cli import main
+    from judgehooks.stores._spill import SpillingStore, store_key
+
+    spill_path = tmp_path / "outbox.db"
+    store = PostgresStore(postgres_dsn)
+    poison = rec(0, prompt_tokens=2**64)  # past BIGINT too: PostgreSQL refuses it, every time
+    conn = sqlite3.connect(spill_path)  # left by an earlier process, in an earlier version's spill schema
+    conn.execute(OLD_SPILL_SCHEMA)
+    conn.executemany("INSERT INTO eval_spill (store, id, record, spilled_at) VALUES (?, ?, ?, 0)",
+                     [(store_key(store), r.id, r.model_dump_json()) for r in (poison, rec(1), rec(2))])
+    conn.commit()
+    conn.close()
+    spilling = SpillingStore(store, spill_path, retry_interval=0.01, max_interval=0.05, max_tries=3)
+    call = judgehooks._runtime.runtime.call
+    call(spilling.write, [rec(3)])
+    assert spilling.wait(60)
+    by_id = {r.id: r for r in call(store.query)}
+    assert sorted(by_id) == ["id-0", "id-1", "id-2", "id-3"]
+    assert all(by_id[f"id-{i}"].status == "passed" for i in (1, 2, 3))
+    stand_in = by_id["id-0"]  # the evaluation still has its one record in the store: an error saying why
+    assert (stand_in.status, stand_in.error_type, stand_in.prompt_tokens) == ("error", "StoreError", None)
+    assert spilling.stats()["dead_letters"] == 1 and spilling.stats()["spill_pending"] == 0
+    [(record, error, tries)] = sqlite3.connect(spill_path).execute(
+        "SELECT record, error, tries FROM eval_dead_letters").fetchall()
+    assert json.loads(record)["prompt_tokens"] == 2**64 and tries == 3 and "out of range" in error
+    call(spilling.aclose)
+    assert main(["report", "--store", postgres_dsn, "--since", "all", "--outbox", str(spill_path)]) == 0
+    out = capsys.readouterr().out
+    assert "dead letters: 1 record(s) the store refused" in out and "id-0" in out
+    assert main(["report", "--store", postgres_dsn, "--since", "all", "--outbox", str(spill_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dead_letters"]["count"] == 1
+
+
+# ---- file modes: what judgehooks creates holds users' inputs and answers -------------------------
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)  # the usual umask, under which files default to 0644
+    yield
+    os.umask(old)
+
+
+def test_every_file_judgehooks_creates_is_private(umask_022, make_judge, make_agent, tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    agent = make_agent(make_judge(store=store, run_in_background=True, judge_process=False))  # outbox: evals.outbox.db
+    agent.run("question")
+    assert judgehooks.drain(30)
+    call = judgehooks._runtime.runtime.call
+    call(JsonlStore(tmp_path / "evals.jsonl").write, [rec(1)])
+    make_judge(store=MemoryStore(), file_path_to_save_results=str(tmp_path / "{name}.json"), name="saved").run(
+        input="q", output="ECHO: q")
+    files = ["evals.db", "evals.db-wal", "evals.db-shm", "evals.outbox.db", "evals.outbox.db-wal",
+             "evals.outbox.db-shm", "evals.jsonl", "saved.json"]
+    assert {name: oct(_mode(tmp_path / name)) for name in files} == dict.fromkeys(files, "0o600")
+
+
+def test_an_explicit_mode_is_respected_and_an_existing_file_keeps_its_own(umask_022, tmp_path):
+    call = judgehooks._runtime.runtime.call
+    shared = SQLiteStore(tmp_path / "shared.db", mode=0o640)
+    call(shared.write, [rec(1)])
+    assert [oct(_mode(tmp_path / f"shared.db{end}")) for end in ("", "-wal", "-shm")] == ["0o640"] * 3
+    call(JsonlStore(tmp_path / "shared.jsonl", mode=0o640).write, [rec(1)])
+    assert _mode(tmp_path / "shared.jsonl") == 0o640
+    (tmp_path / "mine.db").touch(0o644)
+    (tmp_path / "mine.jsonl").touch(0o644)
+    call(SQLiteStore(tmp_path / "mine.db").write, [rec(1)])
+    call(JsonlStore(tmp_path / "mine.jsonl").write, [rec(1)])
+    assert (_mode(tmp_path / "mine.db"), _mode(tmp_path / "mine.jsonl")) == (0o644, 0o644)
+    with pytest.raises(ValueError, match="mode must be file permission bits"):
+        SQLiteStore(tmp_path / "x.db", mode="600")
+
+
+# ---- a hanging judge, large answers: the hook never waits, memory and the outbox stay bounded -----
+
+def test_behind_a_hanging_judge_a_full_queue_sheds_at_once_by_default(make_judge, make_agent, store, server):
+    server.configure(judge_delay_ms=1500)  # slower than any run: the queue fills behind it
+    judge = make_judge(run_in_background=True, judge_process=False, max_queue=2, max_concurrency=1)
+    assert judge.hook_settings.overload == "drop_newest"
+    agent = make_agent(judge)
+    run_ids = [agent.run(f"q{i}").run_id for i in range(7)]
+    assert judgehooks.drain(60)
+    by_run = {r.run_id: r for r in store.records}
+    assert sorted(by_run) == sorted(run_ids)
+    skipped = [r for r in store.records if r.status == "skipped"]
+    assert skipped and all(r.reason == "queue full: newest dropped (drop_newest)" for r in skipped)
+    assert by_run[run_ids[0]].status == "passed"
+
+
+def test_large_answers_past_the_byte_budget_are_shed_with_a_skipped_record(make_judge, make_agent, store, server,
+                                                                            tmp_path):
+    server.configure(judge_delay_ms=1000)
+    judge = make_judge(run_in_background=True, judge_process=False, max_queue_bytes=60_000,
+                       outbox=str(tmp_path / "outbox.db"))
+    agent = make_agent(judge)
+    run_ids = [agent.run(f"q{i} " + "x" * 20_000).run_id for i in range(6)]  # ~40 KB a job: input and echo
+    small = agent.run("a small one after them").run_id
+    assert judgehooks.drain(60)
+    by_run = {r.run_id: r for r in store.records}
+    assert sorted(by_run) == sorted([*run_ids, small])  # one record per run, shed or graded
+    assert by_run[run_ids[0]].status == "passed"
+    skipped = [r for r in store.records if r.status == "skipped"]
+    assert skipped and all("byte budget of 60000 bytes" in r.reason and "max_queue_bytes" in r.reason
+                           for r in skipped)
+    assert judge.stats()["queued_bytes"] == 0
+    assert sqlite3.connect(tmp_path / "outbox.db").execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+
+
+def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
+    from judgehooks._grading.outbox import Job, Outbox
+
+    outbox = Outbox(tmp_path / "outbox.db", wal_limit=256 * 1024)
+    reader = sqlite3.connect(tmp_path / "outbox.db")  # a reader now and then, as the dispatcher's scans are
+    high = 0
+    for i in range(120):
+        outbox.put(Job(id=f"j{i}", evaluator="e", context={"output": "x" * 100_000}))
+        outbox.delete([f"j{i}"])
+        if i % 10 == 9:
+            reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchall()
+            outbox.checkpoint()
+            high = max(high, outbox.wal_size())
+    assert high <= 256 * 1024
+    outbox.close()
+
+
+# ---- fork: a child's jobs are its own ----------------------------------------------------------------
+
+def test_a_forked_childs_first_job_is_its_own_and_is_graded_once_the_child_is_gone(make_judge, make_agent, server,
+                                                                                     tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    agent = make_agent(make_judge(store=store, run_in_background=True, judge_process=False))
+    agent.run("in the parent")
+    assert judgehooks.drain(30)
+    server.configure(judge_delay_ms=60_000)  # the child's judge never answers before the child exits
+    pid = os.fork()
+    if pid == 0:  # the child: one run, whose job is persisted, then gone without grading it
+        try:
+            agent.run("in the child")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    server.configure(judge_delay_ms=0)
+    # The parent lives on; the child's job must not wait for it to die: the parent claims it.
+    wait_for(lambda: "in the child" in {r.input for r in store.query_sync(limit=None)}, timeout=60)
+    assert sorted(r.input for r in store.query_sync(limit=None)) == ["in the child", "in the parent"]
+
+
+def test_a_forked_child_files_its_first_job_under_its_own_owner_id(tmp_path):
+    from judgehooks._grading.outbox import Job, Outbox
+
+    outbox = Outbox(tmp_path / "outbox.db")
+    outbox.put(Job(id="parent-job", evaluator="e", context={}))  # the parent's connection is open
+    pid = os.fork()
+    if pid == 0:
+        try:
+            outbox.put(Job(id="child-job", evaluator="e", context={}))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    owners = dict(sqlite3.connect(tmp_path / "outbox.db").execute("SELECT id, owner FROM eval_jobs"))
+    assert owners["parent-job"] == outbox.owner and owners["child-job"] != outbox.owner
+    assert [job.id for job in outbox.claim()] == ["child-job"]  # the child is gone: its job is claimable
+    outbox.close()
