@@ -42,7 +42,7 @@ def storable(record: EvalRecord) -> EvalRecord:
     metadata, details = jsonable(record.metadata), jsonable(record.details)
     if metadata == record.metadata and details == record.details:
         return record
-    return record.model_copy(update={"metadata": metadata, "details": details})
+    return dataclasses.replace(record, metadata=metadata, details=details)
 
 
 _REFUSALS = frozenset({"DataError", "IntegrityError", "NotSupportedError"})
