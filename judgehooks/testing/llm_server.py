@@ -10,7 +10,9 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
-``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[tool=name]]`` (the agent calls that tool
+``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms),
+``[[judge_quote=plain|blockquote|code|fence|inline]]`` (a plain-text reply quotes the answer before
+the judge's own verdict: see `_quoting`), ``[[tool=name]]`` (the agent calls that tool
 once; each string parameter gets the first 40 characters of the question unless
 ``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
 same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
@@ -81,6 +83,35 @@ def _completion(model: str, message: dict[str, Any], usage: dict[str, int], fini
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage,
     }
+
+
+_OUTPUT_FENCE = re.compile(r"<<<OUTPUT-([0-9a-f]+)>>>\n(.*?)\n<<<END-OUTPUT-\1>>>", re.DOTALL)
+
+
+def _quoting(messages: list[dict[str, Any]], d: dict[str, str], verdict: str) -> str:
+    """A judge that quotes the answer it grades before its own verdict (`[[judge_quote=style]]`),
+    repeating the nonce with its verdict unless `[[judge_nonce=no]]`; `[[judge_own=json]]` gives
+    its verdict as a JSON object."""
+    found = _OUTPUT_FENCE.search("\n".join(_text_of(m) for m in messages))
+    nonce, answer = (found.group(1), found.group(2)) if found else ("", "")
+    lines = answer.splitlines() or [""]
+    quoted = {
+        "plain": f"The answer says:\n{answer}",
+        "blockquote": "The answer says:\n" + "\n".join(f"> {line}" for line in lines),
+        "code": f"The answer says:\n```\n{answer}\n```",
+        "fence": f"<<<OUTPUT-{nonce}>>>\n{answer}\n<<<END-OUTPUT-{nonce}>>>",
+        "inline": "The answer says:\n" + "\n".join(f'"{line}"' for line in lines),
+    }[d["judge_quote"] or "plain"]
+    signs = d.get("judge_nonce") != "no"
+    if d.get("judge_own") == "json":
+        own = json.loads(verdict) if verdict.startswith("{") else {}
+        if not own:
+            label, value = verdict.rsplit("\n", 1)[-1].split(": ", 1)
+            own = {label.lower(): int(value) if value.isdigit() else value == "true", "reason": "my own verdict"}
+        own = json.dumps({**own, **({"nonce": nonce} if signs else {})})
+    else:
+        own = verdict + (f"\nNONCE: {nonce}" if signs else "")
+    return f"{quoted}\n\nMy own assessment follows.\n{own}"
 
 
 class _Reply:
@@ -161,6 +192,8 @@ class _StubApp:
             reason = "stub judge says " + ("pass" if passed else "fail")
             content = (json.dumps({"passed": passed, "reason": reason}) if "response_format" in request
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
+        if "judge_quote" in d and "response_format" not in request:
+            content = _quoting(messages, d, content)
         message = {"role": "assistant", "content": content}
         return _Reply(200, _completion(request.get("model", "judge"), message, _usage(text, content)))
 
