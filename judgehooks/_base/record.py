@@ -6,7 +6,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .text import storable_data
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
@@ -65,6 +67,13 @@ class EvalRecord(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     # What the evaluator saw beyond score and reason: per criterion, per check, per sample.
     details: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Every string a store will write is UTF-8-encodable (a lone surrogate becomes U+FFFD), also
+        the ones no snapshot cleaned: a judge's reason, an error message, metadata, details."""
+        return storable_data(data) if isinstance(data, dict) else data
 
     @property
     def criteria(self) -> str | None:

@@ -16,6 +16,7 @@ from .._base.context import EvalContext, render_content
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
+from .._base.text import storable_data
 from .._grading.pipeline import Pipeline
 from ..exceptions import StoreError
 
@@ -44,7 +45,7 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
         found.append(EvalContext(
             input=render_content(case["input"]), output=render_content(case["output"]),
             expected=None if expected is None else render_content(expected),
-            run_id=run_id, case_index=i, metadata=dict(case.get("metadata") or {})))
+            run_id=run_id, case_index=i, metadata=storable_data(dict(case.get("metadata") or {}))))
     return found
 
 

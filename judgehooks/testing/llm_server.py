@@ -6,7 +6,8 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 * the **judge** (any request with a ``response_format``, or whose model name starts with
   ``judge``): replies with a verdict;
 * the **agent** (anything else): echoes the last user message as ``ECHO: ...``, optionally after a
-  tool call, with or without streaming.
+  tool call, with or without streaming. A model named ``schema-agent...`` is the agent also when
+  it asks for structured output (an agno ``output_schema``): answer it with ``[[raw]]{...}``.
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
@@ -22,7 +23,8 @@ carries it (per model) the n-th score, cycling. For tool trajectories: ``[[tools
 agent call, one per turn, those of the listed tools it was offered (string arguments get the
 message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and the member then
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
-makes the agent answer with the message itself, directives removed (e.g. a JSON document).
+makes the agent answer with the message itself, directives removed (e.g. a JSON document);
+``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
 :meth:`StubLLMServer.configure`.
@@ -137,7 +139,8 @@ class _StubApp:
         if method != "POST" or not path.endswith("/chat/completions"):
             return _Reply(404, {"error": {"message": f"no route {method} {path}"}})
         request = json.loads(body)
-        is_judge = "response_format" in request or str(request.get("model", "")).startswith("judge")
+        model = str(request.get("model", ""))
+        is_judge = model.startswith("judge") or ("response_format" in request and not model.startswith("schema-agent"))
         return await (self._judge(request) if is_judge else self._agent(request))
 
     async def _judge(self, request: dict[str, Any]) -> _Reply:
@@ -225,6 +228,8 @@ class _StubApp:
             content = _DIRECTIVE.sub("", last_user).strip()
         else:
             content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
+        if "half_emoji" in d:  # a model that cut an emoji in half: JSON "\ud83d", a lone surrogate once decoded
+            content += " \ud83d"
         usage: dict[str, Any] = _usage(prompt, content)
         if d.get("cost"):
             usage["cost"] = float(d["cost"])
