@@ -205,6 +205,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         gate: bool = False,
         fallback: str = DEFAULT_FALLBACK,
         repair: int = 0,
+        gate_on_error: str = "block",
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
@@ -240,7 +241,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
             on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
             max_queue=max_queue, overload=overload, block_timeout=block_timeout, on_drop=on_drop, outbox=outbox,
             requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
-            on_record=on_record, spill=spill, broker=broker)
+            gate_on_error=gate_on_error, on_record=on_record, spill=spill, broker=broker)
 
     def _prepare(self, settings: HookSettings) -> None:
         """The judge, now that we know whether this process grades in the background."""
