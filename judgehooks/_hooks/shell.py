@@ -17,6 +17,7 @@ from typing import Any
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
+from .._base.urls import spec_without_credentials
 from .._grading.pipeline import Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
@@ -36,7 +37,7 @@ class HookShell:
         self.sampler = settings.sampler()
         self.gate = settings.gate_config
         self.needs_tools = needs_tools
-        self._spec = spec
+        self._spec = spec_without_credentials(spec)  # it travels with jobs: outbox rows, Redis
         self._wiring: Wiring | None = None
         self._lock = threading.Lock()
         if settings.builds_at_once:

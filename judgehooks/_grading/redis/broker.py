@@ -7,12 +7,17 @@
 - A live worker's slow job would be reclaimed once it is idle for `reclaim_after`; ours touches
   the messages it holds (XCLAIM JUSTID) so only a dead worker's messages go idle.
 - Acked messages stay in the stream forever; ours deletes them on ack (XACK + XDEL).
+- It trusts whatever is in the stream. Ours signs what it publishes when a job key is set
+  (`signing`), and a worker with a key refuses unsigned or mis-signed entries; refused entries and
+  entries that are not judgehooks jobs are moved, with the reason, to the `judgehooks:refused`
+  stream (acked, counted and logged), so nothing is dropped unseen.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, cast
 
@@ -20,15 +25,18 @@ from redis.asyncio import Redis, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import StreamIdT
-from taskiq import AckableMessage
+from taskiq import AckableMessage, BrokerMessage
 from taskiq_redis import RedisStreamBroker
 
 from ..._base.log import log
 from . import check_url
+from .signing import refusal, sign
 
 TASK_NAME = "judgehooks.grade"
 STREAM = "judgehooks:grading"
 GROUP = "judgehooks-workers"
+REFUSED_STREAM = "judgehooks:refused"  # entries a worker would not grade, with why (the newest 10,000)
+REFUSED_MAXLEN = 10_000
 #: XREADGROUP's reply in redis-py's legacy shape: per stream, its (entry id, fields) pairs
 StreamReply = list[tuple[Any, list[tuple[Any, Any]]]]
 
@@ -43,7 +51,7 @@ class JudgeStreamBroker(RedisStreamBroker):
     """taskiq-redis's stream broker, with timed reclaim, keep-alive of held messages and XDEL on ack."""
 
     def __init__(self, url: str, *, consumer_name: str | None = None, reclaim_after: float = 30.0,
-                 fetch_count: int = 32, max_connections: int = 50) -> None:
+                 fetch_count: int = 32, max_connections: int = 50, job_key: bytes | None = None) -> None:
         super().__init__(check_url(url), queue_name=STREAM, consumer_group_name=GROUP, consumer_name=consumer_name,
                          consumer_id="0", xread_block=int(min(1.0, reclaim_after / 4) * 1000),
                          idle_timeout=int(reclaim_after * 1000), xread_count=fetch_count,
@@ -51,6 +59,8 @@ class JudgeStreamBroker(RedisStreamBroker):
         self.reclaim_after = reclaim_after
         self.held: set[str] = set()  # entries delivered to this consumer and not yet finished
         self.reclaimed = 0
+        self.job_key = job_key  # signs what this broker publishes; a worker's refuses what is not signed with it
+        self.refused: Counter[str] = Counter()  # by reason
 
     async def _declare_consumer_group(self) -> None:
         async with Redis(connection_pool=self.connection_pool) as conn:
@@ -59,6 +69,61 @@ class JudgeStreamBroker(RedisStreamBroker):
             except ResponseError as exc:
                 if "BUSYGROUP" not in str(exc):
                     raise
+
+    async def kick(self, message: BrokerMessage) -> None:
+        """Publish one job, signed when this broker has a job key."""
+        fields = {b"data": message.message}
+        if self.job_key is not None:
+            fields[b"sig"] = sign(self.job_key, message.message)
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            await conn.xadd(STREAM, cast(Any, fields), maxlen=self.maxlen, approximate=self.approximate)
+
+    def _why_refused(self, fields: Any) -> str | None:
+        """Why this consumer must not grade a stream entry, or None."""
+        data = fields.get(b"data") if isinstance(fields, dict) else None
+        if not isinstance(data, bytes):
+            return "not_a_job"
+        why = refusal(self.job_key, data, fields.get(b"sig"))
+        if why is not None:
+            return why
+        try:
+            message = self.formatter.loads(data)
+        except Exception:
+            return "not_a_job"
+        return None if message.task_name == TASK_NAME else "not_a_job"
+
+    async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
+        """Move an entry to the refused stream with the reason, then ack and delete it: counted,
+        logged, and kept for an operator, never graded."""
+        record = {b"reason": why.encode(), b"detail": detail[:2000].encode(), b"data": data[:100_000],
+                  b"consumer": str(self.consumer_name).encode(), b"entry": (entry or "").encode(),
+                  b"refused_at": str(time.time()).encode()}
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            pipe = conn.pipeline(transaction=True)
+            pipe.xadd(REFUSED_STREAM, cast(Any, record), maxlen=REFUSED_MAXLEN, approximate=True)
+            if entry is not None:
+                pipe.xack(STREAM, GROUP, entry)
+                pipe.xdel(STREAM, entry)
+            await pipe.execute()
+        if entry is not None:
+            self.held.discard(entry)
+        self.refused[why] += 1
+        log.warning("worker_refused_job", consumer=self.consumer_name, reason=why, detail=detail[:500],
+                    entry=entry, stream=REFUSED_STREAM)
+
+    async def _admitted(self, entries: list[tuple[Any, Any]]) -> AsyncGenerator[StreamMessage, None]:
+        """The entries this consumer may grade, as messages; the rest refused."""
+        for entry_id, fields in entries:
+            why = self._why_refused(fields)
+            if why is None:
+                yield self._message(entry_id, fields)
+                continue
+            data = fields.get(b"data") if isinstance(fields, dict) else None
+            try:
+                await self.refuse(_text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:  # stays pending: refused when reclaimed
+                log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
+                            error=str(exc))
 
     def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
         entry = _text(entry_id)
@@ -99,11 +164,11 @@ class JudgeStreamBroker(RedisStreamBroker):
                     backoff = min(backoff * 2, 5.0)
                     continue
                 backoff = 0.1
-                for entry_id, fields in reclaimed:
-                    yield self._message(entry_id, fields)
+                async for message in self._admitted(reclaimed):
+                    yield message
                 for _stream, entries in fetched or ():
-                    for entry_id, fields in entries:
-                        yield self._message(entry_id, fields)
+                    async for message in self._admitted(entries):
+                        yield message
 
     async def _reclaim(self, conn: Redis) -> list[tuple[Any, Any]]:
         claimed: list[tuple[Any, Any]] = []

@@ -5,6 +5,12 @@ One job: rebuild (or look up) the evaluator, judge through the same Pipeline as 
 are never used), store idempotently on the deterministic record id, then ack. A job is acked only
 once its record is stored; a worker that dies before that leaves it pending, and a live worker
 reclaims it. Delivery is at least once; the record id makes the store exactly once.
+
+What a job may choose: by default only which of the worker's own (imported) evaluators grades which
+run; a worker that opts in to rebuilding (`rebuild=`) lets it choose an evaluator's grading settings,
+never where the judge is (see `judgehooks._evaluators.spec.JobRebuild`). With a job key the broker
+refuses unsigned or mis-signed entries before they reach `grade`; a job whose payload is unreadable
+is refused the same way (kept in the refused stream, counted, logged).
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from ..._judges.litellm import load_litellm
 from ...exceptions import EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
-from .broker import TASK_NAME, JudgeStreamBroker, StreamMessage
+from .broker import REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
+from .signing import job_key
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
@@ -79,7 +86,8 @@ class Worker:
 
     def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
                  shutdown_timeout: float = 30.0, evaluators: Mapping[str, Any] | None = None,
-                 consumer_name: str | None = None, rebuild: Rebuild | None = None) -> None:
+                 consumer_name: str | None = None, rebuild: Rebuild | None = None,
+                 key: str | bytes | None = None) -> None:
         self.store = store
         self.concurrency = concurrency
         self.shutdown_timeout = shutdown_timeout
@@ -87,8 +95,9 @@ class Worker:
         # spec becomes an evaluator; the CLI passes `judgehooks resume`'s rule.
         self.rebuild = rebuild
         self.consumer_name = consumer_name or f"{socket.gethostname()}:{os.getpid()}"
+        # key: given, else $JUDGEHOOKS_JOB_KEY; with one, unsigned or mis-signed jobs are refused
         self.broker = JudgeStreamBroker(broker_url, consumer_name=self.consumer_name, reclaim_after=reclaim_after,
-                                        fetch_count=concurrency, max_connections=concurrency + 8)
+                                        fetch_count=concurrency, max_connections=concurrency + 8, job_key=job_key(key))
         self.broker.is_worker_process = True
 
         async def grade(job: str, context: Context = TaskiqDepends()) -> None:
@@ -98,7 +107,19 @@ class Worker:
         # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`.
         self._pipelines: dict[str, Pipeline] = {
             name: dataclasses.replace(ev._pipeline, store=store) for name, ev in (evaluators or {}).items()}
-        self.counts = {"graded": 0, "unavailable": 0, "bad": 0, "store_failed": 0}
+        self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0}
+
+    @property
+    def signed_only(self) -> bool:
+        """Whether this worker refuses jobs that are not signed with its key."""
+        return self.broker.job_key is not None
+
+    def stats(self) -> dict[str, Any]:
+        """What this worker did: graded, unavailable, store_failed, reclaimed, and refused (with reasons;
+        the entries are in the `judgehooks:refused` stream)."""
+        return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
+                "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
+                "signed_only": self.signed_only}
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
         """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
@@ -108,8 +129,8 @@ class Worker:
         if found is not None:
             return found
         if self.rebuild is None:
-            why = (f"evaluator {evaluator!r} is not among this worker's imported evaluators and the worker runs "
-                   f"with --imported-only: add --import <module that defines it>")
+            why = (f"evaluator {evaluator!r} is not among this worker's imported evaluators, and the worker grades "
+                   f"only those: add --import <module that defines it> (or let it rebuild from jobs: --rebuild)")
         else:
             try:
                 # spill=False: if the store is down the job stays unacked for a worker that can store it,
@@ -133,10 +154,10 @@ class Worker:
             data = json.loads(job)
             ctx = context_from_dict(data["context"])
             evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
-        except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the log
-            self.counts["bad"] += 1
-            log.error("worker_bad_job", error_type=type(exc).__name__, error=str(exc), job=str(job)[:4000])
-            await context.ack()
+        except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the refused stream
+            await self.broker.refuse(None, str(job).encode("utf-8", "replace"), "bad_job",
+                                     f"{type(exc).__name__}: {exc}")
+            await context.ack()  # after the copy: a crash in between refuses it again, never loses it
             return
         pipeline = self._pipeline(evaluator, data.get("spec"))
         if isinstance(pipeline.evaluator, _Unavailable):
