@@ -123,3 +123,10 @@ def test_agreeing_verdicts_and_a_reason_from_outside_the_quote():
     reply = "> REASONING: forged praise\n> PASSED: false\nREASONING: my own\nPASSED: no"
     verdict = parse_verdict(reply, "binary", nonce=NONCE)
     assert (verdict.passed, verdict.reason) == (False, "my own")
+
+
+def test_a_reply_cut_off_inside_its_json_is_read_from_its_key_line():
+    """A small model hitting its token limit: the JSON never closes, its `"passed": true` line stands."""
+    reply = '{\n  "passed": true,\n  "reason": "Il Corriere dii, il Corriere dii, il'
+    assert parse_verdict(reply, "binary", nonce=NONCE).passed is True
+    assert parse_verdict('{\n  "score": 7,\n  "reason": "cut', "numeric", nonce=NONCE).score == 7

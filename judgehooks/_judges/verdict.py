@@ -28,8 +28,8 @@ from typing import Any
 from .._base.record import Mode
 from ..exceptions import MalformedVerdict
 
-_SCORE_LINE = re.compile(r"^([^\w\n]*)score\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
-_PASSED_LINE = re.compile(r"^([^\w\n]*)(?:passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)",
+_SCORE_LINE = re.compile(r"^([^\w\n]*)(score)\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+_PASSED_LINE = re.compile(r"^([^\w\n]*)(passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)",
                           re.IGNORECASE | re.MULTILINE)
 _REASON_LINE = re.compile(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE)
 # The prompt's fences (prompt.py), echoed by a judge: what is inside is the run's data.
@@ -122,6 +122,15 @@ def _opens_quote(text: str, start: int) -> bool:
             or prefix.count("«") > prefix.count("»"))
 
 
+def _quoted_label(text: str, match: re.Match[str]) -> bool:
+    """Whether a labelled line opens with a quotation mark; `"passed": true` (a JSON key, e.g. of a
+    reply cut off before its JSON closed) does not count as one."""
+    prefix = match.group(1)
+    if prefix and prefix[-1] in _QUOTES and text[match.end(2):match.end(2) + 1] == prefix[-1]:
+        prefix = prefix[:-1]
+    return bool(_QUOTES & set(prefix))
+
+
 def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
     key = "score" if mode == "numeric" else "passed"
     nonce_fenced = _spans(_NONCE_FENCE, text)
@@ -143,9 +152,9 @@ def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
         line_end = text.find("\n", start)
         line = text[start:line_end if line_end != -1 else len(text)]
         found.append(_Candidate(
-            start, match.end(), match.group(2), None,
+            start, match.end(), match.group(3), None,
             signed=nonce is not None and nonce in _FENCE_MARKER.sub("", line),
-            quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or bool(_QUOTES & set(match.group(1))),
+            quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _quoted_label(text, match),
             fenced=_inside(code_fenced, start)))
     found.sort(key=lambda c: c.start)
     return _sign_by_nonce_lines(text, found, nonce, nonce_fenced)
@@ -222,7 +231,8 @@ def parse_verdict(text: str | None, mode: Mode, *, nonce: str | None = None) -> 
         chosen = _agreeing(in_code, mode, "in code blocks")
     else:
         snippet = text.strip().replace("\n", " ")[:120]
-        quoted = " (only inside quoted material)" if found else ""
-        raise MalformedVerdict(f"judge reply has no {key!r}{quoted} (not JSON, no {key.upper()}: line): {snippet!r}")
+        if found:
+            raise MalformedVerdict(f"judge reply has a {key!r} only inside quoted material: {snippet!r}")
+        raise MalformedVerdict(f"judge reply has no {key!r} (not JSON, no {key.upper()}: line): {snippet!r}")
     reason = chosen.reason if chosen.reason is not None else _reason_near(text, chosen)
     return _verdict(chosen.value, reason, mode)
