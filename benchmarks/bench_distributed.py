@@ -25,6 +25,7 @@ from _common import stub_server, table  # noqa: E402
 from bench_background import CRITERIA, percentile, sample, timed  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("JUDGEHOOKS_JOB_KEY", "bench-job-signing-key-0123456789")  # producers sign, workers check
 
 import redis  # noqa: E402
 from agno.eval import AgentAsJudgeEval as AgnoEval  # noqa: E402
@@ -77,10 +78,13 @@ def hook_cost(base_url: str, broker: str, tmp: str, n: int) -> None:
     judgehooks.drain(600)
 
 
-def start_workers(count: int, broker: str, db: str, concurrency: int, tmp: str) -> list[subprocess.Popen]:
+def start_workers(count: int, broker: str, db: str, concurrency: int, tmp: str,
+                  base_url: str) -> list[subprocess.Popen]:
     env = {**os.environ, "OPENAI_API_KEY": "bench", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     procs = [subprocess.Popen([sys.executable, "-m", "judgehooks._cli", "worker", "--broker", broker, "--store",
-                               f"sqlite:///{db}", "--concurrency", str(concurrency), "--name", f"bench-{i}"],
+                               f"sqlite:///{db}", "--concurrency", str(concurrency), "--name", f"bench-{i}",
+                               "--rebuild", "AgentAsJudgeEval", "--judge-model", "openai/judge",
+                               "--judge-api-base", base_url],
                               stdout=subprocess.PIPE, stderr=open(f"{tmp}/worker-{i}.err", "w"), text=True, env=env)
              for i in range(count)]
     for proc in procs:
@@ -105,7 +109,7 @@ def throughput(base_url: str, broker: str, tmp: str, n: int, concurrency: int) -
         name = f"throughput-{workers}"
         redis.Redis.from_url(broker).flushdb()
         db = f"{tmp}/{name}.db"
-        procs = start_workers(workers, broker, db, concurrency, tmp) if workers else []
+        procs = start_workers(workers, broker, db, concurrency, tmp, base_url) if workers else []
         ev = evaluator(base_url, tmp, name, broker if workers else None, max_queue=n, max_concurrency=concurrency)
         if not workers:
             ev.judge.warm_up()

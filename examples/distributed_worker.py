@@ -5,6 +5,11 @@
 The app's hook only persists each job and hands it off (Redis gets it from the judgehooks loop);
 the workers (`judgehooks worker --broker ... --store ...`) judge and store. Uses $JUDGEHOOKS_BROKER
 when set, else starts a throwaway redis-server; the judge is the scripted loopback server.
+
+Jobs are signed with $JUDGEHOOKS_JOB_KEY (the same on the app and the workers; a throwaway one here),
+and the workers rebuild AgentAsJudgeEval from each job's criteria with their own judge model and
+server (`--rebuild`, `--judge-model`, `--judge-api-base`): a job never chooses where a worker's
+provider key goes. In production, `--import myapp.evals` instead grades with your own evaluators.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import contextlib
+import secrets
 import signal
 import subprocess
 import sys
@@ -35,9 +41,12 @@ with contextlib.ExitStack() as stack:
     server.configure(judge_delay_ms=200)
 
     # Two workers; in production, run them on other machines with the same --broker and --store.
+    os.environ.setdefault("JUDGEHOOKS_JOB_KEY", secrets.token_hex(32))  # signs jobs; workers refuse unsigned ones
     env = {**os.environ, "OPENAI_API_KEY": "no-key-needed"}  # workers take provider keys from their env
     workers = [subprocess.Popen([sys.executable, "-m", "judgehooks._cli", "worker", "--broker", broker,
-                                 "--store", f"sqlite:///{db}", "--name", f"worker-{i}", "--concurrency", "8"],
+                                 "--store", f"sqlite:///{db}", "--name", f"worker-{i}", "--concurrency", "8",
+                                 "--rebuild", "AgentAsJudgeEval", "--judge-model", "openai/judge",
+                                 "--judge-api-base", server.base_url],
                                 stdout=subprocess.PIPE, text=True, env=env) for i in (1, 2)]
     for w in workers:
         print(w.stdout.readline().strip())

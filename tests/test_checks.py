@@ -206,3 +206,59 @@ def test_a_scorer_that_raises_is_an_error_record(make_agent, store):
     out = make_agent(check).run("q")
     r = records(store, out.run_id)["out-of-range"]
     assert (r.status, r.error_type) == ("error", "ValueError") and "[0, 1]" in r.error_message
+
+
+# ---- hostile output against a user's pattern (ReDoS) -----------------------------------------------
+
+def _re2_or_skip() -> None:
+    import os
+
+    try:
+        import re2  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI installs the dev extra, which includes google-re2")
+        pytest.skip("google-re2 is not installed: pip install 'judgehooks[re2]'")
+
+
+def test_a_catastrophic_pattern_is_stopped_by_its_timeout_and_grading_goes_on(make_agent, store):
+    """`(a|aa)+$` takes exponential time in a backtracking engine on 'a' * 60 + '!' (Python's `re`
+    never returns); the search is stopped, the record says why, and the next run is graded."""
+    slow = Regex(r"(a|aa)+$", name="redos", timeout=0.2, store=store)
+    nested = Regex(r"(a+)+$", name="nested", timeout=0.2, store=store)
+    agent = make_agent(slow, nested)
+    hostile = agent.run("a" * 60 + "!")
+    later = agent.run("aaaa")
+    got = records(store, hostile.run_id)
+    assert (got["redos"].status, got["redos"].error_type) == ("error", "TimeoutError")
+    assert "did not finish within 0.2s" in got["redos"].error_message and "engine='re2'" in got["redos"].error_message
+    assert got["nested"].status in ("failed", "error")  # never a pass, never a stall
+    assert {r.status for r in records(store, later.run_id).values()} == {"passed"}
+
+
+def test_the_re2_engine_matches_catastrophic_patterns_in_linear_time(make_agent, store):
+    _re2_or_skip()
+    checks = [Regex(r"(a|aa)+$", name="redos", engine="re2", store=store),
+              Regex(r"ÉCHO: A+", flags="i", name="unicode", engine="re2", store=store)]
+    agent = make_agent(*checks)
+    hostile, plain = agent.run("a" * 60 + "!"), agent.run("aaaa")
+    assert records(store, hostile.run_id)["redos"].status == "failed"
+    assert {n: r.status for n, r in records(store, plain.run_id).items()} == {"redos": "passed", "unicode": "failed"}
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"engine": "pcre"}, "engine must be one of 'regex', 're2'"),
+    ({"timeout": 0}, "timeout must be a number > 0"),
+    ({"pattern": "(a"}, "is not a valid regular expression"),
+])
+def test_regex_safety_settings_are_checked_at_construction(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Regex(**{"pattern": "a", **kwargs})
+
+
+def test_re2_refuses_what_it_cannot_match_in_linear_time():
+    _re2_or_skip()
+    with pytest.raises(ValueError, match="not supported by engine='re2'"):
+        Regex(r"(a)\1", engine="re2")
+    with pytest.raises(ValueError, match="flag 'x'"):
+        Regex("a", flags="x", engine="re2")

@@ -92,6 +92,7 @@ def test_spec_and_default_name_derive_from_the_fields_and_rebuild_the_same_evalu
     check = Regex("^ok", flags="i", must_match=False)
     spec = check.spec()
     assert spec == {"class": "Regex", "settings": {"pattern": "^ok", "flags": "i", "must_match": False,
+                                                   "timeout": 1.0, "engine": "regex",
                                                    "name": check.evaluator_name, "threshold": None}}
     copy = rebuild(spec, store=MemoryStore(), outbox=False, run_in_background=False)
     assert (type(copy), copy.pattern, copy.flags, copy.must_match, copy.evaluator_name) == (

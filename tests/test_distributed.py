@@ -20,9 +20,23 @@ from conftest import wait_for
 import judgehooks
 from judgehooks import SQLiteStore
 from judgehooks._base.record import record_id
-from judgehooks._evaluators.spec import rebuild as rebuild_evaluator
-from judgehooks._grading.redis.broker import GROUP, STREAM
+from judgehooks._evaluators.spec import JobRebuild
+from judgehooks._grading.redis.broker import GROUP, REFUSED_STREAM, STREAM
 from judgehooks.testing import FakeJudge, RedisServer
+
+JOB_KEY = "test-job-signing-key-0123456789abcdef"
+
+
+def rebuilds(server, *classes: str) -> JobRebuild:
+    """What `judgehooks worker --rebuild ... --judge-model openai/judge --judge-api-base <stub>` passes."""
+    return JobRebuild(allow=frozenset(classes), model="openai/judge", api_base=server.base_url if server else None)
+
+
+@pytest.fixture
+def signed(monkeypatch) -> str:
+    """Producers made in this test sign their jobs (workers started in it check them)."""
+    monkeypatch.setenv("JUDGEHOOKS_JOB_KEY", JOB_KEY)
+    return JOB_KEY
 
 
 @pytest.fixture
@@ -120,7 +134,7 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
     for _, fields in rds.xrange(STREAM):  # at-least-once: every job delivered twice
         rds.xadd(STREAM, fields)
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, concurrency=4, reclaim_after=2, rebuild=rebuild_evaluator)
+    worker = Worker(redis_url, store, concurrency=4, reclaim_after=2, rebuild=rebuilds(server, "AgentAsJudgeEval"))
     os.environ.setdefault("OPENAI_API_KEY", "from-env")  # specs carry no secrets
     asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))  # all six acked and deleted
     by_run = {r.run_id: r for r in store.records}
@@ -132,9 +146,9 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
 
 @pytest.mark.parametrize(("custom_judge", "rebuild", "says"), [
     (True, True, "its judge is not a litellm model string"),  # a FakeJudge / agno Model cannot travel
-    (False, False, "--imported-only"),                  # the worker refuses judges chosen by jobs
+    (False, False, "grades only those"),                # by default a worker grades only what it imports
 ])
-def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, make_agent, redis_url,
+def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, make_agent, redis_url, server,
                                                                  custom_judge, rebuild, says):
     from judgehooks._grading.redis.worker import Worker
 
@@ -143,7 +157,8 @@ def test_a_job_the_worker_may_not_grade_ends_as_an_error_record(make_producer, m
     out = make_agent(judge).run("q")
     assert judgehooks.drain(30)
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild_evaluator if rebuild else None)
+    worker = Worker(redis_url, store, reclaim_after=2,
+                    rebuild=rebuilds(server, "AgentAsJudgeEval") if rebuild else None)
     asyncio.run(serve_until(worker, lambda: len(store.records) == 1))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
@@ -167,7 +182,7 @@ def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judg
     assert judgehooks.drain(30)
     assert rds.xlen(STREAM) == 4 and check.store.records == []  # producers never grade
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild_evaluator)
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuilds(None, "Contains"))
     asyncio.run(serve_until(worker, lambda: len(store.records) == 4))
     got = {(r.evaluator, r.run_id): r for r in store.records}
     assert [got["says-yes", o.run_id].status for o in outs] == ["passed", "failed"]
@@ -175,11 +190,11 @@ def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judg
         record = got["short", out.run_id]
         assert (record.status, record.error_type) == ("error", "EvaluatorUnavailable")
         assert "'short' cannot be rebuilt" in record.error_message and "--import" in record.error_message
-    assert worker.counts == {"graded": 4, "unavailable": 2, "bad": 0, "store_failed": 0}
+    assert worker.counts == {"graded": 4, "unavailable": 2, "store_failed": 0} and worker.stats()["refused"] == 0
 
 
-def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_acked(
-        make_producer, make_agent, redis_url, rds):
+def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_refused(
+        make_producer, make_agent, redis_url, rds, server):
     import json
 
     from judgehooks._grading.redis.worker import Worker
@@ -195,12 +210,15 @@ def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_ju
     rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
     rds.xadd(STREAM, {b"data": b"not a taskiq message"})
     store = judgehooks.MemoryStore()
-    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuild_evaluator)
+    worker = Worker(redis_url, store, reclaim_after=2, rebuild=rebuilds(server, "AgentAsJudgeEval"))
     asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (out.run_id, "error", "EvaluatorUnavailable")
     assert "threshold must be between 1 and 10" in record.error_message
-    assert pending_by_consumer(rds) == {}  # the junk was acked too, after taskiq logged it ("Cannot parse")
+    assert pending_by_consumer(rds) == {}  # the junk was acked too, into the refused stream
+    [(_, refused)] = rds.xrange(REFUSED_STREAM)
+    assert (refused[b"reason"], refused[b"data"]) == (b"not_a_job", b"not a taskiq message")
+    assert worker.stats()["refused_by_reason"] == {"not_a_job": 1}
 
 
 def test_a_worker_that_cannot_reach_redis_says_so(capsys):
@@ -283,11 +301,14 @@ def test_forwarding_follows_the_dispatcher_onto_the_apps_loop_and_back(make_prod
 
 # ---- worker processes -----------------------------------------------------------------------------
 
-def start_worker(redis_url: str, db: str, name: str, tmp_path: Path, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+def start_worker(redis_url: str, db: str, name: str, tmp_path: Path, server, *extra: str) -> subprocess.Popen:
+    """A `judgehooks worker` process that checks signatures and rebuilds AgentAsJudgeEval with the stub judge."""
+    env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "JUDGEHOOKS_JOB_KEY": JOB_KEY}
     proc = subprocess.Popen(
         [sys.executable, "-m", "judgehooks._cli", "worker", "--broker", redis_url, "--store", f"sqlite:///{db}",
-         "--name", name, "--concurrency", "4", "--reclaim-after", "2", *extra],
+         "--name", name, "--concurrency", "4", "--reclaim-after", "2", "--rebuild", "AgentAsJudgeEval",
+         "--judge-model", "openai/judge", "--judge-api-base", server.base_url, *extra],
         stdout=subprocess.PIPE, stderr=open(tmp_path / f"{name}.err", "w"), text=True, env=env)
     line = proc.stdout.readline()
     assert "grading from" in line, (line, (tmp_path / f"{name}.err").read_text()[-3000:])
@@ -303,10 +324,10 @@ def stop_worker(proc: subprocess.Popen) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_sigkill_one_of_two_workers_mid_job_and_every_run_has_exactly_one_record(
-        make_producer, make_agent, redis_url, rds, tmp_path):
+        make_producer, make_agent, redis_url, rds, tmp_path, server, signed):
     db = str(tmp_path / "shared.db")
-    a = start_worker(redis_url, db, "worker-a", tmp_path)
-    b = start_worker(redis_url, db, "worker-b", tmp_path)
+    a = start_worker(redis_url, db, "worker-a", tmp_path, server)
+    b = start_worker(redis_url, db, "worker-b", tmp_path, server)
     try:
         agent = make_agent(make_producer())
         run_ids = [agent.run(f"question {i} [[judge_delay=400]]").run_id for i in range(40)]
@@ -329,14 +350,15 @@ def test_sigkill_one_of_two_workers_mid_job_and_every_run_has_exactly_one_record
         code, out = stop_worker(b)
     assert code == 0 and "stopped;" in out, (out, (tmp_path / "worker-b.err").read_text()[-3000:])
     reclaimed = int(out.split(" reclaimed")[0].rsplit(", ", 1)[1])
+    assert ", 0 refused" in out
     assert reclaimed >= held_by_dead  # taken back while the stream was idle, on the timer
 
 
 @pytest.mark.slow
 def test_sigterm_finishes_running_jobs_within_the_deadline_and_leaves_the_rest_unacked(
-        make_producer, make_agent, redis_url, rds, tmp_path):
+        make_producer, make_agent, redis_url, rds, tmp_path, server, signed):
     db = str(tmp_path / "term.db")
-    worker = start_worker(redis_url, db, "worker-t", tmp_path, "--shutdown-timeout", "8")
+    worker = start_worker(redis_url, db, "worker-t", tmp_path, server, "--shutdown-timeout", "8")
     try:
         agent = make_agent(make_producer())
         quick = agent.run("quick [[judge_delay=2500]]").run_id
@@ -355,7 +377,7 @@ def test_sigterm_finishes_running_jobs_within_the_deadline_and_leaves_the_rest_u
 
 
 def test_a_job_that_every_worker_dies_on_goes_to_the_dead_letter_stream_with_an_error_record(
-        make_producer, make_agent, redis_url, rds, monkeypatch):
+        make_producer, make_agent, redis_url, rds, monkeypatch, server):
     from judgehooks._grading.redis.broker import DEAD_STREAM
     from judgehooks._grading.redis.worker import Worker
 
@@ -370,7 +392,7 @@ def test_a_job_that_every_worker_dies_on_goes_to_the_dead_letter_stream_with_an_
     assert judgehooks.drain(30)
     store = judgehooks.MemoryStore()
     monkeypatch.setenv("OPENAI_API_KEY", "from-env")  # specs carry no secrets
-    worker = Worker(redis_url, store, reclaim_after=1, rebuild=rebuild_evaluator, max_deliveries=3)
+    worker = Worker(redis_url, store, reclaim_after=1, rebuild=rebuilds(server, "AgentAsJudgeEval"), max_deliveries=3)
     asyncio.run(serve_until(worker, lambda: len(store.records) == 2))
     by_run = {r.run_id: r for r in store.records}
     assert by_run[survivor].status == "passed"

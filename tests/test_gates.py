@@ -58,11 +58,45 @@ def test_gate_on_a_member_agent_keeps_its_answer_from_the_team_leader(make_judge
     assert record.status == "failed" and record.agent_name == "member" and record.output.startswith("ECHO:")
 
 
-def test_judge_error_never_blocks(make_judge, make_agent, store):
-    agent = make_agent(make_judge(gate=True, fallback=FALLBACK, retries=0))
+@pytest.mark.parametrize("failure", ["[[judge_status=500]]", "[[judge_malformed]]", "[[judge_status=400]]"])
+def test_a_gate_blocks_by_default_when_the_judge_gives_no_verdict(make_judge, make_agent, store, failure):
+    """gate_on_error="block" (the default): an unjudged answer is not delivered, e.g. one padded past
+    the judge's context window (a 400) or a judge outage."""
+    out = make_agent(make_judge(gate=True, fallback=FALLBACK, retries=0)).run(f"wrong answer {failure}")
+    assert (out.content, out.status) == (FALLBACK, RunStatus.error)
+    assert statuses(store) == ["error"]  # the record is still an error, never a failure
+
+
+@pytest.mark.anyio
+async def test_a_gate_blocks_on_a_judge_error_under_arun_and_logs_why(make_judge, make_agent, store):
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        out = await make_agent(make_judge(gate=True, fallback=FALLBACK, retries=0)).arun("q [[judge_status=500]]")
+    assert (out.content, out.status) == (FALLBACK, RunStatus.error)
+    [blocked] = [e for e in logs if e["event"] == "gate_blocked"]
+    assert (blocked["status"], blocked["error_type"], blocked["repairs"]) == ("error", "InternalServerError", 0)
+
+
+def test_gate_on_error_allow_lets_an_unjudged_answer_through(make_judge, make_agent, store):
+    agent = make_agent(make_judge(gate=True, fallback=FALLBACK, retries=0, gate_on_error="allow"))
     out = agent.run("hello [[judge_status=500]]")
     assert out.content == "ECHO: hello [[judge_status=500]]" and out.status == RunStatus.completed
     assert statuses(store) == ["error"]
+
+
+@pytest.mark.parametrize("gate_on_error", ["block", "allow"])
+def test_a_repair_attempt_without_a_verdict_is_shown_only_when_allowed(make_judge, make_agent, store, server,
+                                                                       gate_on_error):
+    # the first verdict fails; then the judge goes down, so the repair attempt gets no verdict
+    judge = make_judge(repair=1, fallback=FALLBACK, retries=0, gate_on_error=gate_on_error,
+                       on_fail=lambda record: server.configure(judge_fail_next=10))
+    out = make_agent(judge).run("q [[fail]]")
+    assert statuses(store) == ["failed", "error"]
+    if gate_on_error == "block":
+        assert (out.content, out.status) == (FALLBACK, RunStatus.error)
+    else:
+        assert out.content == store.records[1].output and out.status == RunStatus.completed
 
 
 def test_streamed_text_cannot_be_unsent_but_the_stream_ends_in_an_error_with_the_fallback(
@@ -140,6 +174,7 @@ def test_team_repair_completes_the_stream_with_the_repaired_answer(make_judge, m
     ({"repair": True}, ValueError, "repair must be an integer >= 0"),
     ({"gate": "yes"}, TypeError, "gate must be True or False"),
     ({"gate": True, "fallback": "  "}, ValueError, "fallback must be a non-empty string"),
+    ({"gate": True, "gate_on_error": "open"}, ValueError, "gate_on_error must be one of 'block', 'allow'"),
 ])
 def test_gate_settings_are_checked_at_construction(make_judge, kwargs, error, message):
     with pytest.raises(error, match=message):

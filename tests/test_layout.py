@@ -51,7 +51,7 @@ AGNO_ALLOWED = ("_hooks", "_judges.agno", "_evaluators.base", "_evaluators.score
                 "testing")
 #: optional extras: the only imports allowed inside functions (besides these, everything is at the top)
 OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsonschema", "opentelemetry", "agno",
-            "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp",
+            "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp", "re2",
             # judgehooks' own modules that import the `redis` extra at their top
             "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker")
 

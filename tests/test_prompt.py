@@ -66,3 +66,10 @@ def test_schema_matches_the_mode():
     binary = verdict_schema("binary")["json_schema"]["schema"]
     assert numeric["required"] == ["score", "reason"] and numeric["properties"]["score"]["maximum"] == 10
     assert binary["required"] == ["passed", "reason"]
+
+
+def test_the_judge_is_asked_to_repeat_the_nonce_with_its_verdict():
+    for mode, label in (("binary", "PASSED:"), ("numeric", "SCORE:")):
+        req = build_request(ctx(), criteria="c", mode=mode)
+        system = req.messages[0]["content"]
+        assert f"`NONCE: {req.nonce}`" in system and f'"nonce": "{req.nonce}"' in system and label in system

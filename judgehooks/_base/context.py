@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .text import storable, storable_data
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -65,19 +67,24 @@ class EvalContext:
 
 
 def render_content(content: Any) -> str:
-    """The run's output as the judge should read it: pydantic models and containers as JSON."""
+    """The run's output as the judge should read it: pydantic models and containers as JSON. Always
+    storable text (`storable`): a lone UTF-16 surrogate, which pydantic's JSON refuses, becomes U+FFFD."""
     if content is None:
         return ""
     if isinstance(content, str):
-        return content
+        return storable(content)
     dump = getattr(content, "model_dump_json", None)
     if callable(dump):
-        text: str = dump()  # a pydantic model's JSON
-        return text
+        try:
+            text: str = dump()  # a pydantic model's JSON
+            return text
+        except ValueError:  # PydanticSerializationError: e.g. a lone surrogate in a field
+            content = storable_data(content.model_dump(mode="json"))
+            return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
     try:
-        return json.dumps(content, default=str, ensure_ascii=False)
+        return storable(json.dumps(content, default=str, ensure_ascii=False))
     except (TypeError, ValueError):
-        return str(content)
+        return storable(str(content))
 
 
 def context_to_dict(ctx: EvalContext) -> dict[str, Any]:

@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.dataclasses import dataclass
+from pydantic_core import ArgsKwargs
+
+from .text import storable_data
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
@@ -77,9 +80,16 @@ class EvalRecord:
 
     @model_validator(mode="before")
     @classmethod
-    def _criteria_from_metadata(cls, data: Any) -> Any:
-        """Rows written before `criteria` was a field kept it in the metadata."""
-        if isinstance(data, dict) and data.get("criteria") is None:
+    def _before(cls, data: Any) -> Any:
+        """Every string a store will write is UTF-8-encodable (a lone surrogate becomes U+FFFD), also
+        the ones no snapshot cleaned: a judge's reason, an error message, metadata, details. And rows
+        written before `criteria` was a field kept it in the metadata."""
+        if isinstance(data, ArgsKwargs):  # constructed: EvalRecord(id=..., ...)
+            return ArgsKwargs(data.args, storable_data(data.kwargs) if data.kwargs else data.kwargs)
+        if not isinstance(data, dict):
+            return data
+        data = storable_data(data)
+        if data.get("criteria") is None:
             found = (data.get("metadata") or {}).get("criteria") if isinstance(data.get("metadata"), dict) else None
             if isinstance(found, str):
                 return {**data, "criteria": found}

@@ -1,6 +1,10 @@
 """Grade the jobs that hooks with broker= publish to Redis (distributed grading).
 
-    judgehooks worker --broker redis://127.0.0.1:6379/0 --store sqlite:///evals.db [--import myapp.evals]
+    judgehooks worker --broker redis://127.0.0.1:6379/0 --store sqlite:///evals.db --import myapp.evals
+
+A worker grades only the evaluators it imports. `--rebuild CLASS,...` also rebuilds those classes
+from a job's settings, with the worker's own judge (`--judge-model`, `--judge-api-base`), and needs
+signed jobs ($JUDGEHOOKS_JOB_KEY): a job never chooses where the worker's provider key goes.
 
 SIGTERM or SIGINT: stop taking jobs, let running ones finish for --shutdown-timeout seconds, leave
 the rest unacked for another worker, exit 0. A second signal exits at once.
@@ -20,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .._evaluators.base import Evaluator
-from .._evaluators.spec import rebuild
+from .._evaluators.spec import JobRebuild
 from .._grading.redis import check_url, redacted, require_extra
+from .._grading.redis.signing import GENERATE, JOB_KEY_ENV, job_key
 from .._runtime import runtime
 from .common import CommandError, add_store_argument, store_at
 from .terminal import say
@@ -34,15 +39,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
                         help="import MODULE and grade with the judgehooks evaluators it defines at module level "
-                             "(their judge and callbacks); others are rebuilt from the settings in each job")
+                             "(their judge and callbacks); a job for any other evaluator ends as an error record")
     parser.add_argument("--concurrency", type=int, default=32, help="jobs graded at once (default 32)")
     parser.add_argument("--reclaim-after", type=float, default=30.0,
                         help="seconds a dead worker's job stays idle before a live worker takes it (default 30)")
     parser.add_argument("--shutdown-timeout", type=float, default=30.0,
                         help="on SIGTERM, seconds running jobs get to finish (default 30)")
+    parser.add_argument("--rebuild", action="append", metavar="CLASS[,CLASS]",
+                        help="also grade jobs of other evaluators of these judgehooks classes (e.g. AgentAsJudgeEval,"
+                             "Contains), rebuilt from the job's settings; LLM judges use --judge-model and "
+                             f"--judge-api-base, never the job's. Needs signed jobs (${JOB_KEY_ENV})")
+    parser.add_argument("--judge-model", default=os.environ.get("JUDGEHOOKS_MODEL"),
+                        help="the litellm model rebuilt LLM evaluators grade with; default $JUDGEHOOKS_MODEL")
+    parser.add_argument("--judge-api-base", help="the judge server rebuilt LLM evaluators call (default: litellm's "
+                                                 "provider settings, e.g. $OPENAI_API_BASE)")
     parser.add_argument("--imported-only", action="store_true",
-                        help="grade only with --import'ed evaluators; never rebuild a judge from a job's settings "
-                             "(a job names its model and api_base, and the worker's provider keys go with it)")
+                        help="grade only with --import'ed evaluators: the default (kept for existing command lines)")
     parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
     parser.add_argument("--requests-per-minute", type=float, metavar="N",
                         help="judge calls per minute per judge model, shared by every worker on this Redis, for "
@@ -82,7 +94,24 @@ def _check(args: argparse.Namespace) -> str | None:
             return f"{option} must be >= {minimum}, got {value}"
     if args.requests_per_minute is not None and not args.requests_per_minute > 0:
         return f"--requests-per-minute must be > 0, got {args.requests_per_minute}"
+    if args.rebuild and args.imported_only:
+        return "--rebuild and --imported-only contradict each other"
     return None
+
+
+def _rebuild(args: argparse.Namespace, signed: bool) -> JobRebuild | None:
+    """How this worker rebuilds evaluators from jobs (--rebuild), or None: imported evaluators only."""
+    if not args.rebuild:
+        return None
+    if not signed:
+        raise CommandError(f"worker: --rebuild lets a job choose an evaluator's settings, so it needs signed jobs: "
+                           f"set ${JOB_KEY_ENV} (the same on producers and workers; generate one with {GENERATE})",
+                           code=2)
+    names = frozenset(n.strip() for value in args.rebuild for n in value.split(",") if n.strip())
+    try:
+        return JobRebuild(allow=names, model=args.judge_model, api_base=args.judge_api_base)
+    except ValueError as exc:
+        raise CommandError(f"worker: --rebuild: {exc}", code=2) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,25 +127,39 @@ def run(args: argparse.Namespace) -> int:
 
     from .._grading.redis.worker import Worker
 
+    try:
+        signed = job_key() is not None
+    except ValueError as exc:
+        raise CommandError(f"worker: {exc}", code=2) from None
+    rebuild = _rebuild(args, signed)
+    evaluators = _imported_evaluators(args.import_ or [])
     store = store_at(args.store, must_exist=False)
     worker = Worker(args.broker, store, concurrency=args.concurrency, reclaim_after=args.reclaim_after,
-                    shutdown_timeout=args.shutdown_timeout, evaluators=_imported_evaluators(args.import_ or []),
-                    consumer_name=args.name, rebuild=None if args.imported_only else rebuild,
-                    requests_per_minute=args.requests_per_minute, max_deliveries=args.max_deliveries)
+                    shutdown_timeout=args.shutdown_timeout, evaluators=evaluators, consumer_name=args.name,
+                    rebuild=rebuild, requests_per_minute=args.requests_per_minute,
+                    max_deliveries=args.max_deliveries)
     # The worker runs on the judgehooks loop, like every store and judge here; this thread waits and
     # takes the signals.
     portal = runtime.portal()
     loop, stop = portal.call(_loop_and_event)
 
     def summary() -> str:
-        return (f"judgehooks worker {worker.consumer_name}: stopped; {worker.counts['graded']} graded, "
-                f"{worker.broker.reclaimed} reclaimed from dead workers, {worker.broker.dead_lettered} dead-lettered")
+        stats = worker.stats()
+        return (f"judgehooks worker {worker.consumer_name}: stopped; {stats['graded']} graded, "
+                f"{stats['reclaimed']} reclaimed from dead workers, {stats['dead_lettered']} dead-lettered, "
+                f"{stats['refused']} refused (kept in the {stats['refused_stream']} stream)")
 
     restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 
     def ready() -> None:
+        rebuilds = f"; rebuilds {', '.join(sorted(rebuild.allow))} from jobs" if rebuild is not None else ""
         say(f"judgehooks worker {worker.consumer_name}: grading from {redacted(args.broker)} into "
-            f"{args.store or 'the default store'} (concurrency {args.concurrency})")
+              f"{args.store or 'the default store'} (concurrency {args.concurrency}; imported evaluators "
+              f"{', '.join(sorted(evaluators)) or 'none'}{rebuilds})")
+        if not signed:
+            print(f"judgehooks worker: jobs are NOT authenticated: anyone who can write to this Redis can add "
+                  f"records; set ${JOB_KEY_ENV} on producers and workers to refuse unsigned jobs",
+                  file=sys.stderr, flush=True)
 
     try:
         portal.call(worker.serve, stop, ready)

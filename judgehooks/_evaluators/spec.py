@@ -7,11 +7,18 @@ module never imports the package face.
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import NotRebuildable
 
 _classes: dict[str, type[Any]] = {}
+
+#: How an LLM evaluator reaches and retries its judge (`llm.JudgeConnection`'s fields but
+#: include_tool_calls, plus AgentAsJudgeEval's own): a worker never takes these from a job.
+CONNECTION = frozenset({"model", "judge", "api_base", "api_key", "timeout", "retries", "retry_backoff", "temperature",
+                        "structured_output", "litellm_kwargs", "judge_process", "judge_processes", "evaluator_agent"})
 
 
 def register(cls: type[Any]) -> None:
@@ -38,3 +45,54 @@ def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
             raise NotRebuildable("its judge is not a litellm model string")
     settings = {k: v for k, v in settings.items() if v is not None}
     return cls(**settings, **{"run_in_background": True, **hook})
+
+
+def rebuildable() -> tuple[str, ...]:
+    """The names of the classes a spec may name."""
+    return tuple(sorted(_classes))
+
+
+def takes_judge(name: str) -> bool:
+    """Whether the evaluator class `name` grades with an LLM judge (it takes an `api_base`)."""
+    return "api_base" in inspect.signature(_classes[name]).parameters
+
+
+@dataclass(frozen=True)
+class JobRebuild:
+    """How a worker that opts in (``judgehooks worker --rebuild``) builds an evaluator from a job's spec.
+
+    A job is data anyone with write access to Redis may have written (sign jobs to prevent that), so
+    it may choose only WHAT is graded: the criteria, threshold, a check's pattern, among the classes
+    in `allow`. HOW the judge is reached (model, api_base, keys, timeouts, retries) comes from the
+    worker: `model` and `api_base` here, litellm's provider variables for keys. A job therefore can
+    never send the worker's provider key to a server of its choosing.
+    """
+
+    allow: frozenset[str]
+    model: str | None = None
+    api_base: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.allow) - set(_classes))
+        if unknown:
+            raise ValueError(f"cannot rebuild {', '.join(unknown)}: not judgehooks evaluator classes "
+                             f"(choose from {', '.join(rebuildable())})")
+        if self.model is None and any(takes_judge(name) for name in self.allow):
+            raise ValueError(f"rebuilding {', '.join(sorted(n for n in self.allow if takes_judge(n)))} needs this "
+                             f"worker's own judge model (--judge-model or $JUDGEHOOKS_MODEL): a job never chooses it")
+
+    def __call__(self, spec: dict[str, Any] | None, **hook: Any) -> Any:
+        if not isinstance(spec, dict):
+            return rebuild(None, **hook)
+        name = spec.get("class", "AgentAsJudgeEval")
+        if not isinstance(name, str) or name not in self.allow:
+            raise NotRebuildable(f"its spec names {name!r}, which this worker does not rebuild (it rebuilds "
+                                 f"{', '.join(sorted(self.allow)) or 'nothing'}: --rebuild)")
+        flat = "class" not in spec
+        settings = dict(spec if flat else spec.get("settings") or {})
+        if flat and not settings.get("model"):  # its producer graded with a custom judge, not a model string
+            return rebuild(settings, **hook)
+        settings = {k: v for k, v in settings.items() if k not in CONNECTION}
+        if takes_judge(name):
+            settings.update(model=self.model, api_base=self.api_base)
+        return rebuild(settings if flat else {"class": name, "settings": settings}, **hook)

@@ -15,7 +15,11 @@ Streaming: text already streamed cannot be taken back. A blocked stream ends wit
 `RunErrorEvent` whose content is the fallback, and no `RunCompletedEvent`; a repaired stream ends
 with a `RunCompletedEvent` (and run output) carrying the repaired answer after the rejected text.
 
-Judge errors and skipped evaluations never block (fail open): an `error` record is not a failure.
+A judge error is never a failure, but a gate that has no verdict must not hand the answer over
+unchecked: with ``gate_on_error="block"`` (the default: a gate is a safety control, so it fails
+closed) an `error` record shows the fallback like a failed one, without repair attempts (there is no
+reason to repair with); ``"allow"`` lets the answer through (fails open, as every gate did before
+this setting existed).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from .._base.record import EvalRecord
 from .._runtime import runtime
 
 DEFAULT_FALLBACK = "Sorry, I can't give a reliable answer to that right now. Please try again or rephrase."
+GATE_ON_ERROR = ("block", "allow")
 
 REPAIR_PROMPT = ("{input}\n\nA reviewer rejected the previous answer to this request, for this reason: {reason}\n"
                  "Answer the request again, fixing that.")
@@ -52,10 +57,15 @@ class Gate:
 
     fallback: str = DEFAULT_FALLBACK
     repair: int = 0
+    on_error: str = "block"
 
     @classmethod
-    def configure(cls, *, gate: Any, fallback: Any, repair: Any, run_in_background: bool) -> Gate | None:
+    def configure(cls, *, gate: Any, fallback: Any, repair: Any, run_in_background: bool,
+                  on_error: Any = "block") -> Gate | None:
         """Validate the evaluator's gate settings; None when neither gate nor repair is asked for."""
+        if on_error not in GATE_ON_ERROR:
+            raise ValueError(f"gate_on_error must be one of {', '.join(map(repr, GATE_ON_ERROR))} (what a gate does "
+                             f"when the judge gives no verdict), got {on_error!r}")
         if not isinstance(gate, bool):
             raise TypeError(f"gate must be True or False, got {gate!r}")
         if isinstance(repair, bool) or not isinstance(repair, int) or repair < 0:
@@ -67,7 +77,7 @@ class Gate:
         if run_in_background:
             raise ValueError("gate=True and repair=N need the verdict before the run returns, so they work inline "
                              "only: use them with run_in_background=False")
-        return cls(fallback=fallback, repair=repair)
+        return cls(fallback=fallback, repair=repair, on_error=on_error)
 
     def stands_aside(self, owner: Any) -> bool:
         """True inside this gate's own re-run of `owner`: the repair loop grades that run itself."""
@@ -75,12 +85,17 @@ class Gate:
 
     async def enforce(self, record: EvalRecord | None, run_output: Any, owner: Any, snapshot: Snapshot,
                       grade: Grade, on_loop: bool) -> None:
-        """After the verdict: pass on anything but `failed`; else try repairs, then block.
+        """After the verdict: pass a `passed` (or `skipped`) one; on `failed` try repairs, then block;
+        on no verdict (`error`, or no record) block unless `on_error="allow"`.
 
         `on_loop` says we run on the judgehooks loop (the sync hook): re-run with `owner.run` on a
         worker thread and grade directly. Otherwise we run on the caller's loop (the async hook):
         re-run with `owner.arun` and grade on the judgehooks loop."""
-        if record is None or record.status != "failed":
+        if record is None or record.status == "error":
+            if self.on_error == "block":
+                self.block(run_output, record, record)
+            return
+        if record.status != "failed":
             return
         last = record
         if self.repair:
@@ -91,7 +106,7 @@ class Gate:
                     if outcome is None:
                         break
                     last, content = outcome
-                    if last.status != "failed":  # passed, or a judge error: never counted as a failure
+                    if last.status == "passed" or (last.status != "failed" and self.on_error == "allow"):
                         _show(run_output, content)
                         log.info("gate_repaired", evaluator=record.evaluator, run_id=record.run_id,
                                  attempt=attempt, attempt_run_id=last.run_id, status=last.status)
@@ -130,16 +145,20 @@ class Gate:
             attempt_record = await runtime.wait(runtime.submit(grade, ctx))
         return (attempt_record, output.content) if attempt_record is not None else None
 
-    def block(self, run_output: Any, record: EvalRecord, last: EvalRecord) -> None:
-        """Show the fallback instead of the failed answer and make agno end the run as an error."""
+    def block(self, run_output: Any, record: EvalRecord | None, last: EvalRecord | None) -> None:
+        """Show the fallback instead of the failed (or unjudged) answer and make agno end the run as an error."""
         from agno.exceptions import OutputCheckError
 
         _show(run_output, self.fallback)
-        log.info("gate_blocked", evaluator=record.evaluator, run_id=record.run_id, record_id=last.id,
-                 score=last.score, reason=last.reason, repairs=self.repair)
-        raise OutputCheckError(self.fallback, additional_data={
-            "evaluator": record.evaluator, "record_id": last.id, "run_id": record.run_id, "score": last.score,
-            "reason": last.reason, "repair_attempts": self.repair})
+        status = last.status if last is not None else "error"
+        details = {"evaluator": getattr(record, "evaluator", None), "record_id": getattr(last, "id", None),
+                   "run_id": getattr(record, "run_id", getattr(run_output, "run_id", None)), "status": status,
+                   "score": getattr(last, "score", None), "reason": getattr(last, "reason", None),
+                   "error_type": getattr(last, "error_type", None),
+                   "repair_attempts": self.repair if status == "failed" else 0}
+        log.info("gate_blocked", **{k: v for k, v in details.items() if k != "repair_attempts"},
+                 repairs=details["repair_attempts"])
+        raise OutputCheckError(self.fallback, additional_data=details)
 
 
 def _show(run_output: Any, content: Any) -> None:

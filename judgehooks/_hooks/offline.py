@@ -18,6 +18,7 @@ from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
 from .._base.sqlitefile import create_file
+from .._base.text import storable_data
 from .._grading.pipeline import Pipeline
 from ..exceptions import StoreError
 from ..stores import AgnoDbStore, Store, write_with_retry
@@ -60,7 +61,7 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
         found.append(EvalContext(
             input=render_content(case["input"]), output=render_content(case["output"]),
             expected=None if expected is None else render_content(expected),
-            run_id=run_id, case_index=i, metadata=dict(case.get("metadata") or {})))
+            run_id=run_id, case_index=i, metadata=storable_data(dict(case.get("metadata") or {}))))
     return found
 
 

@@ -61,6 +61,7 @@ class Deployment:
     gate: bool = False
     fallback: str = DEFAULT_FALLBACK
     repair: int = 0
+    gate_on_error: str = "block"  # a gate with no verdict (judge error): "block" shows the fallback, "allow" the answer
     print_summary: bool = False
     print_results: bool = False
     file_path_to_save_results: str | None = None
@@ -119,7 +120,7 @@ class HookSettings(Deployment):
         for name in ("on_fail", "on_error", "on_record", "on_drop"):
             wrap_callback(name, getattr(self, name))  # validates: a callback that is not callable fails here
         gate = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
-                              run_in_background=self.run_in_background)
+                              run_in_background=self.run_in_background, on_error=self.gate_on_error)
         self.gate_config = gate
         self._sealed = True
 

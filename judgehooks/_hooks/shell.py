@@ -18,6 +18,7 @@ from typing import Any
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
+from .._base.urls import spec_without_credentials
 from .._grading.pipeline import Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
@@ -39,7 +40,7 @@ class HookShell:
         self.sampler = settings.sampler()
         self.gate = settings.gate_config
         self.needs_tools = needs_tools
-        self._spec = spec
+        self._spec = spec_without_credentials(spec)  # it travels with jobs: outbox rows, Redis
         self._wiring: Wiring | None = None
         self._lock = threading.Lock()
         if settings.builds_at_once:
@@ -88,9 +89,9 @@ class HookShell:
 
     def respec(self, spec: Mapping[str, Any] | None) -> None:
         """The evaluator's own settings changed: jobs queued from now on carry the new spec."""
-        self._spec = spec
+        self._spec = spec_without_credentials(spec)
         if self._wiring is not None and self._wiring.dispatcher is not None:
-            self._wiring.dispatcher.respec(None if spec is None else dict(spec))
+            self._wiring.dispatcher.respec(self._spec)
 
     # ---- agno's hooks -----------------------------------------------------------------------
 

@@ -1,4 +1,8 @@
-"""The snapshot of a live agno run that every evaluator reads (never agno's RunOutput itself)."""
+"""The snapshot of a live agno run that every evaluator reads (never agno's RunOutput itself).
+
+Its text is made storable here, once (`storable`: a lone UTF-16 surrogate becomes U+FFFD), before
+the judge, the outbox, Redis or any store sees it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._base.context import EvalContext, RunUsage, ToolCall, render_content
+from .._base.text import storable, storable_data
 
 
 def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
@@ -19,8 +24,8 @@ def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
         members = list(getattr(output, "member_responses", None) or ())
         for tool in getattr(output, "tools", None) or ():
             calls.append(ToolCall(
-                name=tool.tool_name or "", arguments=dict(tool.tool_args or {}),
-                result=None if tool.result is None else str(tool.result),
+                name=storable(tool.tool_name or ""), arguments=storable_data(dict(tool.tool_args or {})),
+                result=None if tool.result is None else storable(str(tool.result)),
                 error=bool(tool.tool_call_error), agent_id=agent_id))
             if tool.tool_name == "delegate_task_to_member" and members:
                 collect(members.pop(0))
@@ -65,18 +70,22 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         team_id = getattr(run_output, "team_id", None) or getattr(agent, "team_id", None)
         team_name = None
     return EvalContext(
-        input=run_input.input_content_string() if run_input is not None else "",
-        output=render_content(run_output.content),
-        run_id=run_output.run_id,
-        session_id=run_output.session_id,
-        user_id=user_id or run_output.user_id,
-        agent_id=agent_id,
-        agent_name=agent_name,
-        team_id=team_id,
-        team_name=team_name,
+        input=storable(run_input.input_content_string()) if run_input is not None else "",
+        output=render_content(run_output.content),  # storable already
+        run_id=_text(run_output.run_id),
+        session_id=_text(run_output.session_id),
+        user_id=_text(user_id or run_output.user_id),
+        agent_id=_text(agent_id),
+        agent_name=_text(agent_name),
+        team_id=_text(team_id),
+        team_name=_text(team_name),
         expected=None if merged.get("expected") is None else render_content(merged["expected"]),
         tool_calls=_tool_calls(run_output) if with_tools else (),
         run_status=getattr(status, "value", status),
         usage=_usage(run_output),
-        metadata=merged,
+        metadata=storable_data(merged),
     )
+
+
+def _text(value: Any) -> Any:
+    return storable(value) if isinstance(value, str) else value

@@ -92,7 +92,7 @@ class JudgeCall:
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)
-                verdict, error = parse_verdict(reply.text, self.mode), None
+                verdict, error = parse_verdict(reply.text, self.mode, nonce=request.nonce), None
                 check_agreement(self.decide(verdict), verdict.reason, verdict.score)  # a pass saying "fails" is no pass
                 break
             except Exception as exc:

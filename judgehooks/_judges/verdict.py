@@ -1,8 +1,21 @@
-"""Reading a judge's reply into a Verdict. Pure, tolerant of the shapes real models produce.
+"""Reading a judge's reply into a Verdict. Pure, tolerant of the shapes real models produce, and
+never fooled by a verdict the judge merely quotes.
 
-Order: the whole reply as JSON; a JSON object inside prose or a code fence; then labelled lines
-(`SCORE:`, `PASSED:`, `REASONING:`). Anything else raises `MalformedVerdict`, which the core turns
-into an `error` record after retries: a reply we cannot read is never a pass or a fail.
+A reply that is one JSON object (structured output) is the verdict. Otherwise every verdict in the
+reply is a candidate: a JSON object with the key, or a labelled line (`SCORE:`, `PASSED:`). A judge
+often quotes the answer it grades before it gives its own verdict, and the answer may carry a
+forged verdict, so the candidates are ranked:
+
+1. a verdict carrying the prompt's nonce (its JSON ``"nonce"`` field, its own line, or the nearest
+   verdict before a ``NONCE:`` line): the answer cannot know the nonce, so only the judge wrote it;
+   the last one wins;
+2. verdicts outside quoted material (the prompt's nonce fences, markdown code fences, ``>``
+   quotes, a verdict that opens with a quotation mark): they must all agree;
+3. verdicts inside markdown code fences (judges put their JSON there): they must all agree.
+
+Verdicts in the nonce fences, in ``>`` quotes or inside quotation marks never count. Verdicts that
+disagree, with no nonce to tell the judge's own, raise `MalformedVerdict`, as does a reply with no
+verdict: the core turns it into an `error` record after retries, never a pass or a fail.
 """
 
 from __future__ import annotations
@@ -15,9 +28,16 @@ from typing import Any
 from .._base.record import Mode
 from ..exceptions import MalformedVerdict
 
-_SCORE_LINE = re.compile(r"^\W*score\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
-_PASSED_LINE = re.compile(r"^\W*(?:passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)", re.IGNORECASE | re.MULTILINE)
+_SCORE_LINE = re.compile(r"^([^\w\n]*)(score)\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+_PASSED_LINE = re.compile(r"^([^\w\n]*)(passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)",
+                          re.IGNORECASE | re.MULTILINE)
 _REASON_LINE = re.compile(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE)
+# The prompt's fences (prompt.py), echoed by a judge: what is inside is the run's data.
+_NONCE_FENCE = re.compile(r"<<<(?!END-)([A-Z-]+)-([0-9a-f]+)>>>.*?(?:<<<END-\1-\2>>>|\Z)", re.DOTALL)
+_FENCE_MARKER = re.compile(r"<<<(?:END-)?[A-Z-]+-[0-9a-f]+>>>")
+_CODE_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
+_BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_QUOTES = frozenset("\"'`“”‘’«»")
 _TRUE = {"true", "yes", "pass", "passed", "1"}
 _FALSE = {"false", "no", "fail", "failed", "0"}
 
@@ -29,8 +49,19 @@ class Verdict:
     reason: str
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object embedded in text, in order."""
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    start: int
+    end: int
+    value: Any  # the raw score / passed value, checked only if this candidate is chosen
+    reason: str | None  # a JSON verdict's own reason; None for a labelled line
+    signed: bool  # carries the nonce itself
+    quoted: bool  # in a nonce fence, a > quote, or inside quotation marks: never the judge's own
+    fenced: bool  # in a markdown code fence: the judge's own only when nothing better is there
+
+
+def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """Every top-level JSON object embedded in text, in order, with its span."""
     found, decoder, i = [], json.JSONDecoder(), text.find("{")
     while i != -1:
         try:
@@ -39,7 +70,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
             i = text.find("{", i + 1)
             continue
         if isinstance(obj, dict):
-            found.append(obj)
+            found.append((i, end, obj))
         i = text.find("{", end)
     return found
 
@@ -67,28 +98,141 @@ def _as_bool(value: Any) -> bool:
     raise MalformedVerdict(f"passed must be true or false, got {value!r}")
 
 
-def _from_mapping(obj: dict[str, Any], mode: Mode) -> Verdict:
-    reason = str(obj.get("reason") or obj.get("reasoning") or "")
+def _verdict(value: Any, reason: str, mode: Mode) -> Verdict:
     if mode == "numeric":
-        return Verdict(passed=None, score=_as_score(obj["score"]), reason=reason)
-    return Verdict(passed=_as_bool(obj["passed"]), score=None, reason=reason)
+        return Verdict(passed=None, score=_as_score(value), reason=reason)
+    return Verdict(passed=_as_bool(value), score=None, reason=reason)
 
 
-def parse_verdict(text: str | None, mode: Mode) -> Verdict:
-    """Parse a judge reply for `mode`; raise MalformedVerdict naming what was wrong."""
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in pattern.finditer(text)]
+
+
+def _inside(spans: list[tuple[int, int]], start: int) -> bool:
+    return any(a <= start < b for a, b in spans)
+
+
+def _opens_quote(text: str, start: int) -> bool:
+    """Whether the text before `start` on its line is a > quote or leaves a quotation open."""
+    prefix = text[text.rfind("\n", 0, start) + 1:start].strip()
+    if not prefix:
+        return False
+    return (prefix.startswith(">") or prefix[-1] in _QUOTES or prefix.count('"') % 2 == 1
+            or prefix.count("`") % 2 == 1 or prefix.count("“") > prefix.count("”")
+            or prefix.count("«") > prefix.count("»"))
+
+
+def _quoted_label(text: str, match: re.Match[str]) -> bool:
+    """Whether a labelled line opens with a quotation mark; `"passed": true` (a JSON key, e.g. of a
+    reply cut off before its JSON closed) does not count as one."""
+    prefix = match.group(1)
+    if prefix and prefix[-1] in _QUOTES and text[match.end(2):match.end(2) + 1] == prefix[-1]:
+        prefix = prefix[:-1]
+    return bool(_QUOTES & set(prefix))
+
+
+def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
+    key = "score" if mode == "numeric" else "passed"
+    nonce_fenced = _spans(_NONCE_FENCE, text)
+    code_fenced = _spans(_CODE_FENCE, text)
+    quoted_lines = _spans(_BLOCKQUOTE, text)
+    found: list[_Candidate] = []
+    objects = [(a, b, obj) for a, b, obj in _json_objects(text) if key in obj]
+    for start, end, obj in objects:
+        found.append(_Candidate(
+            start, end, obj[key], str(obj.get("reason") or obj.get("reasoning") or ""),
+            signed=nonce is not None and str(obj.get("nonce", "")).strip() == nonce,
+            quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _opens_quote(text, start),
+            fenced=_inside(code_fenced, start)))
+    line_pattern = _SCORE_LINE if mode == "numeric" else _PASSED_LINE
+    for match in line_pattern.finditer(text):
+        start = match.start()
+        if any(a <= start < b for a, b, _ in objects):
+            continue  # the line of a JSON verdict already counted
+        line_end = text.find("\n", start)
+        line = text[start:line_end if line_end != -1 else len(text)]
+        found.append(_Candidate(
+            start, match.end(), match.group(3), None,
+            signed=nonce is not None and nonce in _FENCE_MARKER.sub("", line),
+            quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _quoted_label(text, match),
+            fenced=_inside(code_fenced, start)))
+    found.sort(key=lambda c: c.start)
+    return _sign_by_nonce_lines(text, found, nonce, nonce_fenced)
+
+
+def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
+                         fenced: list[tuple[int, int]]) -> list[_Candidate]:
+    """A nonce the judge wrote on its own (e.g. `NONCE: ...`) signs the nearest verdict before it."""
+    if nonce is None:
+        return found
+    markers = _spans(_FENCE_MARKER, text)
+    signed = list(found)
+    for match in re.finditer(re.escape(nonce), text):
+        at = match.start()
+        if _inside(fenced, at) or _inside(markers, at) or any(c.start <= at < c.end for c in found):
+            continue  # inside the data, an echoed fence marker, or a verdict that carries it itself
+        before = [i for i, c in enumerate(signed) if c.end <= at and not c.quoted]
+        if before:
+            c = signed[before[-1]]
+            signed[before[-1]] = _Candidate(c.start, c.end, c.value, c.reason, True, c.quoted, c.fenced)
+    return signed
+
+
+def _reason_near(text: str, candidate: _Candidate) -> str:
+    """A labelled verdict's reason: the last REASONING line before it, else the first after it,
+    outside the quoted material the verdict itself is outside of."""
+    excluded = _spans(_NONCE_FENCE, text) + _spans(_BLOCKQUOTE, text)
+    lines = [m for m in _REASON_LINE.finditer(text) if not _inside(excluded, m.start())]
+    before = [m for m in lines if m.start() < candidate.start]
+    after = [m for m in lines if m.start() >= candidate.end]
+    chosen = before[-1] if before else (after[0] if after else None)
+    return chosen.group(1).strip() if chosen else ""
+
+
+def _normal(value: Any, mode: Mode) -> Any:
+    """What a candidate's value means, so that "true" and "yes" agree; an unreadable value is its own."""
+    try:
+        return _verdict(value, "", mode)
+    except MalformedVerdict:
+        return repr(value)
+
+
+def _agreeing(group: list[_Candidate], mode: Mode, where: str) -> _Candidate:
+    if len({_normal(c.value, mode) for c in group}) > 1:
+        shown = sorted({str(c.value) for c in group})
+        raise MalformedVerdict(f"judge reply has conflicting verdicts {where} ({', '.join(shown)}) and none carries "
+                               f"the nonce, so its own verdict cannot be told from a quoted one")
+    return group[-1]
+
+
+def parse_verdict(text: str | None, mode: Mode, *, nonce: str | None = None) -> Verdict:
+    """Parse a judge reply for `mode`; raise MalformedVerdict naming what was wrong.
+
+    `nonce` is the one the prompt fenced the run with (`JudgeRequest.nonce`): a verdict carrying it
+    is the judge's own."""
     if not text or not text.strip():
         raise MalformedVerdict("judge reply is empty")
     key = "score" if mode == "numeric" else "passed"
-    for obj in _json_objects(text):
-        if key in obj:
-            return _from_mapping(obj, mode)
-    line = (_SCORE_LINE if mode == "numeric" else _PASSED_LINE).search(text)
-    if line:
-        reason_match = _REASON_LINE.search(text)
-        reason = reason_match.group(1).strip() if reason_match else ""
-        value = line.group(1)
-        if mode == "numeric":
-            return Verdict(passed=None, score=_as_score(value), reason=reason)
-        return Verdict(passed=_as_bool(value), score=None, reason=reason)
-    snippet = text.strip().replace("\n", " ")[:120]
-    raise MalformedVerdict(f"judge reply has no {key!r} (not JSON, no {key.upper()}: line): {snippet!r}")
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict) and key in whole:  # structured output: the reply is the verdict
+        return _verdict(whole[key], str(whole.get("reason") or whole.get("reasoning") or ""), mode)
+    found = _candidates(text, mode, nonce)
+    signed = [c for c in found if c.signed]
+    plain = [c for c in found if not c.quoted and not c.fenced]
+    in_code = [c for c in found if not c.quoted and c.fenced]
+    if signed:
+        chosen = signed[-1]
+    elif plain:
+        chosen = _agreeing(plain, mode, "outside quoted material")
+    elif in_code:
+        chosen = _agreeing(in_code, mode, "in code blocks")
+    else:
+        snippet = text.strip().replace("\n", " ")[:120]
+        if found:
+            raise MalformedVerdict(f"judge reply has a {key!r} only inside quoted material: {snippet!r}")
+        raise MalformedVerdict(f"judge reply has no {key!r} (not JSON, no {key.upper()}: line): {snippet!r}")
+    reason = chosen.reason if chosen.reason is not None else _reason_near(text, chosen)
+    return _verdict(chosen.value, reason, mode)

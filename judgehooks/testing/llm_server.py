@@ -6,13 +6,15 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 * the **judge** (any request with a ``response_format``, or whose model name starts with
   ``judge``): replies with a verdict;
 * the **agent** (anything else): echoes the last user message as ``ECHO: ...``, optionally after a
-  tool call, with or without streaming.
+  tool call, with or without streaming. A model named ``schema-agent...`` is the agent also when
+  it asks for structured output (an agno ``output_schema``): answer it with ``[[raw]]{...}``.
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
 ``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[reason=%1B%5D0%3Bx%07]]`` (the judge's
 reason, percent-encoded so it may hold any character), ``[[reason_chars=N]]`` (the reason padded to
-N characters), ``[[tool=name]]`` (the agent calls that tool
+N characters), ``[[judge_quote=plain|blockquote|code|fence|inline]]`` (a plain-text reply quotes the answer before
+the judge's own verdict: see `_quoting`), ``[[tool=name]]`` (the agent calls that tool
 once; each string parameter gets the first 40 characters of the question unless
 ``[[arg_<parameter>=value]]`` gives it), ``[[fail_first=N]]`` (the first N judge calls that read this
 same directive fail, later ones pass: a repaired answer passes; ``[[fail_first=1:tag]]`` keeps
@@ -25,6 +27,7 @@ calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported 
 makes the agent answer with the message itself, directives removed (e.g. a JSON document);
 ``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
 ``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds).
+``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
 :meth:`StubLLMServer.configure`.
@@ -103,6 +106,35 @@ def _completion(model: str, message: dict[str, Any], usage: dict[str, int], fini
     }
 
 
+_OUTPUT_FENCE = re.compile(r"<<<OUTPUT-([0-9a-f]+)>>>\n(.*?)\n<<<END-OUTPUT-\1>>>", re.DOTALL)
+
+
+def _quoting(messages: list[dict[str, Any]], d: dict[str, str], verdict: str) -> str:
+    """A judge that quotes the answer it grades before its own verdict (`[[judge_quote=style]]`),
+    repeating the nonce with its verdict unless `[[judge_nonce=no]]`; `[[judge_own=json]]` gives
+    its verdict as a JSON object."""
+    found = _OUTPUT_FENCE.search("\n".join(_text_of(m) for m in messages))
+    nonce, answer = (found.group(1), found.group(2)) if found else ("", "")
+    lines = answer.splitlines() or [""]
+    quoted = {
+        "plain": f"The answer says:\n{answer}",
+        "blockquote": "The answer says:\n" + "\n".join(f"> {line}" for line in lines),
+        "code": f"The answer says:\n```\n{answer}\n```",
+        "fence": f"<<<OUTPUT-{nonce}>>>\n{answer}\n<<<END-OUTPUT-{nonce}>>>",
+        "inline": "The answer says:\n" + "\n".join(f'"{line}"' for line in lines),
+    }[d["judge_quote"] or "plain"]
+    signs = d.get("judge_nonce") != "no"
+    if d.get("judge_own") == "json":
+        own = json.loads(verdict) if verdict.startswith("{") else {}
+        if not own:
+            label, value = verdict.rsplit("\n", 1)[-1].split(": ", 1)
+            own = {label.lower(): int(value) if value.isdigit() else value == "true", "reason": "my own verdict"}
+        own = json.dumps({**own, **({"nonce": nonce} if signs else {})})
+    else:
+        own = verdict + (f"\nNONCE: {nonce}" if signs else "")
+    return f"{quoted}\n\nMy own assessment follows.\n{own}"
+
+
 class _Reply:
     def __init__(self, status: int, body: Any = None, *, stream: list[dict[str, Any]] | None = None,
                  raw: bytes | None = None, headers: dict[str, str] | None = None) -> None:
@@ -126,7 +158,8 @@ class _StubApp:
         if method != "POST" or not path.endswith("/chat/completions"):
             return _Reply(404, {"error": {"message": f"no route {method} {path}"}})
         request = json.loads(body)
-        is_judge = "response_format" in request or str(request.get("model", "")).startswith("judge")
+        model = str(request.get("model", ""))
+        is_judge = model.startswith("judge") or ("response_format" in request and not model.startswith("schema-agent"))
         return await (self._judge(request) if is_judge else self._agent(request))
 
     async def _judge(self, request: dict[str, Any]) -> _Reply:
@@ -188,6 +221,8 @@ class _StubApp:
             reason = _reason(d, "stub judge says " + ("pass" if passed else "fail"))
             content = (json.dumps({"passed": passed, "reason": reason}) if "response_format" in request
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
+        if "judge_quote" in d and "response_format" not in request:
+            content = _quoting(messages, d, content)
         message = {"role": "assistant", "content": content}
         usage = _usage(text, content)
         if d.get("judge_tokens"):
@@ -226,6 +261,8 @@ class _StubApp:
             content = _DIRECTIVE.sub("", last_user).strip()
         else:
             content = f"ECHO: {last_user}" + (f" TOOL_RESULT: {tool_results[-1]}" if tool_results else "")
+        if "half_emoji" in d:  # a model that cut an emoji in half: JSON "\ud83d", a lone surrogate once decoded
+            content += " \ud83d"
         usage: dict[str, Any] = _usage(prompt, content)
         if d.get("cost"):
             usage["cost"] = float(d["cost"])

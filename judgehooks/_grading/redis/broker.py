@@ -10,12 +10,17 @@
 - A job that kills every worker that takes it would be reclaimed forever; ours reads each
   reclaimed entry's delivery count (XPENDING) and, past `max_deliveries`, moves it to the dead-letter
   stream `judgehooks:grading:dead` (XADD, then XACK + XDEL), counts it and calls `on_dead`.
+- It trusts whatever is in the stream. Ours signs what it publishes when a job key is set
+  (`signing`), and a worker with a key refuses unsigned or mis-signed entries; refused entries and
+  entries that are not judgehooks jobs are moved, with the reason, to the `judgehooks:refused`
+  stream (acked, counted and logged), so nothing is dropped unseen.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, cast
 
@@ -23,11 +28,12 @@ from redis.asyncio import Redis, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import StreamIdT
-from taskiq import AckableMessage
+from taskiq import AckableMessage, BrokerMessage
 from taskiq_redis import RedisStreamBroker
 
 from ..._base.log import log
 from . import check_url
+from .signing import refusal, sign
 
 TASK_NAME = "judgehooks.grade"
 STREAM = "judgehooks:grading"
@@ -37,6 +43,8 @@ DEAD_STREAM = f"{STREAM}:dead"
 MAX_DELIVERIES = 5
 #: told of each dead letter: the entry's taskiq message and how often it was delivered
 OnDead = Callable[[bytes, int], Awaitable[None]]
+REFUSED_STREAM = "judgehooks:refused"  # entries a worker would not grade, with why (the newest 10,000)
+REFUSED_MAXLEN = 10_000
 #: XREADGROUP's reply in redis-py's legacy shape: per stream, its (entry id, fields) pairs
 StreamReply = list[tuple[Any, list[tuple[Any, Any]]]]
 
@@ -52,7 +60,7 @@ class JudgeStreamBroker(RedisStreamBroker):
 
     def __init__(self, url: str, *, consumer_name: str | None = None, reclaim_after: float = 30.0,
                  fetch_count: int = 32, max_connections: int = 50, max_deliveries: int = MAX_DELIVERIES,
-                 on_dead: OnDead | None = None) -> None:
+                 on_dead: OnDead | None = None, job_key: bytes | None = None) -> None:
         super().__init__(check_url(url), queue_name=STREAM, consumer_group_name=GROUP, consumer_name=consumer_name,
                          consumer_id="0", xread_block=int(min(1.0, reclaim_after / 4) * 1000),
                          idle_timeout=int(reclaim_after * 1000), xread_count=fetch_count,
@@ -63,6 +71,8 @@ class JudgeStreamBroker(RedisStreamBroker):
         self.max_deliveries = max_deliveries
         self.on_dead = on_dead
         self.dead_lettered = 0
+        self.job_key = job_key  # signs what this broker publishes; a worker's refuses what is not signed with it
+        self.refused: Counter[str] = Counter()  # by reason
 
     async def _declare_consumer_group(self) -> None:
         async with Redis(connection_pool=self.connection_pool) as conn:
@@ -71,6 +81,61 @@ class JudgeStreamBroker(RedisStreamBroker):
             except ResponseError as exc:
                 if "BUSYGROUP" not in str(exc):
                     raise
+
+    async def kick(self, message: BrokerMessage) -> None:
+        """Publish one job, signed when this broker has a job key."""
+        fields = {b"data": message.message}
+        if self.job_key is not None:
+            fields[b"sig"] = sign(self.job_key, message.message)
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            await conn.xadd(STREAM, cast(Any, fields), maxlen=self.maxlen, approximate=self.approximate)
+
+    def _why_refused(self, fields: Any) -> str | None:
+        """Why this consumer must not grade a stream entry, or None."""
+        data = fields.get(b"data") if isinstance(fields, dict) else None
+        if not isinstance(data, bytes):
+            return "not_a_job"
+        why = refusal(self.job_key, data, fields.get(b"sig"))
+        if why is not None:
+            return why
+        try:
+            message = self.formatter.loads(data)
+        except Exception:
+            return "not_a_job"
+        return None if message.task_name == TASK_NAME else "not_a_job"
+
+    async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
+        """Move an entry to the refused stream with the reason, then ack and delete it: counted,
+        logged, and kept for an operator, never graded."""
+        record = {b"reason": why.encode(), b"detail": detail[:2000].encode(), b"data": data[:100_000],
+                  b"consumer": str(self.consumer_name).encode(), b"entry": (entry or "").encode(),
+                  b"refused_at": str(time.time()).encode()}
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            pipe = conn.pipeline(transaction=True)
+            pipe.xadd(REFUSED_STREAM, cast(Any, record), maxlen=REFUSED_MAXLEN, approximate=True)
+            if entry is not None:
+                pipe.xack(STREAM, GROUP, entry)
+                pipe.xdel(STREAM, entry)
+            await pipe.execute()
+        if entry is not None:
+            self.held.discard(entry)
+        self.refused[why] += 1
+        log.warning("worker_refused_job", consumer=self.consumer_name, reason=why, detail=detail[:500],
+                    entry=entry, stream=REFUSED_STREAM)
+
+    async def _admitted(self, entries: list[tuple[Any, Any]]) -> AsyncGenerator[StreamMessage, None]:
+        """The entries this consumer may grade, as messages; the rest refused."""
+        for entry_id, fields in entries:
+            why = self._why_refused(fields)
+            if why is None:
+                yield self._message(entry_id, fields)
+                continue
+            data = fields.get(b"data") if isinstance(fields, dict) else None
+            try:
+                await self.refuse(_text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:  # stays pending: refused when reclaimed
+                log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
+                            error=str(exc))
 
     def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
         entry = _text(entry_id)
@@ -111,11 +176,11 @@ class JudgeStreamBroker(RedisStreamBroker):
                     backoff = min(backoff * 2, 5.0)
                     continue
                 backoff = 0.1
-                for entry_id, fields in reclaimed:
-                    yield self._message(entry_id, fields)
+                async for message in self._admitted(reclaimed):
+                    yield message
                 for _stream, entries in fetched or ():
-                    for entry_id, fields in entries:
-                        yield self._message(entry_id, fields)
+                    async for message in self._admitted(entries):
+                        yield message
 
     async def _reclaim(self, conn: Redis) -> list[tuple[Any, Any]]:
         claimed: list[tuple[Any, Any]] = []

@@ -6,6 +6,7 @@ the dispatcher has: the hook costs the outbox write and
 a hand-off, memory is bounded by `max_queue`, shed jobs become `skipped` records, a crashed
 producer's jobs are forwarded by the next process, and `drain()` waits until Redis has them all.
 While Redis is unreachable, jobs wait in the outbox and publishing is retried with backoff.
+With ``$JUDGEHOOKS_JOB_KEY`` set, every job is signed (`signing`), so workers can refuse forged ones.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from ..outbox import Job
 from ..step import Requeue
 from . import redacted
 from .broker import TASK_NAME, JudgeStreamBroker
+from .signing import JOB_KEY_ENV, job_key
+
+_warned_unsigned = False
 
 
 def job_payload(job: Job) -> str:
@@ -44,9 +48,15 @@ class Publisher:
     (`Requeue`) and that loop publishes it.
     """
 
-    def __init__(self, broker_url: str, *, max_connections: int) -> None:
+    def __init__(self, broker_url: str, *, max_connections: int, key: str | bytes | None = None) -> None:
+        global _warned_unsigned
         self.broker_url = broker_url
         self.max_connections = max_connections
+        self.job_key = job_key(key)  # given, else $JUDGEHOOKS_JOB_KEY; refuses a key that is too short
+        if self.job_key is None and not _warned_unsigned:
+            _warned_unsigned = True
+            log.warning("broker_jobs_unsigned", broker=redacted(broker_url),
+                        note=f"set ${JOB_KEY_ENV} on producers and workers so workers can refuse forged jobs")
         self._broker: JudgeStreamBroker | None = None
         self._broker_loop: asyncio.AbstractEventLoop | None = None
         self._pid = os.getpid()
@@ -56,7 +66,7 @@ class Publisher:
         loop = asyncio.get_running_loop()
         # Redis connections belong to one loop, and a forked child's to its parent
         if self._broker is None or self._broker_loop is not loop or self._pid != os.getpid():
-            broker = JudgeStreamBroker(self.broker_url, max_connections=self.max_connections)
+            broker = JudgeStreamBroker(self.broker_url, max_connections=self.max_connections, job_key=self.job_key)
             await broker.startup()  # creates the stream and the workers' group, so no job predates it
             self._broker, self._broker_loop, self._pid = broker, loop, os.getpid()
         return self._broker
@@ -87,4 +97,4 @@ class Publisher:
     def describe(self, stats: dict[str, Any]) -> dict[str, Any]:
         """What `judgehooks.stats()` adds for a publishing dispatcher."""
         return {"broker": redacted(self.broker_url), "forwarded": stats["done"],
-                "broker_down": self._down_since is not None}
+                "broker_down": self._down_since is not None, "signed": self.job_key is not None}

@@ -7,6 +7,12 @@ once its record is stored; a worker that dies before that leaves it pending, and
 reclaims it. Delivery is at least once; the record id makes the store exactly once. A job that no
 worker finishes in `max_deliveries` deliveries (it kills them) goes to the dead-letter stream, and
 its run gets one `error` record saying so.
+
+What a job may choose: by default only which of the worker's own (imported) evaluators grades which
+run; a worker that opts in to rebuilding (`rebuild=`) lets it choose an evaluator's grading settings,
+never where the judge is (see `judgehooks._evaluators.spec.JobRebuild`). With a job key the broker
+refuses unsigned or mis-signed entries before they reach `grade`; a job whose payload is unreadable
+is refused the same way (kept in the refused stream, counted, logged).
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ from ..._judges.litellm import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
-from .broker import DEAD_STREAM, MAX_DELIVERIES, TASK_NAME, JudgeStreamBroker, StreamMessage
+from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import FleetRateLimits
+from .signing import job_key
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
@@ -84,7 +91,8 @@ class Worker:
     def __init__(self, broker_url: str, store: Store, *, concurrency: int = 32, reclaim_after: float = 30.0,
                  shutdown_timeout: float = 30.0, evaluators: Mapping[str, Any] | None = None,
                  consumer_name: str | None = None, rebuild: Rebuild | None = None,
-                 requests_per_minute: float | None = None, max_deliveries: int = MAX_DELIVERIES) -> None:
+                 requests_per_minute: float | None = None, max_deliveries: int = MAX_DELIVERIES,
+                 key: str | bytes | None = None) -> None:
         self.store = store
         self.concurrency = concurrency
         self.shutdown_timeout = shutdown_timeout
@@ -92,9 +100,11 @@ class Worker:
         # spec becomes an evaluator; the CLI passes `judgehooks resume`'s rule.
         self.rebuild = rebuild
         self.consumer_name = consumer_name or f"{socket.gethostname()}:{os.getpid()}"
+        # key: given, else $JUDGEHOOKS_JOB_KEY; with one, unsigned or mis-signed jobs are refused
         self.broker = JudgeStreamBroker(broker_url, consumer_name=self.consumer_name, reclaim_after=reclaim_after,
                                         fetch_count=concurrency, max_connections=concurrency + 8,
-                                        max_deliveries=max_deliveries, on_dead=self._dead_letter)
+                                        max_deliveries=max_deliveries, on_dead=self._dead_letter,
+                                        job_key=job_key(key))
         self.broker.is_worker_process = True
 
         async def grade(job: str, context: Context = TaskiqDepends()) -> None:
@@ -106,7 +116,20 @@ class Worker:
             name: dataclasses.replace(ev._pipeline, store=store) for name, ev in (evaluators or {}).items()}
         # requests_per_minute holds for the whole fleet: each judge call waits its turn in Redis.
         self.limits = FleetRateLimits.of(self.broker.connection_pool, evaluators or {}, requests_per_minute)
-        self.counts = {"graded": 0, "unavailable": 0, "bad": 0, "store_failed": 0}
+        self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0}
+
+    @property
+    def signed_only(self) -> bool:
+        """Whether this worker refuses jobs that are not signed with its key."""
+        return self.broker.job_key is not None
+
+    def stats(self) -> dict[str, Any]:
+        """What this worker did: graded, unavailable, store_failed, reclaimed, and refused (with reasons;
+        the entries are in the `judgehooks:refused` stream)."""
+        return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
+                "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
+                "signed_only": self.signed_only,
+                "dead_lettered": self.broker.dead_lettered}
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
         """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
@@ -116,8 +139,8 @@ class Worker:
         if found is not None:
             return found
         if self.rebuild is None:
-            why = (f"evaluator {evaluator!r} is not among this worker's imported evaluators and the worker runs "
-                   f"with --imported-only: add --import <module that defines it>")
+            why = (f"evaluator {evaluator!r} is not among this worker's imported evaluators, and the worker grades "
+                   f"only those: add --import <module that defines it> (or let it rebuild from jobs: --rebuild)")
         else:
             try:
                 # spill=False: if the store is down the job stays unacked for a worker that can store it,
@@ -141,10 +164,10 @@ class Worker:
             data = json.loads(job)
             ctx = context_from_dict(data["context"])
             evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
-        except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the log
-            self.counts["bad"] += 1
-            log.error("worker_bad_job", error_type=type(exc).__name__, error=str(exc), job=str(job)[:4000])
-            await context.ack()
+        except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the refused stream
+            await self.broker.refuse(None, str(job).encode("utf-8", "replace"), "bad_job",
+                                     f"{type(exc).__name__}: {exc}")
+            await context.ack()  # after the copy: a crash in between refuses it again, never loses it
             return
         pipeline = self._pipeline(evaluator, data.get("spec"))
         if isinstance(pipeline.evaluator, _Unavailable):

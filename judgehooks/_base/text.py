@@ -1,0 +1,34 @@
+"""Text that every store, file and wire format can hold.
+
+A Python string may carry a lone UTF-16 surrogate (``"\\ud83d"``: half an emoji, e.g. from a JSON
+escape a model wrote), which UTF-8 cannot encode: SQLite, JSONL, the outbox, Redis and pydantic's
+JSON all refuse it. Text from a run is made storable once, where it enters (the snapshot), and
+again when a record is built, so no store write can fail on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def storable(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (a proper pair becomes its character)."""
+    if text.isascii():  # O(1) for an ASCII-only string
+        return text
+    try:
+        text.encode("utf-8")  # the fastest test in CPython (faster than a regex or max())
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def storable_data(value: Any) -> Any:
+    """`storable` applied to every string in JSON-like data (dict keys and values, lists, tuples);
+    other objects are returned as they are."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {storable_data(k): storable_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(storable_data(v) for v in value)
+    return value
