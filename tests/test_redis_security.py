@@ -19,7 +19,6 @@ from test_distributed import (  # noqa: F401 - fixtures
     pending_by_consumer,
     rds,
     rebuilds,
-    redis_base,
     redis_url,
     serve_until,
     signed,
