@@ -100,7 +100,7 @@ def test_results_json_holds_an_object_from_the_metadata_as_text(make_judge, tmp_
     judge = make_judge(store=MemoryStore(), file_path_to_save_results=str(path), name="saved")
     judge.run(cases=[{"input": "q", "output": "ECHO: q", "metadata": {"obj": Opaque()}}])
     saved = json.loads((tmp_path / "results" / "saved.json").read_text())
-    assert saved["records"][0]["metadata"]["obj"] == "opaque-object"
+    assert saved["results"][0]["metadata"]["obj"] == "opaque-object"
 
 
 # ---- PostgreSQL: BIGINT counters, and a record it refuses for good never blocks the spill ---------

@@ -83,10 +83,6 @@ class Dispatcher:
         self._writing = 0
         self._claiming = False
 
-    def respec(self, spec: dict[str, Any] | None) -> None:
-        """The evaluator's settings changed: jobs queued from now on carry this spec."""
-        self.spec = None if spec is None else json.dumps(spec)
-
     @property
     def name(self) -> str:
         return self.pipeline.name

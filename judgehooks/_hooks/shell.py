@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -91,7 +92,7 @@ class HookShell:
         """The evaluator's own settings changed: jobs queued from now on carry the new spec."""
         self._spec = spec_without_credentials(spec)
         if self._wiring is not None and self._wiring.dispatcher is not None:
-            self._wiring.dispatcher.respec(self._spec)
+            self._wiring.dispatcher.spec = None if self._spec is None else json.dumps(self._spec)
 
     # ---- agno's hooks -----------------------------------------------------------------------
 
