@@ -41,7 +41,8 @@ def assert_the_demo_shows_the_product(out: str) -> None:
     assert "-> error   unreachable-judge: InternalServerError: " in out and "Connection error" in out
     report = out[out.index("== 5. The report: judgehooks report --store judgehooks.db --since "):]
     assert "agent support-bot" in report and "most common errors (1):" in report
-    assert "worst failures (2):" in report and "the answer does not mention 'Shakespeare'" in report
+    # the scripted bot's two failures are certain; the tiny model's own verdicts may add more
+    assert re.search(r"worst failures \([2-9]\):", report) and "the answer does not mention 'Shakespeare'" in report
     assert all(len(line) <= 100 for line in report.splitlines()[1:]), report
     assert "Next: `judgehooks report --store judgehooks.db`" in out
 
