@@ -39,6 +39,19 @@ def test_an_object_in_the_metadata_is_stored_as_its_text_inline(kind, make_judge
     assert record.metadata["n"] == 1
 
 
+@pytest.mark.parametrize("background", [False, True])
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "memory"])
+def test_bytes_that_are_not_utf8_in_the_metadata_are_stored_as_their_text(kind, background, make_judge, make_agent,
+                                                                        tmp_path):
+    store = _stores(tmp_path)[kind]
+    extra = {"run_in_background": True, "outbox": str(tmp_path / "o.db")} if background else {}
+    make_agent(make_judge(store=store, **extra)).run("question", metadata={"raw": b"\xff\xfe", "ok": b"ok"})
+    assert judgehooks.drain(30)
+    [record] = judgehooks._runtime.runtime.call(store.query)
+    assert record.status == "passed"
+    assert (record.metadata["raw"], record.metadata["ok"]) == ("b'\\xff\\xfe'", "b'ok'")
+
+
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
 def test_an_object_in_one_runs_metadata_sinks_no_record_of_its_background_batch(kind, make_judge, make_agent,
                                                                                  tmp_path):

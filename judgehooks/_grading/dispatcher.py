@@ -21,12 +21,12 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from .._base.context import EvalContext, context_from_dict, context_to_dict
+from .._base.jsondata import json_bytes
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._judges.base import BaseJudge
 from .._runtime import runtime
 from ..stores import BaseStore
-from ..stores._base import json_text
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
 from .outbox import Job, Outbox
@@ -145,8 +145,8 @@ class Dispatcher:
         self.start()
         job = Job(id=self.pipeline.record_id(ctx), evaluator=self.pipeline.name,
                   context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
-        text = json_text(job.context)
-        size = len(text.encode())
+        raw = json_bytes(job.context)
+        size, text = len(raw), raw.decode()
         shed = None if self.budget.take(job.id, size) else self.budget.reason(size)
         if self.outbox is not None and shed is None:
             self.outbox.put(job, text)

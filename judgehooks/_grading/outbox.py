@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._base.jsondata import json_text
 from .._base.sqlitefile import checked_path, connect_wal
-from ..stores._base import json_text
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (

@@ -9,9 +9,10 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._base.jsondata import storable
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
-from ._base import BaseStore, RecordFilter, storable
+from ._base import BaseStore, RecordFilter
 
 
 def _evaluation(record: EvalRecord) -> dict[str, Any]:

@@ -13,37 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
-from pydantic_core import to_json, to_jsonable_python
 
+from .._base.jsondata import record_data
 from .._base.log import log
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
-
-
-def jsonable(value: Any) -> Any:
-    """`value` as plain JSON data; anything JSON cannot hold (an object in a run's metadata)
-    becomes ``str(value)``. The one fallback every store serialises with."""
-    return to_jsonable_python(value, fallback=str)
-
-
-def json_text(value: Any) -> str:
-    """`value` as JSON text, with `jsonable`'s fallback."""
-    return to_json(value, fallback=str).decode()
-
-
-def record_json(record: EvalRecord) -> str:
-    """One record as JSON text, with `jsonable`'s fallback: never raises for odd metadata."""
-    return record.model_dump_json(fallback=str)
-
-
-def storable(record: EvalRecord) -> EvalRecord:
-    """The record with its metadata and details made plain JSON data (itself when they already are),
-    for stores that keep records as objects or hand them to a library that serialises them."""
-    metadata, details = jsonable(record.metadata), jsonable(record.details)
-    if metadata == record.metadata and details == record.details:
-        return record
-    return dataclasses.replace(record, metadata=metadata, details=details)
-
 
 _REFUSALS = frozenset({"DataError", "IntegrityError", "NotSupportedError"})
 
@@ -110,7 +84,7 @@ async def write_with_retry(store: Store, records: Sequence[EvalRecord], *, attem
             if attempt < attempts:
                 await anyio.sleep(backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
     log.error("store_write_failed", store=type(store).__name__, error_type=type(last).__name__, error=str(last),
-              record_ids=[r.id for r in records], records=[r.model_dump(mode="json", fallback=str) for r in records])
+              record_ids=[r.id for r in records], records=[record_data(r) for r in records])
     raise StoreError(f"{type(store).__name__} could not write {len(records)} record(s) after {attempts} "
                      f"attempts: {type(last).__name__}: {last}") from last
 
@@ -144,7 +118,7 @@ async def write_salvaging(store: Store, records: Sequence[EvalRecord]) -> tuple[
     if bad:
         log.error("store_refused_records", store=type(store).__name__, record_ids=[r.id for r, _ in bad],
                   errors=[f"{type(e).__name__}: {e}" for _, e in bad],
-                  records=[r.model_dump(mode="json", fallback=str) for r, _ in bad])
+                  records=[record_data(r) for r, _ in bad])
         replacements = [unstorable(record, exc) for record, exc in bad]
         try:
             await write_with_retry(store, replacements)

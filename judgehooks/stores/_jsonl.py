@@ -14,10 +14,11 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._base.jsondata import record_json
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import PRIVATE, check_mode, checked_path, create_file
-from ._base import BaseStore, RecordFilter, record_json
+from ._base import BaseStore, RecordFilter
 
 
 class JsonlStore(BaseStore):

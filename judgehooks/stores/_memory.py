@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._base.jsondata import storable
 from .._base.record import EvalRecord
-from ._base import BaseStore, RecordFilter, storable
+from ._base import BaseStore, RecordFilter
 
 
 class MemoryStore(BaseStore):

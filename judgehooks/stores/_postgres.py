@@ -16,10 +16,11 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from .._base.jsondata import jsonable
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
-from ._base import BaseStore, RecordFilter, jsonable
+from ._base import BaseStore, RecordFilter
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
           "passed": "BOOLEAN", "threshold": "DOUBLE PRECISION", "latency_ms": "DOUBLE PRECISION",

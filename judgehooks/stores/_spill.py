@@ -26,12 +26,13 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .._base.jsondata import record_json
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path, connect_wal
 from .._runtime import runtime
 from . import _deadletter
-from ._base import BaseStore, RecordFilter, Store, record_json, refused, unstorable
+from ._base import BaseStore, RecordFilter, Store, refused, unstorable
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (

@@ -12,9 +12,10 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._base.jsondata import jsonable
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, check_mode, checked_path, connect_wal
-from ._base import BaseStore, RecordFilter, jsonable
+from ._base import BaseStore, RecordFilter
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
