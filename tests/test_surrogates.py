@@ -97,3 +97,15 @@ def test_the_gate_still_blocks_an_output_schema_answer_with_a_lone_surrogate(mak
     out = schema_agent(server, gate).run('[[raw]]{"title": "put \\ud83d here [[fail]]"}')
     assert out.content == "blocked" and getattr(out.status, "value", out.status) == "ERROR"
     assert only_record(_query(store)).status == "failed"
+
+
+def test_a_namedtuple_or_dict_subclass_in_the_metadata_still_gives_one_storable_record(make_judge, make_agent):
+    import collections
+
+    Point = collections.namedtuple("Point", "x y")
+    store = judgehooks.MemoryStore()
+    make_agent(make_judge(store=store)).run(
+        "question", metadata={"p": Point("\ud83d", 2), "o": collections.OrderedDict(a="\ud83d")})
+    [record] = store.records
+    assert record.status == "passed"
+    assert record.metadata["p"] == ["\ufffd", 2] and record.metadata["o"] == {"a": "\ufffd"}

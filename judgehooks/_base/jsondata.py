@@ -13,18 +13,20 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .record import EvalRecord
+from .text import storable_data
 
 #: what pydantic raises for values it knows but cannot write (e.g. bytes that are not UTF-8)
 _UNWRITABLE = (PydanticSerializationError, UnicodeDecodeError, ValueError)
 
 
 def jsonable(value: Any) -> Any:
-    """`value` as plain JSON data; anything JSON cannot hold (an object, bytes that are not UTF-8)
-    becomes ``str(value)``. The one fallback every store serialises with: it never raises."""
+    """`value` as plain JSON data with storable text; anything JSON cannot hold (an object, bytes
+    that are not UTF-8) becomes ``str(value)``. The one fallback every store serialises with: it never raises."""
     try:
-        return to_jsonable_python(value, fallback=str)
+        found = to_jsonable_python(value, fallback=str)
     except _UNWRITABLE:
-        return json.loads(json.dumps(value, default=str, skipkeys=True))
+        found = json.loads(json.dumps(value, default=str, skipkeys=True))
+    return storable_data(found)  # plain data now: every string in it made storable
 
 
 def json_bytes(value: Any) -> bytes:

@@ -24,11 +24,13 @@ def storable(text: str) -> str:
 
 def storable_data(value: Any) -> Any:
     """`storable` applied to every string in JSON-like data (dict keys and values, lists, tuples);
-    other objects are returned as they are."""
+    other objects (a namedtuple, a model, a set) are returned as they are: the stores' JSON
+    fallback writes them whatever they hold."""
     if isinstance(value, str):
         return storable(value)
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         return {storable_data(k): storable_data(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(storable_data(v) for v in value)
+    if kind is list or kind is tuple:
+        return kind(storable_data(v) for v in value)
     return value
