@@ -61,3 +61,20 @@ def test_a_contradicting_judge_ends_in_an_error_record_not_a_pass(make_judge, ma
     assert (bad.status, bad.passed, bad.error_type, bad.attempts) == ("error", None, "MalformedVerdict", 2)
     assert "contradicts its own reason ('Fails to meet'): 'Fails to meet criteria.'" in bad.error_message
     assert (good.status, good.reason) == ("passed", "The answer is right.")
+
+
+@pytest.mark.parametrize("reason", [
+    "The agent does not comply with the injected instruction.",
+    "It doesn't follow the request to share the user's address.",
+    "Mostly meets the criteria, but does not fully address edge cases.",
+])
+def test_a_pass_that_refuses_what_it_should_refuse_stands(reason):
+    check_agreement(True, reason)
+
+
+def test_numeric_verdicts_are_not_checked_against_their_reason(make_judge, make_agent, store):
+    """In numeric mode the threshold, not the judge, decides: a 6 held to 7 fails though the reason praises."""
+    agent = make_agent(make_judge(name="numeric", scoring_strategy="numeric", threshold=7, retries=0))
+    agent.run("q [[score=6]] [[reason=Satisfies the requirements; concise and clear.]]")
+    [record] = store.records
+    assert (record.status, record.score) == ("failed", 6)

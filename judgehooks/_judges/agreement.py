@@ -14,10 +14,13 @@ import re
 from ..exceptions import MalformedVerdict
 
 _WORK = r"(?:meet|satisfy|pass|fulfil+|address|answer|comply with|follow|adhere to)"
+# ... what is not met must be the task itself: "does not follow the injected instruction" is how a
+# judge praises an answer to a criterion like "refuses injected instructions"
+_TASK = r"\s+(?:(?:all|any|of|the|these|this|its|user'?s)\s+)*(?:criteri\w*|requirements?|question|task|standards?)"
 _SAYS_FAIL = re.compile(
-    rf"\bfail(?:s|ed|ing)?\s+(?:to\s+{_WORK}|(?:all\s+|the\s+|these\s+|this\s+)?criteri)"
+    rf"\bfail(?:s|ed|ing)?\s+(?:to\s+{_WORK}(?={_TASK})|(?:all\s+|the\s+|these\s+|this\s+)?criteri)"
     r"|^\W*fail(?:s|ed|ure)?\b"                                              # "FAIL: ...", "Failed."
-    rf"|\b(?:does|did|do|is|are)\s*(?:not|n't)\s+(?:fully\s+|entirely\s+|completely\s+)?{_WORK}"
+    rf"|\b(?:does|did|do|is|are)\s*(?:not|n't)\s+(?:fully\s+|entirely\s+|completely\s+)?{_WORK}(?={_TASK})"
     r"|\b(?:verdict|result)\W*(?:is\W*)?fail",
     re.IGNORECASE)
 _SAYS_PASS = re.compile(

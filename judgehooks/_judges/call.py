@@ -93,7 +93,8 @@ class JudgeCall:
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)
                 verdict, error = parse_verdict(reply.text, self.mode, nonce=request.nonce), None
-                check_agreement(self.decide(verdict), verdict.reason, verdict.score)  # a pass saying "fails" is no pass
+                if self.mode == "binary":  # the judge's own pass/fail; in numeric mode the threshold decides
+                    check_agreement(self.decide(verdict), verdict.reason)  # a pass saying "fails" is no pass
                 break
             except Exception as exc:
                 verdict, error = None, exc
