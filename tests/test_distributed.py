@@ -402,3 +402,32 @@ def test_a_job_that_every_worker_dies_on_goes_to_the_dead_letter_stream_with_an_
     [(_, fields)] = rds.xrange(DEAD_STREAM)
     assert (fields[b"entry"], fields[b"deliveries"]) == (entry, b"4")
     assert worker.broker.dead_lettered == 1 and rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}
+
+
+def test_a_dead_letter_is_acked_only_once_its_error_record_is_stored(make_producer, make_agent, redis_url, rds,
+                                                                     server):
+    """A store that is down while a job is buried leaves the job pending; a later reclaim stores its
+    record and only then moves it to the dead-letter stream: nothing is lost."""
+    from judgehooks._grading.redis.broker import DEAD_STREAM
+    from judgehooks._grading.redis.worker import Worker
+
+    class DownAtFirst(judgehooks.MemoryStore):
+        failures = 6  # more than one delivery's write retries
+
+        async def write(self, records):
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("store down")
+            await super().write(records)
+
+    doomed = make_agent(make_producer()).run("the job that kills its workers").run_id
+    assert judgehooks.drain(30)
+    rds.xreadgroup(GROUP, "crashed-0", {STREAM: ">"}, count=1)
+    for i in (1, 2, 3):
+        rds.xautoclaim(STREAM, GROUP, f"crashed-{i}", min_idle_time=0, start_id="0-0")
+    store = DownAtFirst()
+    worker = Worker(redis_url, store, reclaim_after=1, rebuild=rebuilds(server, "AgentAsJudgeEval"), max_deliveries=3)
+    asyncio.run(serve_until(worker, lambda: rds.xlen(DEAD_STREAM) == 1, timeout=120))
+    [record] = store.records
+    assert (record.run_id, record.status, record.error_type) == (doomed, "error", "EvaluatorError")
+    assert store.failures == 0 and rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}

@@ -257,3 +257,31 @@ def test_credentials_in_api_base_never_reach_the_outbox_or_a_redis_job(make_judg
     assert b"http://127.0.0.1:9/v1" in fields[b"data"]
     for stored in (spec.encode(), fields[b"data"]):
         assert not any(s in stored for s in (b"hunter2", b"tok-123", b"user:", b"frag", b"sk-never-stored"))
+
+
+def test_a_forged_entry_pushed_past_the_delivery_limit_is_refused_not_dead_lettered(
+        make_producer, make_agent, redis_url, rds, server, signed, worker_key):
+    """An attacker who can bump an unsigned entry's delivery count gets no record written by the
+    dead-letter path: a signed worker refuses the entry whatever its count."""
+    from judgehooks._grading.redis.broker import DEAD_STREAM, GROUP
+
+    agent = make_agent(make_producer(name="dist"))
+    real = agent.run("q1")
+    assert judgehooks.drain(30)
+    [(entry, fields)] = published(rds)
+    rds.xdel(STREAM, entry)
+    forged = forge(fields[b"data"], context_run_id=real.run_id)  # claims the real run: would block its verdict
+    forged_id = rds.xadd(STREAM, {b"data": forged})
+    rds.xreadgroup(GROUP, "attacker", {STREAM: ">"}, count=1)
+    for i in range(6):  # the attacker claims it again and again: its delivery count climbs
+        rds.xautoclaim(STREAM, GROUP, f"attacker-{i}", min_idle_time=0, start_id="0-0")
+    rds.xadd(STREAM, {b"data": fields[b"data"], b"sig": fields[b"sig"]})  # the real job, signed
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=3,
+                    rebuild=rebuilds(server, "AgentAsJudgeEval"))
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0, timeout=180))
+    [record] = store.records
+    assert (record.run_id, record.status) == (real.run_id, "passed")  # the real verdict, not a forged error
+    assert rds.xlen(DEAD_STREAM) == 0 and worker.broker.dead_lettered == 0
+    [(_, kept)] = rds.xrange(REFUSED_STREAM)
+    assert (kept[b"reason"], kept[b"entry"]) == (b"unsigned", forged_id)

@@ -9,7 +9,8 @@
 - Acked messages stay in the stream forever; ours deletes them on ack (XACK + XDEL).
 - A job that kills every worker that takes it would be reclaimed forever; ours reads each
   reclaimed entry's delivery count (XPENDING) and, past `max_deliveries`, moves it to the dead-letter
-  stream `judgehooks:grading:dead` (XADD, then XACK + XDEL), counts it and calls `on_dead`.
+  stream `judgehooks:grading:dead` once `on_dead` stored its run's record (XADD, then XACK + XDEL),
+  and counts it; a signed worker refuses an unsigned entry instead, whatever its count.
 - It trusts whatever is in the stream. Ours signs what it publishes when a job key is set
   (`signing`), and a worker with a key refuses unsigned or mis-signed entries; refused entries and
   entries that are not judgehooks jobs are moved, with the reason, to the `judgehooks:refused`
@@ -32,6 +33,7 @@ from taskiq import AckableMessage, BrokerMessage
 from taskiq_redis import RedisStreamBroker
 
 from ..._base.log import log
+from ...exceptions import StoreError
 from . import check_url
 from .signing import refusal, sign
 
@@ -211,28 +213,34 @@ class JudgeStreamBroker(RedisStreamBroker):
         keep = []
         for (entry_id, fields), info in zip(claimed, pending, strict=True):
             deliveries = int(info[0]["times_delivered"]) if info else 0
-            if deliveries <= self.max_deliveries:
-                keep.append((entry_id, fields))
+            if deliveries <= self.max_deliveries or self._why_refused(fields) is not None:
+                keep.append((entry_id, fields))  # a refused entry goes on to `_admitted`: refused, never buried
             else:
                 await self._bury(conn, _text(entry_id), fields, deliveries)
         return keep
 
     async def _bury(self, conn: Redis, entry: str, fields: Any, deliveries: int) -> None:
+        """Its run's `error` record first (`on_dead`); only once that is stored is the entry moved to
+        the dead-letter stream and acked. A store that fails leaves it pending, for the next reclaim."""
         data = fields.get(b"data", b"")
+        if self.on_dead is not None:
+            try:
+                await self.on_dead(data, deliveries)
+            except StoreError:  # the record is not stored: the entry stays pending, buried at a later reclaim
+                log.warning("dead_letter_record_not_stored", entry=entry)
+                return
+            except Exception:  # no record can be made of it: the dead-letter stream keeps it for an operator
+                log.exception("dead_letter_record_failed", entry=entry)
         pipe = conn.pipeline(transaction=True)
-        pipe.xadd(DEAD_STREAM, {"data": data, "entry": entry, "deliveries": deliveries,
-                                "consumer": self.consumer_name or "", "dead_at": time.time()})
+        pipe.xadd(DEAD_STREAM, {"data": data, "sig": fields.get(b"sig", b""), "entry": entry,
+                                "deliveries": deliveries, "consumer": self.consumer_name or "",
+                                "dead_at": time.time()})
         pipe.xack(STREAM, GROUP, entry)
         pipe.xdel(STREAM, entry)
         await pipe.execute()
         self.dead_lettered += 1
         log.error("broker_dead_letter", consumer=self.consumer_name, entry=entry, deliveries=deliveries,
                   dead_stream=DEAD_STREAM, note="every worker that took this job died or stopped before finishing it")
-        if self.on_dead is not None:
-            try:
-                await self.on_dead(data, deliveries)
-            except Exception:  # the dead-letter stream keeps the job either way
-                log.exception("dead_letter_record_failed", entry=entry)
 
     async def keep_alive(self) -> None:
         """Reset the idle time of the entries this consumer holds, so no live job is reclaimed."""
