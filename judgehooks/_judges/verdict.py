@@ -35,6 +35,16 @@ _REASON_LINE = re.compile(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE
 # The prompt's fences (prompt.py), echoed by a judge: what is inside is the run's data.
 _NONCE_FENCE = re.compile(r"<<<(?!END-)([A-Z-]+)-([0-9a-f]+)>>>.*?(?:<<<END-\1-\2>>>|\Z)", re.DOTALL)
 _FENCE_MARKER = re.compile(r"<<<(?:END-)?[A-Z-]+-[0-9a-f]+>>>")
+
+
+def _fences(nonce: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The prompt's fences and their markers: with the nonce known, only fences that carry it (an
+    answer that writes ``<<<OUTPUT-0>>>`` cannot make the judge's own verdict look quoted)."""
+    if nonce is None:
+        return _NONCE_FENCE, _FENCE_MARKER
+    n = re.escape(nonce)
+    return (re.compile(rf"<<<(?!END-)([A-Z-]+)-{n}>>>.*?(?:<<<END-\1-{n}>>>|\Z)", re.DOTALL),
+            re.compile(rf"<<<(?:END-)?[A-Z-]+-{n}>>>"))
 _CODE_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 _BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 _QUOTES = frozenset("\"'`“”‘’«»")
@@ -133,7 +143,8 @@ def _quoted_label(text: str, match: re.Match[str]) -> bool:
 
 def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
     key = "score" if mode == "numeric" else "passed"
-    nonce_fenced = _spans(_NONCE_FENCE, text)
+    fence, marker = _fences(nonce)
+    nonce_fenced = _spans(fence, text)
     code_fenced = _spans(_CODE_FENCE, text)
     quoted_lines = _spans(_BLOCKQUOTE, text)
     found: list[_Candidate] = []
@@ -153,19 +164,19 @@ def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
         line = text[start:line_end if line_end != -1 else len(text)]
         found.append(_Candidate(
             start, match.end(), match.group(3), None,
-            signed=nonce is not None and nonce in _FENCE_MARKER.sub("", line),
+            signed=nonce is not None and nonce in marker.sub("", line),
             quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _quoted_label(text, match),
             fenced=_inside(code_fenced, start)))
     found.sort(key=lambda c: c.start)
-    return _sign_by_nonce_lines(text, found, nonce, nonce_fenced)
+    return _sign_by_nonce_lines(text, found, nonce, nonce_fenced, marker)
 
 
 def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
-                         fenced: list[tuple[int, int]]) -> list[_Candidate]:
+                         fenced: list[tuple[int, int]], marker: re.Pattern[str]) -> list[_Candidate]:
     """A nonce the judge wrote on its own (e.g. `NONCE: ...`) signs the nearest verdict before it."""
     if nonce is None:
         return found
-    markers = _spans(_FENCE_MARKER, text)
+    markers = _spans(marker, text)
     signed = list(found)
     for match in re.finditer(re.escape(nonce), text):
         at = match.start()
@@ -178,10 +189,10 @@ def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
     return signed
 
 
-def _reason_near(text: str, candidate: _Candidate) -> str:
+def _reason_near(text: str, candidate: _Candidate, nonce: str | None) -> str:
     """A labelled verdict's reason: the last REASONING line before it, else the first after it,
     outside the quoted material the verdict itself is outside of."""
-    excluded = _spans(_NONCE_FENCE, text) + _spans(_BLOCKQUOTE, text)
+    excluded = _spans(_fences(nonce)[0], text) + _spans(_BLOCKQUOTE, text)
     lines = [m for m in _REASON_LINE.finditer(text) if not _inside(excluded, m.start())]
     before = [m for m in lines if m.start() < candidate.start]
     after = [m for m in lines if m.start() >= candidate.end]
@@ -234,5 +245,5 @@ def parse_verdict(text: str | None, mode: Mode, *, nonce: str | None = None) -> 
         if found:
             raise MalformedVerdict(f"judge reply has a {key!r} only inside quoted material: {snippet!r}")
         raise MalformedVerdict(f"judge reply has no {key!r} (not JSON, no {key.upper()}: line): {snippet!r}")
-    reason = chosen.reason if chosen.reason is not None else _reason_near(text, chosen)
+    reason = chosen.reason if chosen.reason is not None else _reason_near(text, chosen, nonce)
     return _verdict(chosen.value, reason, mode)
