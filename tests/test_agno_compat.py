@@ -376,3 +376,18 @@ def test_documented_difference_background_usage_is_on_the_record(server, tmp_pat
     assert "eval_model" not in (out.metrics.details or {})
     [record] = store.records
     assert record.prompt_tokens > 0 and record.completion_tokens > 0 and record.judge_model == "OpenAI/judge"
+
+
+def test_a_bad_judge_assignment_is_refused_at_once(server):
+    ev = make_eval(OurEval, server, store=judgehooks.MemoryStore())
+    with pytest.raises(TypeError, match="judge must have `async complete"):
+        ev.judge = object()
+    ev.criteria = "Still assignable."  # the refused judge left nothing behind
+    assert ev.run(input="q", output="a").results[0].passed is True
+
+
+def test_a_model_with_slashes_in_its_id_keeps_them_in_db_rows_and_metrics():
+    from judgehooks._base.record import split_model
+
+    assert split_model("openrouter/meta-llama/llama-3") == ("openrouter", "meta-llama/llama-3")
+    assert split_model("OpenAI/judge") == ("OpenAI", "judge") and split_model("gpt-4o") == ("", "gpt-4o")

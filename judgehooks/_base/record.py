@@ -28,6 +28,13 @@ def record_id(evaluator: str, run_id: str, case_index: int | None = None) -> str
     return str(uuid.uuid5(_NAMESPACE, key))
 
 
+def split_model(judge_model: str) -> tuple[str, str]:
+    """A record's ``judge_model`` as (provider, model id): ``openrouter/meta-llama/llama-3`` is
+    provider ``openrouter``, model ``meta-llama/llama-3``; a bare id has no provider."""
+    provider, _, model_id = judge_model.partition("/")
+    return (provider, model_id) if model_id else ("", provider)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

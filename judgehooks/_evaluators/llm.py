@@ -250,7 +250,9 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         whenever a setting is assigned."""
         check_grading(self.criteria, self.scoring_strategy, self.threshold)
         guidelines_tuple(self.additional_guidelines)
-        model, judge = self.model, self.__dict__.get("_judge_given", self.judge)
+        built = self.__dict__.get("_judge_built")
+        # `judge` holds the built judge until the caller assigns one: check the caller's
+        model, judge = self.model, self.__dict__.get("_judge_given") if self.judge is built else self.judge
         if model is not None and not isinstance(model, str) and not hasattr(model, "aresponse"):
             raise TypeError(f"model must be a litellm model string (e.g. 'openai/gpt-4o-mini') or an agno Model, "
                             f"got {type(model).__name__}")

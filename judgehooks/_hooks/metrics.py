@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._base.record import EvalRecord
+from .._base.record import EvalRecord, split_model
 
 
 def judge_metrics(record: EvalRecord) -> Any:
@@ -20,7 +20,7 @@ def judge_metrics(record: EvalRecord) -> Any:
         return None
     from agno.metrics import ModelMetrics, RunMetrics
 
-    provider, _, model_id = record.judge_model.rpartition("/")
+    provider, model_id = split_model(record.judge_model)
     tokens_in, tokens_out = record.prompt_tokens or 0, record.completion_tokens or 0
     model = ModelMetrics(id=model_id, provider=provider, input_tokens=tokens_in, output_tokens=tokens_out,
                          total_tokens=tokens_in + tokens_out, cost=record.cost_usd)

@@ -10,7 +10,7 @@ from typing import Any
 import anyio.to_thread
 
 from .._base.jsondata import storable
-from .._base.record import EvalRecord
+from .._base.record import EvalRecord, split_model
 from ..exceptions import StoreError
 from ._base import BaseStore, RecordFilter
 
@@ -111,8 +111,7 @@ class AgnoDbStore(BaseStore):
 
         record = storable(record)  # agno's db serialises eval_data with plain json
 
-        model = record.judge_model or ""
-        provider, _, model_id = model.rpartition("/")
+        provider, model_id = split_model(record.judge_model or "")
         return EvalRunRecord(
             run_id=run_id or record.id, eval_type=EvalType.AGENT_AS_JUDGE,
             eval_data=eval_run_payload(record) if data is None else data,
