@@ -314,3 +314,18 @@ def test_a_forked_child_files_its_first_job_under_its_own_owner_id(tmp_path):
     assert owners["parent-job"] == outbox.owner and owners["child-job"] != outbox.owner
     assert [job.id for job in outbox.claim()] == ["child-job"]  # the child is gone: its job is claimable
     outbox.close()
+
+
+def test_a_job_the_outbox_could_not_take_gives_its_bytes_back():
+    from judgehooks._grading.budget import ByteBudget
+
+    budget = ByteBudget(100)
+
+    def disk_full() -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        budget.admit("job-1", 60, disk_full)
+    assert budget.held == 0  # else every later job would be shed, for good
+    assert budget.admit("job-2", 60, None) is None and budget.held == 60
+    assert "byte budget of 100 bytes" in (budget.admit("job-3", 60, None) or "")

@@ -5,7 +5,7 @@ answers cannot cost 400 MB of RAM and an outbox as large."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: the default budget: 64 MiB of queued jobs per evaluator
 DEFAULT_MAX_QUEUE_BYTES = 64 * 1024 * 1024
@@ -29,6 +29,19 @@ class ByteBudget:
             self.held += size
             self._sizes[job_id] = self._sizes.get(job_id, 0) + size
             return True
+
+    def admit(self, job_id: str, size: int, persist: Callable[[], None] | None) -> str | None:
+        """Hold the job's bytes and `persist` it (the outbox insert, if any): None; or why it is shed
+        when the budget has no room. A failed `persist` gives its bytes back and raises."""
+        if not self.take(job_id, size):
+            return self.reason(size)
+        try:
+            if persist is not None:
+                persist()
+        except BaseException:
+            self.release([job_id])
+            raise
+        return None
 
     def release(self, job_ids: Iterable[str]) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from functools import partial
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -147,9 +148,7 @@ class Dispatcher:
                   context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
         raw = json_bytes(job.context)
         size, text = len(raw), raw.decode()
-        shed = None if self.budget.take(job.id, size) else self.budget.reason(size)
-        if self.outbox is not None and shed is None:
-            self.outbox.put(job, text)
+        shed = self.budget.admit(job.id, size, None if self.outbox is None else partial(self.outbox.put, job, text))
         with self._lock:
             self.counters.submitted += 1
         return job, shed
@@ -242,6 +241,7 @@ class Dispatcher:
             try:
                 await self._run_step(job, ctx)
             except Exception:  # a bug, never judge trouble (that is an error record): the job stays
+                self.budget.release([job.id])  # in the outbox for the next process, not in this queue
                 log.exception("background_evaluation_crashed", evaluator=job.evaluator, job_id=job.id)
             finally:
                 self._in_flight -= 1
@@ -296,6 +296,7 @@ class Dispatcher:
                     with self._lock:
                         self.counters.store_failures += len(error.records)
             except Exception:  # a bug: the batch's jobs stay in the outbox, the writer goes on
+                self.budget.release(j for _, j, _ in batch if j is not None)
                 log.exception("background_write_failed", jobs=len(batch))
             finally:
                 self._writing -= 1
@@ -414,5 +415,3 @@ class Dispatcher:
         if isinstance(store, BaseStore):  # a SpillingStore adds spilled, redelivered, pending
             counters.update(safe(store.stats) or {})
         return counters
-
-
