@@ -262,3 +262,21 @@ def test_re2_refuses_what_it_cannot_match_in_linear_time():
         Regex(r"(a)\1", engine="re2")
     with pytest.raises(ValueError, match="flag 'x'"):
         Regex("a", flags="x", engine="re2")
+
+
+def test_a_slow_regex_search_does_not_hold_up_other_grading():
+    """Searches run off the judgehooks loop without the GIL: a quick check finishes while a
+    catastrophic one is still searching."""
+    import threading
+
+    import judgehooks
+
+    slow = judgehooks.Regex(r"(a|aa)+$", timeout=8, name="slow", store=judgehooks.MemoryStore())
+    quick = judgehooks.Regex(r"b", name="quick", store=judgehooks.MemoryStore())
+    done: list[str] = []
+    grading = threading.Thread(target=lambda: done.append(slow.run(input="q", output="a" * 60 + "!").results[0].status))
+    grading.start()
+    assert quick.run(input="q", output="b").results[0].status == "passed"
+    assert done == []  # the quick verdict came while the slow search still ran
+    grading.join()
+    assert done == ["error"]

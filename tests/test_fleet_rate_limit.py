@@ -127,3 +127,19 @@ def test_with_redis_unreachable_a_call_waits_and_asks_again_rather_than_going_un
     with capture_logs() as logs, pytest.raises(TimeoutError):
         asyncio.run(try_for_a_moment())
     assert any(e["event"] == "rate_limit_unavailable" for e in logs)
+
+
+def test_a_forged_far_future_slot_in_redis_does_not_stall_the_workers(redis_url):
+    """Whoever can write to Redis may SET the limiter's key far ahead: a wait longer than one
+    interval was never set by a limiter, so it is not honoured."""
+
+    async def ask() -> int:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        try:
+            limiter = SharedRateLimiter(client, "judgehooks:ratelimit:forged-model", 60)  # 1 s between calls
+            await client.set(limiter.key, str(9 * 10**18))
+            return int(await limiter._script(keys=[limiter.key], args=[limiter.interval_us]))
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(ask()) == 0

@@ -27,11 +27,14 @@ KEY_PREFIX = "judgehooks:ratelimit:"
 _GCRA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local next_allowed = tonumber(redis.call('GET', KEYS[1]) or '0')
+local next_allowed = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+local interval = tonumber(ARGV[1])
+if next_allowed > now + interval then
+    next_allowed = 0  -- never set by a limiter (one call's wait is at most an interval): not honoured
+end
 if next_allowed > now then
     return math.ceil(next_allowed - now)
 end
-local interval = tonumber(ARGV[1])
 redis.call('SET', KEYS[1], string.format('%.0f', now + interval), 'PX', math.ceil(interval / 1000) + 1000)
 return 0
 """
