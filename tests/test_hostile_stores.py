@@ -329,3 +329,29 @@ def test_a_job_the_outbox_could_not_take_gives_its_bytes_back():
     assert budget.held == 0  # else every later job would be shed, for good
     assert budget.admit("job-2", 60, None) is None and budget.held == 60
     assert "byte budget of 100 bytes" in (budget.admit("job-3", 60, None) or "")
+
+
+def test_a_store_that_blips_while_a_batch_is_salvaged_keeps_every_verdict():
+    """A batch fails, and while its records are written one by one the store blips once: the
+    record it blipped on is retried, not replaced by an error record."""
+    import anyio
+
+    from judgehooks import EvalRecord
+    from judgehooks.stores._base import write_salvaging
+
+    class Blipping(MemoryStore):
+        singles = 0
+
+        async def write(self, records):
+            if len(records) > 1:
+                raise ConnectionError("batches fail")
+            self.singles += 1
+            if self.singles == 2:  # the second record, once
+                raise ConnectionError("blip")
+            await super().write(records)
+
+    records = [EvalRecord(id=f"r{i}", status="passed", evaluator="e", mode="binary", passed=True) for i in range(3)]
+    store = Blipping()
+    stored, error = anyio.run(write_salvaging, store, records)
+    assert error is None and [r.status for r in stored] == ["passed"] * 3
+    assert sorted(r.id for r in store.records) == ["r0", "r1", "r2"]

@@ -114,6 +114,13 @@ async def write_salvaging(store: Store, records: Sequence[EvalRecord]) -> tuple[
             except Exception as exc:
                 if not stored and not refused(exc):
                     break  # the store is down, not picky: the rest stay unwritten
+                if not refused(exc):  # it took others: a blip, or this record? Retried before it is blamed
+                    try:
+                        await write_with_retry(store, [record])
+                        stored.append(record)
+                        continue
+                    except StoreError as again:
+                        exc = again.__cause__ or again
                 bad.append((record, exc))
     if bad:
         log.error("store_refused_records", store=type(store).__name__, record_ids=[r.id for r, _ in bad],
