@@ -114,14 +114,15 @@ async def write_salvaging(store: Store, records: Sequence[EvalRecord]) -> tuple[
             except Exception as exc:
                 if not stored and not refused(exc):
                     break  # the store is down, not picky: the rest stay unwritten
+                why: BaseException = exc
                 if not refused(exc):  # it took others: a blip, or this record? Retried before it is blamed
                     try:
                         await write_with_retry(store, [record])
                         stored.append(record)
                         continue
                     except StoreError as again:
-                        exc = again.__cause__ or again
-                bad.append((record, exc))
+                        why = again.__cause__ or again
+                bad.append((record, why))
     if bad:
         log.error("store_refused_records", store=type(store).__name__, record_ids=[r.id for r, _ in bad],
                   errors=[f"{type(e).__name__}: {e}" for _, e in bad],
