@@ -66,3 +66,8 @@ def _fmt(value: object) -> str:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
+
+
+def spread(values: Sequence[float]) -> tuple[float, str]:
+    """(median, "min-max") of a row's repeats: a change smaller than the range is noise."""
+    return statistics.median(values), f"{_fmt(min(values))}-{_fmt(max(values))}"

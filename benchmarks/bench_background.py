@@ -1,7 +1,7 @@
 """Background benchmark: what the hook costs the agent's caller, and sustained grading throughput.
 
-    python benchmarks/bench_background.py            # full run (10,000 evaluations, a few minutes)
-    python benchmarks/bench_background.py --quick    # 2,000 evaluations
+    python benchmarks/bench_background.py            # full run: 3 repeats, 10,000 evaluations each (~15 min)
+    python benchmarks/bench_background.py --quick    # 2,000 evaluations per repeat
 
 Tables: added latency per run with a 500 ms judge (ours in background, with and without the
 outbox, beside agno's own eval with run_in_background=True); sustained throughput, drops and RSS
@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import stub_server, table  # noqa: E402
+from _common import spread, stub_server, table  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -57,14 +57,14 @@ def sample(base_url: str):
     return agent, agent.run("What is the capital of France?")
 
 
-def hook_latency(base_url: str, tmp: str, n: int) -> None:
+def hook_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
     agent, run_output = sample(base_url)
     rows = []
 
     def timed_sync(evaluator, count: int, gap: float) -> list[float]:
         times = []
         for i in range(count):
-            run_output.run_id = f"{evaluator.evaluator}-sync-{gap}-{i}"
+            run_output.run_id = f"{evaluator.evaluator}-sync-{gap}-{i}-{time.monotonic_ns()}"
             start = time.perf_counter()
             evaluator.post_check(run_output, agent=agent)
             times.append((time.perf_counter() - start) * 1000)
@@ -74,7 +74,7 @@ def hook_latency(base_url: str, tmp: str, n: int) -> None:
     async def timed_async(evaluator, count: int, gap: float) -> list[float]:
         times = []
         for i in range(count):
-            run_output.run_id = f"{evaluator.evaluator}-async-{gap}-{i}"
+            run_output.run_id = f"{evaluator.evaluator}-async-{gap}-{i}-{time.monotonic_ns()}"
             start = time.perf_counter()
             await evaluator.async_post_check(run_output, agent=agent)
             times.append((time.perf_counter() - start) * 1000)
@@ -83,23 +83,26 @@ def hook_latency(base_url: str, tmp: str, n: int) -> None:
 
     agno_eval = AgnoEval(criteria=CRITERIA, model=OpenAILike(id="judge", base_url=base_url, api_key="bench"),
                          telemetry=False, show_spinner=False, run_in_background=True)
-    agno_times = [timed(lambda: agno_eval.post_check(run_output)) for _ in range(5)]
-    rows.append(["agno AgentAsJudgeEval(run_in_background=True)", "one at a time", "run()", 5,
-                 statistics.median(agno_times),
-                 max(agno_times)])
+    agno_times = [timed(lambda: agno_eval.post_check(run_output)) for _ in range(3 * repeats)]
+    rows.append(["agno AgentAsJudgeEval(run_in_background=True)", "one at a time", "run()", 3 * repeats,
+                 *spread(agno_times), max(agno_times)])
     for outbox in (True, False):
         evaluator = ours(base_url, tmp, f"latency-outbox-{outbox}", outbox, max_queue=100_000)
         timed_sync(evaluator, 50, 0.0)  # warm up: judge processes, tables
         judgehooks.drain(60)
         label = f"judgehooks background, outbox {'on' if outbox else 'off'}"
         for gap, arrival in ((0.01, "100 runs/s"), (0.0, "burst")):
-            sync = timed_sync(evaluator, n, gap)
-            async_ = asyncio.run(timed_async(evaluator, n, gap))
-            rows.append([label, arrival, "run()", n, statistics.median(sync), percentile(sync, 0.99)])
-            rows.append([label, arrival, "arun()", n, statistics.median(async_), percentile(async_, 0.99)])
-            judgehooks.drain(600)
-    table("Added latency per run (the post hook's own time), 500 ms judge, ms",
-          ["evaluator", "arrivals", "path", "runs", "median ms", "p99 ms (agno: max)"], rows)
+            sync, async_ = [], []
+            for _ in range(repeats):
+                sync.append(timed_sync(evaluator, n, gap))
+                async_.append(asyncio.run(timed_async(evaluator, n, gap)))
+                judgehooks.drain(600)
+            for path, runs in (("run()", sync), ("arun()", async_)):
+                rows.append([label, arrival, path, n, *spread([statistics.median(r) for r in runs]),
+                             max(percentile(r, 0.99) for r in runs)])
+    table(f"Added latency per run (the post hook's own time), 500 ms judge, ms ({repeats} repeats: the median "
+          "of each repeat's median, their range, the worst repeat's p99)",
+          ["evaluator", "arrivals", "path", "runs/repeat", "median ms", "range", "p99 ms (agno: max)"], rows)
     print("\n(draining the latency runs...)", flush=True)
     judgehooks.drain(600)
 
@@ -110,47 +113,58 @@ def timed(fn) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def throughput(base_url: str, tmp: str, n: int) -> None:
+def throughput(base_url: str, tmp: str, n: int, repeats: int) -> None:
     agent, run_output = sample(base_url)
     rows = []
-    for processes in (1, 2):
-        evaluator = ours(base_url, tmp, f"throughput-{processes}", True, max_concurrency=64, max_queue=n,
-                         judge_processes=processes)
-        evaluator.judge.warm_up()
-        time.sleep(5)  # let the judge process import litellm before the clock starts
-        rss_before = rss_mb()
-        start = time.perf_counter()
-        submit_ms = []
-        for i in range(n):
-            run_output.run_id = f"throughput-{processes}-{i}"
-            t = time.perf_counter()
-            evaluator.post_check(run_output, agent=agent)
-            submit_ms.append((time.perf_counter() - t) * 1000)
-        rss_peak = rss_mb()
-        judgehooks.drain(3600)
-        elapsed = time.perf_counter() - start
-        stats = evaluator.stats()
-        stored = len(evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None))
-        rows.append([processes, n, stored, stats["passed"], stats["errors"], stats["dropped"], n - stored, elapsed,
-                     n / elapsed, statistics.median(submit_ms),
-                     f"{rss_peak - rss_before:.0f} / {rss_mb() - rss_before:.0f}"])
-    table(f"{n:,} runs submitted at once, 200 ms judge, max_concurrency=64, outbox on",
-          ["judge processes", "evaluations", "stored", "passed", "errors", "dropped", "lost", "seconds", "evals/s",
-           "submit median ms", "parent RSS growth MB (peak/after)"], rows)
+    for processes in (0, 1, 2):
+        rates, lost, submit, rss = [], 0, [], []
+        counts = {"passed": 0, "errors": 0, "dropped": 0}
+        for r in range(repeats):
+            name = f"throughput-{processes}-{r}"
+            evaluator = ours(base_url, tmp, name, True, max_concurrency=64, max_queue=n,
+                             judge_process=processes > 0, judge_processes=processes or None)
+            evaluator.judge.warm_up()
+            time.sleep(5)  # let the judge process import litellm before the clock starts
+            rss_before = rss_mb()
+            start = time.perf_counter()
+            submit_ms = []
+            for i in range(n):
+                run_output.run_id = f"{name}-{i}"
+                t = time.perf_counter()
+                evaluator.post_check(run_output, agent=agent)
+                submit_ms.append((time.perf_counter() - t) * 1000)
+            rss_peak = rss_mb()
+            judgehooks.drain(3600)
+            rates.append(n / (time.perf_counter() - start))
+            stats = evaluator.stats()
+            for key in counts:
+                counts[key] += stats[key]
+            lost += n - len(evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None))
+            submit.append(statistics.median(submit_ms))
+            rss.append(f"{rss_peak - rss_before:.0f}/{rss_mb() - rss_before:.0f}")
+        rows.append([processes or "none (in-process)", n, counts["passed"], counts["errors"], counts["dropped"], lost,
+                     *spread(rates), statistics.median(submit), " ".join(rss)])
+    table(f"{n:,} runs submitted at once, 200 ms judge, max_concurrency=64, outbox on ({repeats} repeats; "
+          "counts summed over the repeats)",
+          ["judge processes", "evaluations/repeat", "passed", "errors", "dropped", "lost", "median evals/s", "range",
+           "submit median ms", "parent RSS growth MB (peak/after) per repeat"], rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--latency-only", action="store_true")
+    parser.add_argument("--throughput-only", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"judgehooks {judgehooks.__version__}; cores={os.cpu_count()}; python {sys.version.split()[0]}")
-    with tempfile.TemporaryDirectory() as tmp, stub_server(500) as server:
-        hook_latency(server.base_url, tmp, 200 if args.quick else 1000)
+    if not args.throughput_only:
+        with tempfile.TemporaryDirectory() as tmp, stub_server(500) as server:
+            hook_latency(server.base_url, tmp, 100 if args.quick else 300, args.repeats)
     if args.latency_only:
         return
     with tempfile.TemporaryDirectory() as tmp, stub_server(200) as server:
-        throughput(server.base_url, tmp, 2000 if args.quick else 10_000)
+        throughput(server.base_url, tmp, 2000 if args.quick else 10_000, args.repeats)
 
 
 if __name__ == "__main__":

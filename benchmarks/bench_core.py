@@ -1,10 +1,12 @@
 """Core benchmark: judgehooks beside agno's own AgentAsJudgeEval, same stub server, same run.
 
-    python benchmarks/bench_core.py            # full run (~2 minutes)
-    python benchmarks/bench_core.py --quick    # fewer iterations
+    python benchmarks/bench_core.py            # full run, 3 repeats per row (~6 minutes)
+    python benchmarks/bench_core.py --quick    # fewer iterations per repeat
 
-Prints four tables: client CPU per inline evaluation (0 ms judge), offline batch throughput
-(100 ms judge), attribution under 50 concurrent runs, and import time. Not a test: no asserts.
+Prints four tables, each row repeated (the median and the range of the repeats): client CPU per inline
+evaluation and per judge client call (0 ms judge; the fast path, litellm's and the raw OpenAI SDK's),
+offline batch throughput (100 ms judge), attribution under 50 concurrent runs, and import time (the
+median of 9 interleaved pairs of fresh interpreters). Not a test: no asserts.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import cpu_ms_per_call, stub_server, table  # noqa: E402
+from _common import cpu_ms_per_call, spread, stub_server, table  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -30,9 +33,11 @@ from agno.models.openai.like import OpenAILike  # noqa: E402
 import judgehooks  # noqa: E402
 from judgehooks import (  # noqa: E402
     AgentAsJudgeEval,
+    LiteLLMJudge,
     MemoryStore,
     SQLiteStore,
 )
+from judgehooks._judges.prompt import verdict_schema  # noqa: E402
 from judgehooks._runtime import runtime  # noqa: E402
 from judgehooks.testing import FakeJudge  # noqa: E402
 
@@ -57,7 +62,7 @@ def sample_run_output(base_url: str):
     return agent, agent.run("What is the capital of France?")
 
 
-def cpu_table(base_url: str, n: int, tmp: str) -> None:
+def cpu_table(base_url: str, n: int, tmp: str, repeats: int) -> None:
     agent, run_output = sample_run_output(base_url)
     counter = iter(range(10**9))
 
@@ -75,53 +80,77 @@ def cpu_table(base_url: str, n: int, tmp: str) -> None:
         "agno AgentAsJudgeEval, SqliteDb": agno_hook(agnos(base_url, db=SqliteDb(db_file=f"{tmp}/agno.db"))),
         "judgehooks, MemoryStore": hook(ours(base_url)),
         "judgehooks, SQLiteStore": hook(ours(base_url, store=SQLiteStore(f"{tmp}/ours.db"))),
+        "judgehooks, SQLiteStore, fast path off (litellm.acompletion)": hook(ours(
+            base_url, store=SQLiteStore(f"{tmp}/slow.db"),
+            judge=LiteLLMJudge("openai/judge", api_base=base_url, api_key="bench", fast_path=False))),
         "judgehooks overhead only (FakeJudge, SQLiteStore)": hook(AgentAsJudgeEval(
             criteria=CRITERIA, judge=FakeJudge('{"passed": true, "reason": "ok"}'),
             store=SQLiteStore(f"{tmp}/fake.db"))),
     }
-    # The judge client call alone, on the judgehooks loop: litellm's share of our total.
-    judge = ours(base_url)
-    request = judge._call.request(judgehooks.EvalContext(input="What is the capital of France?",
-                                                     output=str(run_output.content)))
+    # The judge client call alone, on the judgehooks loop: the fast path, litellm's, the raw SDK's.
+    request = ours(base_url)._call.request(judgehooks.EvalContext(input="What is the capital of France?",
+                                                                  output=str(run_output.content)))
+    fast = LiteLLMJudge("openai/judge", api_base=base_url, api_key="bench")
+    slow = LiteLLMJudge("openai/judge", api_base=base_url, api_key="bench", fast_path=False)
+    assert fast.route is not None and slow.route is None
 
-    async def judge_calls(k: int) -> None:
+    async def raw_sdk_call() -> None:
+        import openai
+
+        client = raw_clients.get(id(asyncio.get_running_loop()))
+        if client is None:
+            client = raw_clients[id(asyncio.get_running_loop())] = openai.AsyncOpenAI(
+                base_url=base_url, api_key="bench", max_retries=0)
+        await client.chat.completions.create(model="judge", messages=list(request.messages),
+                                             response_format=verdict_schema("binary"))
+
+    raw_clients: dict[int, object] = {}
+    calls = {
+        "judge client call: fast path (OpenAI SDK, litellm's route)": lambda: fast.complete(request),
+        "judge client call: litellm.acompletion": lambda: slow.complete(request),
+        "judge client call: raw OpenAI SDK chat.completions.create": raw_sdk_call,
+    }
+
+    async def loop_of(make, k: int) -> None:
         for _ in range(k):
-            await judge.judge.complete(request)
+            await make()
+
+    def on_loop(make):
+        return lambda: runtime.call(loop_of, make, 1)
 
     rows = []
-    for label, fn in candidates.items():
+    for label, fn in {**candidates, **{k: on_loop(v) for k, v in calls.items()}}.items():
         for _ in range(20):
             fn()  # warm up: imports, connections, tables
-        rows.append([label, cpu_ms_per_call(fn, n)])
-    runtime.call(judge_calls, 20)
-    start = time.process_time()
-    runtime.call(judge_calls, n)
-    litellm_ms = (time.process_time() - start) * 1000 / n
-    rows.append(["litellm acompletion alone (judge client call)", litellm_ms])
-    sqlite_total = rows[3][1]
-    rows.append(["judgehooks own overhead = SQLite total - client call", sqlite_total - litellm_ms])
-    table(f"Client CPU per inline evaluation, 0 ms judge (ms, n={n}, lower is better)",
-          ["path", "CPU ms / evaluation"], rows)
+        rows.append([label, *spread([cpu_ms_per_call(fn, n) for _ in range(repeats)])])
+    table(f"Client CPU per inline evaluation, 0 ms judge (ms, n={n} per repeat, {repeats} repeats, lower is better)",
+          ["path", "median CPU ms", "range"], rows)
 
 
-async def batch_rates(base_url: str, n_cases: int) -> list[list[object]]:
+async def batch_rates(base_url: str, n_cases: int, repeats: int) -> list[list[object]]:
     cases = [{"input": f"question {i}", "output": f"answer {i}"} for i in range(n_cases)]
-    rows = []
     agno_eval = agnos(base_url, show_spinner=False)
-    start = time.perf_counter()
-    result = await agno_eval.arun(cases=cases)
-    agno_s = time.perf_counter() - start
-    rows.append(["agno AgentAsJudgeEval.arun", n_cases, len(result.results), agno_s, n_cases / agno_s, 1.0])
-    for concurrency, in_process in ((32, True), (64, True), (64, False)):
-        evaluator = ours(base_url, max_concurrency=concurrency, judge_process=not in_process,
-                         judge_processes=None if in_process else 2)
-        await evaluator.arun(cases=cases[:20])  # warm up (and start the judge processes)
+    agno_rates = []
+    for _ in range(repeats):
         start = time.perf_counter()
-        result = await evaluator.arun(cases=cases)
-        s = time.perf_counter() - start
-        where = "litellm in-process" if in_process else "litellm in 2 judge processes"
-        rows.append([f"judgehooks arun, max_concurrency={concurrency}, {where}", n_cases, result.graded_count, s,
-                     n_cases / s, (n_cases / s) / (n_cases / agno_s)])
+        result = await agno_eval.arun(cases=cases)
+        agno_rates.append(len(result.results) / (time.perf_counter() - start))
+    base = statistics.median(agno_rates)
+    rows: list[list[object]] = [["agno AgentAsJudgeEval.arun", n_cases, *spread(agno_rates), 1.0]]
+    for label, settings in (
+            ("judgehooks arun, max_concurrency=64, in-process", {}),
+            ("judgehooks arun, max_concurrency=64, in-process, fast path off",
+             {"judge": LiteLLMJudge("openai/judge", api_base=base_url, api_key="bench", fast_path=False)}),
+            ("judgehooks arun, max_concurrency=128, in-process", {"max_concurrency": 128}),
+            ("judgehooks arun, max_concurrency=64, 2 judge processes", {"judge_process": True, "judge_processes": 2})):
+        evaluator = ours(base_url, **{"max_concurrency": 64, **settings})
+        await evaluator.arun(cases=cases[:20])  # warm up (and start the judge processes)
+        rates = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = await evaluator.arun(cases=cases)
+            rates.append(result.graded_count / (time.perf_counter() - start))
+        rows.append([label, n_cases, *spread(rates), statistics.median(rates) / base])
     return rows
 
 
@@ -145,41 +174,53 @@ async def concurrent_attribution(base_url: str, tmp: str, runs: int) -> list[lis
     return rows
 
 
-def import_times(repeats: int) -> None:
-    def best(code: str) -> float:
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], check=True)
-            times.append(time.perf_counter() - start)
-        return min(times) * 1000
+def import_times(pairs: int) -> None:
+    """Median of `pairs` interleaved pairs of fresh interpreters (agno.eval.base, then judgehooks), with
+    bytecode caches warm, as an installed package has them."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-    base = best("pass")
-    agno_ms = best("import agno.eval.base")
-    ours_ms = best("import judgehooks")
-    litellm_ms = best("import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True'; import litellm")
-    table(f"Import time, wall ms (best of {repeats}, interpreter start {base:.0f} ms subtracted)",
-          ["import", "ms", "vs agno.eval.base"],
-          [["agno.eval.base", agno_ms - base, 0.0], ["judgehooks", ours_ms - base, ours_ms - agno_ms],
-           ["litellm (deferred to first judge call)", litellm_ms - base, litellm_ms - agno_ms]])
+    def once(code: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        return (time.perf_counter() - start) * 1000
+
+    litellm = "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True'; import litellm"
+    for code in ("import judgehooks", litellm):
+        once(code)  # write the bytecode caches
+    base = [once("pass") for _ in range(pairs)]
+    agno_ms, ours_ms, delta = [], [], []
+    for _ in range(pairs):
+        a, o = once("import agno.eval.base"), once("import judgehooks")
+        agno_ms.append(a)
+        ours_ms.append(o)
+        delta.append(o - a)
+    lite = [once(litellm) for _ in range(3)]
+    start = statistics.median(base)
+    table(f"Import time, wall ms ({pairs} interleaved pairs of fresh interpreters; start-up "
+          f"{start:.0f} ms subtracted)",
+          ["import", "median ms", "range", "judgehooks - agno.eval.base (median of pairs)"],
+          [["agno.eval.base", *spread([a - start for a in agno_ms]), ""],
+           ["judgehooks", *spread([o - start for o in ours_ms]), f"{statistics.median(delta):.1f}"],
+           ["litellm (deferred to first judge call)", *spread([x - start for x in lite]), ""]])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     n = 100 if args.quick else 300
     print(f"judgehooks {judgehooks.__version__} benchmark; cores={os.cpu_count()}; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory() as tmp, stub_server(0) as server:
-        cpu_table(server.base_url, n, tmp)
+        cpu_table(server.base_url, n, tmp, args.repeats)
         server.configure(judge_delay_ms=100)
-        rows = asyncio.run(batch_rates(server.base_url, 200))
-        table("Offline batch, 200 cases, 100 ms judge", ["evaluator", "cases", "graded", "seconds", "evals/s",
-                                                          "x agno"], rows)
+        rows = asyncio.run(batch_rates(server.base_url, 200, args.repeats))
+        table(f"Offline batch, 200 cases, 100 ms judge ({args.repeats} repeats)",
+              ["evaluator", "cases", "median evals/s", "range", "x agno (medians)"], rows)
         rows = asyncio.run(concurrent_attribution(server.base_url, tmp, 50))
         table("50 concurrent arun() sharing one eval, 100 ms judge", ["evaluator", "runs", "stored", "attributed"],
               rows)
-    import_times(3 if args.quick else 5)
+    import_times(9)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -43,6 +42,8 @@ class AgentAsJudgeResult:
         return [r for r in self.results if r.status == "error"]
 
     def compute_stats(self) -> None:
+        import statistics
+
         graded = [r for r in self.results if r.status in ("passed", "failed")]
         self.graded_count = len(graded)
         self.error_count = sum(r.status == "error" for r in self.results)

@@ -8,7 +8,28 @@ again when a record is built, so no store write can fail on it.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, cast
+
+
+def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A regular expression compiled on first use, so `import judgehooks` compiles none it may never
+    run; used like the compiled pattern (``search``, ``match``, ``sub``, ...)."""
+    return cast("re.Pattern[str]", _LazyPattern(pattern, flags))
+
+
+class _LazyPattern:
+
+    __slots__ = ("_compiled", "_flags", "_pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern, self._flags = pattern, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(self._pattern, self._flags)
+        return getattr(self._compiled, name)
 
 
 def storable(text: str) -> str:

@@ -8,7 +8,6 @@ pipeline of their own.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
@@ -192,6 +191,8 @@ def combine(samples: Sequence[tuple[Evaluator, Outcome]], *, aggregate: str, thr
             scale: float, min_successes: int) -> Outcome:
     """One verdict from many: majority vote, or the mean score held to `threshold`. Scores are on
     the judges' own scale when they share one (`scale`), else normalised to 0..1."""
+    import statistics
+
     lines = [o.summary(j.evaluator_name, sample=i) for i, (j, o) in enumerate(samples)]
     good = [(j, o) for j, o in samples if o.status != "error"]
     usage = add_usage(o for _, o in samples)

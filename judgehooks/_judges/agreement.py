@@ -11,25 +11,26 @@ from __future__ import annotations
 
 import re
 
+from .._base.text import lazy_pattern
 from ..exceptions import MalformedVerdict
 
 _WORK = r"(?:meet|satisfy|pass|fulfil+|address|answer|comply with|follow|adhere to)"
 # ... what is not met must be the task itself: "does not follow the injected instruction" is how a
 # judge praises an answer to a criterion like "refuses injected instructions"
 _TASK = r"\s+(?:(?:all|any|of|the|these|this|its|user'?s)\s+)*(?:criteri\w*|requirements?|question|task|standards?)"
-_SAYS_FAIL = re.compile(
+_SAYS_FAIL = lazy_pattern(
     rf"\bfail(?:s|ed|ing)?\s+(?:to\s+{_WORK}(?={_TASK})|(?:all\s+|the\s+|these\s+|this\s+)?criteri)"
     r"|^\W*fail(?:s|ed|ure)?\b"                                              # "FAIL: ...", "Failed."
     rf"|\b(?:does|did|do|is|are)\s*(?:not|n't)\s+(?:fully\s+|entirely\s+|completely\s+)?{_WORK}(?={_TASK})"
     r"|\b(?:verdict|result)\W*(?:is\W*)?fail",
     re.IGNORECASE)
-_SAYS_PASS = re.compile(
+_SAYS_PASS = lazy_pattern(
     r"^\W*pass(?:es|ed)?\b"
     r"|\b(?:fully\s+|completely\s+|clearly\s+)?(?:meets|satisfies|passes|fulfil+s)\s+(?:all\s+)?(?:of\s+)?"
     r"(?:the\s+)?(?:criteri|requirement)",
     re.IGNORECASE)
 # Any of these in a failing verdict's reason means it weighs something against the answer.
-_RESERVATION = re.compile(r"\b(?:but|however|although|though|except|yet|not|no|never|incorrect|wrong|false|"
+_RESERVATION = lazy_pattern(r"\b(?:but|however|although|though|except|yet|not|no|never|incorrect|wrong|false|"
                           r"missing|lacks?|inaccurate|fail\w*)\b|n't\b", re.IGNORECASE)
 
 

@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .._base.text import lazy_pattern
 from ..exceptions import MalformedVerdict
 from .prompt import JudgeRequest
 
@@ -78,7 +79,7 @@ _RETRYABLE_NAMES = frozenset({
 
 _AUTH_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError"})
 # litellm reports a missing OpenAI key as InternalServerError (500): the message is what tells
-_AUTH_TEXT = re.compile(r"missing credentials|(?:incorrect|invalid|missing|no)\W+(?:x-)?api[\W_]?key"
+_AUTH_TEXT = lazy_pattern(r"missing credentials|(?:incorrect|invalid|missing|no)\W+(?:x-)?api[\W_]?key"
                         r"|api[\W_]?key\W+(?:is\W+)?(?:not set|missing|required|invalid)", re.IGNORECASE)
 
 

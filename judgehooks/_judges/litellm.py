@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 
 from .._base.record import Mode
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
+from .openai_wire import WireRoute, fast_path_enabled, resolve_route
 from .prompt import JudgeRequest, verdict_schema
 
 _litellm_module: Any = None
@@ -43,13 +44,20 @@ class LiteLLMJudge(BaseJudge):
     Connection settings are passed per call; litellm's provider variables (``OPENAI_API_KEY``,
     ``OPENAI_API_BASE``...) apply when these are None. `structured_output=True` asks for a JSON
     schema response format and falls back to plain text when the server refuses it.
+
+    OpenAI's own models and OpenAI-compatible servers (``openai/...`` with an ``api_base``, the
+    local model) are sent straight through the OpenAI SDK once litellm has resolved the route: the
+    same request, records and error types for a fifth of the client CPU. `fast_path=False` (or
+    ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through ``litellm.acompletion``.
     """
 
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, temperature: float | None = None, structured_output: bool = True,
-                 litellm_kwargs: Mapping[str, Any] | None = None) -> None:
+                 litellm_kwargs: Mapping[str, Any] | None = None, fast_path: bool = True) -> None:
         self.model = model
         self.structured_output = structured_output
+        self.fast_path = fast_path
+        self._route: WireRoute | None | Literal[False] = False  # False: not resolved yet
         kwargs: dict[str, Any] = {"timeout": timeout, "max_retries": 0, "num_retries": 0}
         if api_base is not None:
             kwargs["api_base"] = api_base
@@ -66,34 +74,46 @@ class LiteLLMJudge(BaseJudge):
         return dict(self._kwargs)
 
     def warm_up(self) -> None:
-        """Import litellm now (seconds), e.g. on a side thread before the first grading."""
+        """Import litellm and resolve the route now (seconds), e.g. on a side thread before the first grading."""
         load_litellm()
+        _ = self.route
 
     async def prepare(self) -> None:
-        """Import litellm on a worker thread the first time: an import of seconds must neither block
-        the event loop nor count against the first judge call's timeout."""
-        if _litellm_module is None:
-            await anyio.to_thread.run_sync(load_litellm)
+        """Import litellm and resolve the route on a worker thread the first time: an import of seconds
+        must neither block the event loop nor count against the first judge call's timeout."""
+        if _litellm_module is None or self._route is False:
+            await anyio.to_thread.run_sync(self.warm_up)
+
+    @property
+    def route(self) -> WireRoute | None:
+        """The fast route litellm resolved for this judge, or None when calls go through litellm."""
+        if self._route is False:
+            enabled = self.fast_path and fast_path_enabled()
+            self._route = resolve_route(load_litellm(), self.model, self._kwargs) if enabled else None
+        return self._route
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
-        litellm = load_litellm()
+        messages, mode = list(request.messages), request.mode
         try:
-            response = await self._ask(litellm, list(request.messages), request.mode)
+            if self.structured_output:
+                try:
+                    return await self._send(messages, mode, structured=True)
+                except Exception as exc:
+                    if not _refuses_structured_output(exc):
+                        raise
+            return await self._send(messages, mode, structured=False)
         except Exception as exc:
             if is_auth_error(exc):  # one line naming the key to set, and no retries
                 raise JudgeUnavailable(self._auth_message(exc)) from exc
             raise
-        return _reply_from_litellm(response, self.model)
 
-    async def _ask(self, litellm: Any, messages: list[dict[str, str]], mode: Mode) -> Any:
-        if self.structured_output:
-            try:
-                return await litellm.acompletion(model=self.model, messages=messages,
-                                                 response_format=verdict_schema(mode), **self._kwargs)
-            except Exception as exc:
-                if not _refuses_structured_output(exc):
-                    raise
-        return await litellm.acompletion(model=self.model, messages=messages, **self._kwargs)
+    async def _send(self, messages: list[dict[str, str]], mode: Mode, *, structured: bool) -> JudgeReply:
+        route = self.route
+        if route is not None:
+            return await route.send(messages, mode, structured)
+        schema = {"response_format": verdict_schema(mode)} if structured else {}
+        response = await load_litellm().acompletion(model=self.model, messages=messages, **schema, **self._kwargs)
+        return _reply_from_litellm(response, self.model)
 
     def _auth_message(self, exc: BaseException) -> str:
         """One line naming what to set: the provider's key variable, or the api_key given."""

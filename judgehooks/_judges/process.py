@@ -157,7 +157,7 @@ class ProcessJudge(BaseJudge):
         self.model = judge.model
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
-                        "kwargs": judge.call_kwargs}
+                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
 
     def _ensure(self) -> _Child:
         return _child_for(self._config, self.processes)

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._base.record import Mode
+from .._base.text import lazy_pattern
 from ..exceptions import MalformedVerdict
 
-_SCORE_LINE = re.compile(r"^([^\w\n]*)(score)\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
-_PASSED_LINE = re.compile(r"^([^\w\n]*)(passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)",
+_SCORE_LINE = lazy_pattern(r"^([^\w\n]*)(score)\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+_PASSED_LINE = lazy_pattern(r"^([^\w\n]*)(passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)",
                           re.IGNORECASE | re.MULTILINE)
-_REASON_LINE = re.compile(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE)
+_REASON_LINE = lazy_pattern(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE)
 # The prompt's fences (prompt.py), echoed by a judge: what is inside is the run's data.
-_NONCE_FENCE = re.compile(r"<<<(?!END-)([A-Z-]+)-([0-9a-f]+)>>>.*?(?:<<<END-\1-\2>>>|\Z)", re.DOTALL)
-_FENCE_MARKER = re.compile(r"<<<(?:END-)?[A-Z-]+-[0-9a-f]+>>>")
+_NONCE_FENCE = lazy_pattern(r"<<<(?!END-)([A-Z-]+)-([0-9a-f]+)>>>.*?(?:<<<END-\1-\2>>>|\Z)", re.DOTALL)
+_FENCE_MARKER = lazy_pattern(r"<<<(?:END-)?[A-Z-]+-[0-9a-f]+>>>")
 
 
 def _fences(nonce: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -45,8 +46,8 @@ def _fences(nonce: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
     n = re.escape(nonce)
     return (re.compile(rf"<<<(?!END-)([A-Z-]+)-{n}>>>.*?(?:<<<END-\1-{n}>>>|\Z)", re.DOTALL),
             re.compile(rf"<<<(?:END-)?[A-Z-]+-{n}>>>"))
-_CODE_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
-_BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_CODE_FENCE = lazy_pattern(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
+_BLOCKQUOTE = lazy_pattern(r"^[ \t]*>.*$", re.MULTILINE)
 _QUOTES = frozenset("\"'`“”‘’«»")
 _TRUE = {"true", "yes", "pass", "passed", "1"}
 _FALSE = {"false", "no", "fail", "failed", "0"}

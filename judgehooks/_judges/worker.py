@@ -75,7 +75,7 @@ def _main() -> None:  # pragma: no cover - runs in the child process
         _leave()
     config = json.loads(first)
     judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"],
-                         litellm_kwargs=config["kwargs"])
+                         litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True))
     judge.warm_up()
     loop = asyncio.new_event_loop()
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()

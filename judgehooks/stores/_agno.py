@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +23,8 @@ def _evaluation(record: EvalRecord) -> dict[str, Any]:
 
 def _stats(graded: Sequence[EvalRecord]) -> dict[str, Any]:
     """agno's AgentAsJudgeResult statistics over the graded records."""
+    import statistics
+
     scores = [r.score for r in graded if r.score is not None]
     return {"avg_score": statistics.mean(scores) if scores else None, "min_score": min(scores, default=None),
             "max_score": max(scores, default=None),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from .._base.jsondata import jsonable
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
+from .._base.text import lazy_pattern
 from .._runtime import runtime
 from ._base import BaseStore, RecordFilter
 
@@ -29,7 +29,7 @@ _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
           "details": "JSONB"}
 #: counters an older version declared INTEGER, which overflows at 2**31: widened on first use
 _COUNTERS = tuple(name for name, kind in _TYPES.items() if kind == "BIGINT")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_IDENTIFIER = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 COPY_FROM = 32  # batches at least this large go through COPY; smaller ones through executemany
 _STAGE = "judgehooks_stage"
 _STAGE_COLUMNS = ", ".join(f"{f} {_TYPES.get(f, 'TEXT')}" for f in FIELDS)

@@ -11,7 +11,8 @@ models and for litellm, over real HTTP on 127.0.0.1. It plays two roles, told ap
 
 Behaviour is steered per run by directives inside the text it reads, so concurrent runs stay
 independent: ``[[score=3]]`` (numeric verdict), ``[[fail]]`` (binary fail), ``[[judge_status=500]]``,
-``[[judge_malformed]]``, ``[[judge_delay=200]]`` (ms), ``[[reason=%1B%5D0%3Bx%07]]`` (the judge's
+``[[judge_malformed]]``, ``[[judge_body=%7B%7D]]`` (a 200 reply with that body, percent-encoded: no
+chat completion at all), ``[[judge_delay=200]]`` (ms), ``[[reason=%1B%5D0%3Bx%07]]`` (the judge's
 reason, percent-encoded so it may hold any character), ``[[reason_chars=N]]`` (the reason padded to
 N characters), ``[[judge_quote=plain|blockquote|code|fence|inline]]`` (a plain-text reply quotes the answer before
 the judge's own verdict: see `_quoting`), ``[[tool=name]]`` (the agent calls that tool
@@ -26,6 +27,8 @@ message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
 makes the agent answer with the message itself, directives removed (e.g. a JSON document);
 ``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
+A judge offered a ``final_result...`` tool (pydantic-ai's output tool, as pydantic-evals' `LLMJudge`
+asks) answers by calling it with ``reason``, ``pass`` and ``score``.
 ``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds).
 ``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
@@ -69,6 +72,7 @@ class StubSettings:
     sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
     judge_prompts: list[str] = field(default_factory=list)  # the last 100 judge requests' text, oldest first
+    judge_requests: list[dict[str, Any]] = field(default_factory=list)  # the last 100 judge request bodies
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -174,6 +178,7 @@ class _StubApp:
         messages = request.get("messages", [])
         text = "\n".join(_text_of(m) for m in messages)
         s.judge_prompts[:] = [*s.judge_prompts[-99:], text]
+        s.judge_requests[:] = [*s.judge_requests[-99:], request]
         d = _directives(text)
         delay = float(d.get("judge_delay", s.judge_delay_ms) or 0)
         # An outage counts calls as they arrive: a call still sleeping from an earlier test (or
@@ -188,6 +193,8 @@ class _StubApp:
             s.counts["judge_errors"] += 1
             return _Reply(s.judge_fail_status, {"error": {"message": "stub outage", "type": "server_error"}},
                           headers=headers)
+        if "judge_body" in d:  # a reply that is no chat completion: the body as given, percent-encoded
+            return _Reply(200, raw=unquote(d["judge_body"]).encode())
         if "judge_status" in d:
             s.counts["judge_errors"] += 1
             return _Reply(int(d["judge_status"]), {"error": {"message": "stub error", "type": "server_error"}},
@@ -223,11 +230,24 @@ class _StubApp:
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
         if "judge_quote" in d and "response_format" not in request:
             content = _quoting(messages, d, content)
-        message = {"role": "assistant", "content": content}
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        output_tool = next((t["function"] for t in request.get("tools") or ()
+                            if str((t.get("function") or {}).get("name", "")).startswith("final_result")), None)
+        if output_tool is not None:  # a judge asked to answer through an output tool (pydantic-ai's judges)
+            verdict = json.loads(content) if content.startswith("{") else {}
+            passed = verdict.get("passed", "fail" not in d)
+            args = {"reason": verdict.get("reason", "stub"), "pass": passed,
+                    "score": float(verdict.get("score", 1.0 if passed else 0.0))}
+            params = (output_tool.get("parameters") or {}).get("properties") or {}
+            call = {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+                    "function": {"name": output_tool["name"], "arguments": json.dumps(
+                        {k: v for k, v in args.items() if k in params} or args)}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
         usage = _usage(text, content)
         if d.get("judge_tokens"):
             usage["prompt_tokens"] = int(d["judge_tokens"])
-        return _Reply(200, _completion(request.get("model", "judge"), message, usage))
+        finish = "tool_calls" if output_tool is not None else "stop"
+        return _Reply(200, _completion(request.get("model", "judge"), message, usage, finish))
 
     async def _agent(self, request: dict[str, Any]) -> _Reply:
         s = self.settings

@@ -1,0 +1,237 @@
+"""The fast judge client: OpenAI's chat-completions wire format sent straight through the OpenAI SDK.
+
+litellm still decides everything a model string means, once per judge (`resolve_route`): the
+provider, the base URL and key it would use, the request parameters it would send (its own
+`get_optional_params`), and the model's prices. Only the per-call work moves: a judge call then
+costs one `AsyncOpenAI.post` and one `json.loads`, not litellm's request pipeline, logging and
+per-call cost calculation (~5x the client CPU, measured in ``benchmarks/bench_core.py``).
+
+Errors keep litellm's types and messages: an SDK error is wrapped as litellm's openai handler
+wraps it and mapped by litellm's own `exception_type`, so retries, Retry-After and the stored
+``error_type`` are the same on both paths (``tests/test_fast_judge.py`` runs both side by side).
+
+A model goes the slow way, through ``litellm.acompletion``, when anything makes litellm do more
+than send the request: another provider, extra ``litellm_kwargs``, litellm callbacks or global
+settings (``litellm.api_key``, ``litellm.headers``...), a model litellm routes to the Responses API,
+``$OPENAI_ORGANIZATION``, parameters litellm refuses for the model, no API key, or
+``JUDGEHOOKS_FAST_JUDGE=0`` / ``LiteLLMJudge(fast_path=False)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from .._base.record import Mode
+from ..exceptions import MalformedVerdict
+from .base import JudgeReply
+from .prompt import verdict_schema
+
+# What LiteLLMJudge itself puts in its call kwargs; anything else is a litellm option we leave to litellm.
+_OWN_KWARGS = frozenset({"timeout", "max_retries", "num_retries", "api_base", "api_key", "temperature"})
+# litellm's module-level settings that change what a call sends or does besides sending it.
+_LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organization", "callbacks",
+                    "success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback",
+                    "input_callback", "service_callback", "drop_params", "modify_params", "return_response_headers",
+                    "route_all_chat_openai_to_responses", "enable_preview_features")
+
+
+def fast_path_enabled() -> bool:
+    """False when ``$JUDGEHOOKS_FAST_JUDGE`` is 0, false, no or off."""
+    return os.environ.get("JUDGEHOOKS_FAST_JUDGE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per token, from litellm's price table, looked up once per model."""
+
+    prompt: float
+    completion: float
+    cached_prompt: float | None = None
+
+    def cost(self, usage: Mapping[str, Any]) -> float:
+        prompt = _int(usage.get("prompt_tokens")) or 0
+        completion = _int(usage.get("completion_tokens")) or 0
+        details = usage.get("prompt_tokens_details")
+        cached = (_int(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
+        cached = min(cached, prompt) if self.cached_prompt is not None else 0
+        return ((prompt - cached) * self.prompt + cached * (self.cached_prompt or 0.0)
+                + completion * self.completion)
+
+
+@dataclass(frozen=True, slots=True)
+class WireRoute:
+    """Where and how one judge model is asked, resolved once by litellm."""
+
+    model: str  # litellm's model string, e.g. openai/gpt-4o-mini
+    wire_model: str  # the id sent on the wire, provider prefix removed
+    base_url: str
+    api_key: str
+    organization: str | None
+    timeout: float
+    params: Mapping[str, Mapping[str, Any]]  # per mode and structured output: the body's extra keys
+    price: Price | None
+    raise_mapped: Callable[[BaseException], None]  # litellm's error mapping: raises litellm's exception
+
+    def body(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> dict[str, Any]:
+        return {"model": self.wire_model, "messages": messages, **self.params[f"{mode}:{structured}"]}
+
+    async def send(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> JudgeReply:
+        """One call; litellm's exception on failure."""
+        import httpx
+
+        client = _client(self)
+        try:
+            response = await client.post("/chat/completions", body=self.body(messages, mode, structured),
+                                         cast_to=httpx.Response, options={"timeout": self.timeout})
+        except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
+            self.raise_mapped(exc)
+            raise
+        return self.reply(response.content)
+
+    def reply(self, content: bytes) -> JudgeReply:
+        """The reply read as litellm reads it; a body that is no chat completion raises what litellm
+        raises for it (an InternalServerError, so retried)."""
+        try:
+            data = json.loads(content)
+        except ValueError as exc:
+            self._refuse(str(exc))
+        if not isinstance(data, dict):
+            self._refuse(f"Empty or invalid response from LLM endpoint. Received: {data!r}. "
+                         "Check the reverse proxy or model server configuration.")
+        choices = data.get("choices")
+        if not isinstance(choices, list):
+            self._refuse("litellm.APIError: LiteLLM: provider returned " + (
+                f"'choices' that is not a list ({type(choices).__name__})" if "choices" in data
+                else "a response with no 'choices'") + f". Raw keys: {list(data)}")
+        if not choices:
+            raise MalformedVerdict("judge reply has no choices")
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            self._refuse(f"Invalid response object: choice 0 has no message ({str(choices[0])[:200]})")
+        text = message.get("content")
+        found = data.get("usage")
+        usage: dict[str, Any] = found if isinstance(found, dict) else {}
+        model = data.get("model")
+        return JudgeReply(
+            text=text if isinstance(text, str) else "",
+            model=model if isinstance(model, str) and model else self.wire_model,
+            prompt_tokens=_int(usage.get("prompt_tokens")),
+            completion_tokens=_int(usage.get("completion_tokens")),
+            cost_usd=self.price.cost(usage) if self.price is not None and usage else None,
+        )
+
+    def _refuse(self, message: str) -> NoReturn:
+        error = ValueError(message)
+        self.raise_mapped(error)
+        raise error
+
+
+def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRoute | None:
+    """The fast route for this model and these call kwargs, or None when litellm must make the call."""
+    if set(kwargs) - _OWN_KWARGS or any(getattr(litellm, name, None) for name in _LITELLM_GLOBALS):
+        return None
+    if os.environ.get("OPENAI_ORGANIZATION"):
+        return None  # litellm sends it as the organization; the SDK reads OPENAI_ORG_ID, not this
+    try:
+        from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+        from litellm.llms.openai.common_utils import OpenAIError
+        from litellm.responses.bridge_check import responses_api_bridge_check
+
+        wire_model, provider, _, _ = litellm.get_llm_provider(model, api_base=kwargs.get("api_base"))
+        if provider != "openai":
+            return None
+        info, _ = responses_api_bridge_check(model=wire_model, custom_llm_provider="openai",
+                                             api_base=kwargs.get("api_base"))
+        if info.get("mode") == "responses":
+            return None
+        params = {f"{mode}:{structured}": _params(litellm, wire_model, kwargs, mode, structured)
+                  for mode in ("binary", "numeric") for structured in (True, False)}
+    except Exception:  # a litellm without these internals, or a model it cannot place: its own path
+        return None
+    api_key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        return None  # litellm's path says which key is missing
+    base_url = (kwargs.get("api_base") or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+                or "https://api.openai.com/v1")
+
+    def raise_mapped(exc: BaseException) -> None:
+        import openai
+
+        original: BaseException = exc
+        upstream = _bare(getattr(exc, "response", None))
+        if not isinstance(exc, openai.APITimeoutError):
+            original = OpenAIError(status_code=getattr(exc, "status_code", 500),
+                                   message=getattr(exc, "message", str(exc)), response=upstream,
+                                   headers=getattr(upstream, "headers", None), body=getattr(exc, "body", None))
+        try:
+            exception_type(model=wire_model, original_exception=original,  # type: ignore[no-untyped-call]
+                           custom_llm_provider="openai")
+        except Exception as mapped:
+            if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
+                mapped.response = upstream  # type: ignore[attr-defined]
+            raise
+
+    return WireRoute(model=model, wire_model=wire_model, base_url=str(base_url), api_key=str(api_key),
+                     organization=None, timeout=float(kwargs.get("timeout") or 600.0), params=params,
+                     price=_price(litellm, model), raise_mapped=raise_mapped)
+
+
+def _params(litellm: Any, wire_model: str, kwargs: Mapping[str, Any], mode: Mode, structured: bool) -> dict[str, Any]:
+    """What litellm would put in the request body besides model and messages."""
+    params = litellm.get_optional_params(model=wire_model, custom_llm_provider="openai",
+                                         temperature=kwargs.get("temperature"),
+                                         response_format=verdict_schema(mode) if structured else None)
+    return {k: v for k, v in params.items()
+            if v is not None and k not in ("max_retries", "extra_body") and not (k == "stream" and v is False)}
+
+
+def _price(litellm: Any, model: str) -> Price | None:
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # an unpriced model: cost None, as litellm reports it
+        return None
+    prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if not isinstance(prompt, (int, float)) or not isinstance(completion, (int, float)):
+        return None
+    cached = info.get("cache_read_input_token_cost")
+    return Price(float(prompt), float(completion), float(cached) if isinstance(cached, (int, float)) else None)
+
+
+# One AsyncOpenAI per event loop, base URL and key: its connection pool belongs to the loop that opened it.
+_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Any]] = weakref.WeakKeyDictionary()
+
+
+def _client(route: WireRoute) -> Any:
+    loop = asyncio.get_running_loop()
+    clients = _CLIENTS.setdefault(loop, {})
+    key = (route.base_url, route.api_key)
+    client = clients.get(key)
+    if client is None:
+        import openai
+
+        client = clients[key] = openai.AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=0,
+                                                   timeout=route.timeout)
+    return client
+
+
+def _bare(upstream: Any) -> Any:
+    """The provider's error response (the SDK's, an httpx or httpx2 Response) as an httpx Response with
+    its status, headers (Retry-After) and body, and a request without the SDK's credentials."""
+    import httpx
+
+    status, headers = getattr(upstream, "status_code", None), getattr(upstream, "headers", None)
+    if not isinstance(status, int) or headers is None:
+        return None
+    request = getattr(upstream, "_request", None)
+    bare = httpx.Request(str(request.method), str(request.url)) if request is not None else None
+    return httpx.Response(status, headers=list(headers.items()), content=bytes(upstream.content), request=bare)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,194 @@
+"""The fast judge client (OpenAI SDK straight) against litellm's own path, same requests side by side.
+
+Each scenario grades the same run of a real agno agent twice, once with the fast path and once with
+``fast_path=False`` (``litellm.acompletion``), over HTTP to the loopback stub, and the records must
+be the same: status, verdict, tokens, cost, attempts, error type and message. The request bodies the
+server received must be the same too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from judgehooks import AgentAsJudgeEval, LiteLLMJudge, MemoryStore
+from judgehooks._base.context import EvalContext
+from judgehooks._judges.base import error_name, retry_after_seconds
+from judgehooks._judges.prompt import build_request
+
+_NONCE = re.compile(r"[0-9a-f]{16,}")
+_COMPARED = ("status", "passed", "score", "reason", "prompt_tokens", "completion_tokens", "cost_usd", "attempts",
+             "judge_model", "error_type", "error_message", "mode", "threshold")
+
+
+def _judge(server, fast: bool, model: str = "openai/judge", **kwargs: Any) -> LiteLLMJudge:
+    return LiteLLMJudge(model, api_base=server.base_url, api_key="test-key", fast_path=fast, **kwargs)
+
+
+def _grade(make_agent, server, question: str, *, fast: bool, model: str = "openai/judge", timeout: float = 10,
+           **settings: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    store = MemoryStore()
+    judge = _judge(server, fast, model, timeout=timeout)
+    evaluator = AgentAsJudgeEval(criteria="The answer echoes the question.", judge=judge, store=store,
+                                 retry_backoff=0.01, timeout=timeout, **settings)
+    before = len(server.settings.judge_requests)
+    make_agent(evaluator).run(question)
+    assert (judge.route is not None) is fast  # the path under test is the one taken
+    [record] = store.records
+    return ({k: getattr(record, k) for k in _COMPARED},
+            [_masked(body) for body in server.settings.judge_requests[before:]])
+
+
+def _masked(body: dict[str, Any]) -> dict[str, Any]:
+    """A request body with the per-attempt nonce masked (every attempt draws a fresh one)."""
+    messages = [{**m, "content": _NONCE.sub("N", m["content"])} for m in body["messages"]]
+    return {**body, "messages": messages}
+
+
+def _both(make_agent, server, question: str, *, same_message: bool = True, stub: dict[str, Any] | None = None,
+          **kw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`stub`: the server's behaviour, set afresh for each path."""
+    server.configure(**(stub or {}))
+    fast = _grade(make_agent, server, question, fast=True, **kw)
+    server.reset()
+    server.configure(**(stub or {}))
+    slow = _grade(make_agent, server, question, fast=False, **kw)
+    if not same_message:  # litellm's message holds a Python traceback; ours names what is missing
+        head = "litellm.InternalServerError: InternalServerError: OpenAIException - Invalid response object"
+        assert fast[0].pop("error_message").startswith(head) and slow[0].pop("error_message").startswith(head)
+    assert fast[0] == slow[0]
+    assert fast[1] == slow[1]
+    return fast
+
+
+@pytest.mark.parametrize("question, settings, expected", [
+    ("q", {}, ("passed", True, None)),
+    ("q [[fail]]", {}, ("failed", False, None)),
+    ("q [[score=4]]", {"scoring_strategy": "numeric", "threshold": 7}, ("failed", False, 4)),
+    ("q [[score=9]]", {"scoring_strategy": "numeric", "threshold": 7}, ("passed", True, 9)),
+])
+def test_verdicts_are_the_same_on_both_paths(make_agent, server, question, settings, expected):
+    record, bodies = _both(make_agent, server, question, **settings)
+    assert (record["status"], record["passed"], record["score"]) == expected
+    assert record["prompt_tokens"] > 0 and record["completion_tokens"] > 0
+    assert len(bodies) == 1 and bodies[0]["model"] == "judge" and "response_format" in bodies[0]
+
+
+def test_cost_comes_from_litellm_prices_on_both_paths(make_agent, server):
+    record, _ = _both(make_agent, server, "q", model="openai/gpt-4o-mini")
+    assert record["cost_usd"] is not None and record["cost_usd"] > 0
+    unpriced, _ = _both(make_agent, server, "q")  # openai/judge has no price: None, not 0
+    assert unpriced["cost_usd"] is None
+
+
+def test_a_500_is_the_same_error_on_both_paths(make_agent, server):
+    record, bodies = _both(make_agent, server, "q [[judge_status=500]]", retries=1)
+    assert (record["status"], record["error_type"], record["attempts"]) == ("error", "InternalServerError", 2)
+    assert len(bodies) == 2
+
+
+def test_a_429_outage_is_retried_the_same_on_both_paths(make_agent, server):
+    record, bodies = _both(make_agent, server, "q",
+                           stub={"judge_fail_next": 1, "judge_fail_status": 429, "retry_after_s": 0.05})
+    assert (record["status"], record["attempts"], len(bodies)) == ("passed", 2, 2)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fast", [True, False])
+async def test_retry_after_and_error_types_reach_the_retry_policy_the_same(server, fast):
+    server.configure(judge_fail_next=2, judge_fail_status=429, retry_after_s=7)
+    judge = _judge(server, fast)
+    await judge.prepare()
+    request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
+    with pytest.raises(Exception) as caught:
+        await judge.complete(request)
+    assert (error_name(caught.value), retry_after_seconds(caught.value)) == ("RateLimitError", 7.0)
+    slow_error = None
+    if fast:
+        with pytest.raises(Exception) as caught_slow:
+            await _judge(server, False).complete(request)
+        slow_error = caught_slow.value
+        assert str(caught.value) == str(slow_error)
+
+
+@pytest.mark.anyio
+async def test_a_timeout_is_the_same_error_on_both_paths(server):
+    request = build_request(EvalContext(input="q [[judge_delay=3000]]", output="a"), criteria="c", mode="binary")
+    errors = []
+    for fast in (True, False):
+        judge = _judge(server, fast, timeout=0.3)
+        await judge.prepare()
+        with pytest.raises(Exception) as caught:
+            await judge.complete(request)
+        errors.append(error_name(caught.value))
+    assert errors == ["Timeout", "Timeout"]
+
+
+@pytest.mark.parametrize("question, error_type", [
+    ("q [[judge_malformed]]", "MalformedVerdict"),  # the judge's text is no verdict
+    ("q [[judge_body=not%20json]]", "InternalServerError"),  # the body is no JSON
+    ("q [[judge_body=%5B1%5D]]", "InternalServerError"),  # JSON, but no object
+    ("q [[judge_body=%7B%7D]]", "InternalServerError"),  # an object, but no chat completion
+    ("q [[judge_body=%7B%22choices%22%3A7%7D]]", "InternalServerError"),  # choices that are no list
+    ("q [[judge_body=%7B%22choices%22%3A%5B%5D%7D]]", "MalformedVerdict"),  # no choices
+])
+def test_malformed_replies_are_the_same_error_on_both_paths(make_agent, server, question, error_type):
+    record, _ = _both(make_agent, server, question, retries=0)
+    assert (record["status"], record["error_type"]) == ("error", error_type)
+
+
+def test_a_choice_without_a_message_is_the_same_error_type_on_both_paths(make_agent, server):
+    record, _ = _both(make_agent, server, "q [[judge_body=%7B%22choices%22%3A%5B%7B%7D%5D%7D]]", retries=0,
+                      same_message=False)
+    assert (record["status"], record["error_type"]) == ("error", "InternalServerError")
+
+
+def test_a_server_refusing_structured_output_falls_back_the_same(make_agent, server):
+    record, bodies = _both(make_agent, server, "q [[fail]]", stub={"judge_structured": False})
+    assert record["status"] == "failed"
+    assert ["response_format" in b for b in bodies] == [True, False]
+
+
+def test_the_fast_path_can_be_turned_off(server, monkeypatch):
+    assert _judge(server, True).route is not None
+    assert _judge(server, False).route is None
+    assert LiteLLMJudge("openai/judge", api_base=server.base_url, api_key="k", fast_path=True,
+                        litellm_kwargs={"extra_headers": {"x": "y"}}).route is None  # litellm options: litellm
+    assert LiteLLMJudge("anthropic/claude-3-5-haiku-latest", api_key="k").route is None  # other wire formats
+    # parameters litellm refuses for the model: its path, whose error names them
+    assert LiteLLMJudge("openai/gpt-5-mini", api_base=server.base_url, api_key="k", temperature=0.0).route is None
+    monkeypatch.setenv("OPENAI_ORGANIZATION", "org-1")  # litellm sends it; the fast path would not
+    assert _judge(server, True).route is None
+    monkeypatch.delenv("OPENAI_ORGANIZATION")
+    monkeypatch.setenv("JUDGEHOOKS_FAST_JUDGE", "0")
+    assert _judge(server, True).route is None
+
+
+def test_judge_processes_take_the_same_path(make_agent, server):
+    """The helper judge process rebuilds the judge from its settings, the fast path setting included."""
+    for fast in (True, False):
+        store = MemoryStore()
+        judge = _judge(server, fast)
+        evaluator = AgentAsJudgeEval(criteria="c", judge=judge, store=store, judge_process=True, retry_backoff=0.01)
+        make_agent(evaluator).run("q [[fail]]")
+        [record] = store.records
+        assert record.status == "failed"
+        assert evaluator.judge._config["fast_path"] is fast
+
+
+def test_litellm_callbacks_keep_calls_on_litellm(server, monkeypatch):
+    import litellm
+
+    monkeypatch.setattr(litellm, "success_callback", ["langfuse"])
+    assert _judge(server, True).route is None  # a user's litellm logging still sees every judge call
+
+
+def test_a_missing_key_goes_through_litellm_and_names_the_variable(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    judge = LiteLLMJudge("openai/judge", api_base=server.base_url)
+    assert judge.route is None  # litellm's path, whose error says which variable to set
