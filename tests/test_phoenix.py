@@ -151,3 +151,16 @@ def test_phoenix_shows_a_background_verdict_in_the_run_trace(traced, make_judge,
     assert events(evaluation) == [{"gen_ai.evaluation.name": "grounded", "gen_ai.evaluation.score.value": 0.0,
                                    "gen_ai.evaluation.score.label": "fail", "gen_ai.evaluation.explanation": "Made up",
                                    "gen_ai.response.id": out.run_id, "judgehooks.record.id": record.id}]
+
+
+def test_phoenix_takes_no_otlp_logs(phoenix):
+    """Why judgehooks records span events: a log-based event (pydantic-evals') never reaches Phoenix."""
+    request = urllib.request.Request(f"{phoenix}/v1/logs", data=b"", method="POST",
+                                     headers={"content-type": "application/x-protobuf"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code in (404, 405)
+    traces = urllib.request.Request(f"{phoenix}/v1/traces", data=b"", method="POST",
+                                    headers={"content-type": "application/x-protobuf"})
+    with urllib.request.urlopen(traces, timeout=10) as accepted:  # an empty export: the route exists
+        assert accepted.status == 200

@@ -286,3 +286,63 @@ def test_without_opentelemetry_nothing_is_imported_and_records_are_as_before(ser
     else:
         assert "opentelemetry.sdk" not in " ".join(seen["otel_modules"])
 
+
+
+def test_offline_grading_puts_each_event_on_a_span_of_its_own(make_judge, store):
+    judge = make_judge(name="helpful")
+    with exported() as spans:
+        result = judge.run(cases=[{"input": "q1", "output": "a1"}, {"input": "q2", "output": "a2"}])
+    assert result.graded_count == 2 and all(r.trace_id is None for r in store.records)
+    shorts = [s for s in spans.get_finished_spans() if s.name == SPAN_NAME]
+    assert len(shorts) == 2 and all(s.parent is None for s in shorts)
+    assert sorted(e["judgehooks.record.id"] for s in shorts for e in evaluation_events(s)) == sorted(
+        r.id for r in store.records)
+
+
+# ---- the docs' comparison: what agno and pydantic-evals do with the same tracer provider -----------
+
+def test_agnos_own_judge_emits_no_evaluation_event(make_agent, server):
+    from agno.eval import AgentAsJudgeEval as AgnoEval
+    from conftest import model
+
+    judged = []
+    agno_judge = AgnoEval(criteria="The answer echoes the question.", model=model(server), telemetry=False,
+                          on_fail=judged.append)
+    with exported() as spans:
+        run_in_span(make_agent(agno_judge), "q")
+    assert server.settings.counts["judge"] + server.settings.counts["agent"] >= 2  # the judge was called
+    assert [e for s in spans.get_finished_spans() for e in s.events if e.name == EVENT] == []
+
+
+def test_pydantic_evals_emits_the_event_as_a_log_record_not_on_the_span():
+    pytest.importorskip("pydantic_evals", reason="the comparison needs pydantic-evals (the dev extra)")
+    from opentelemetry._logs import get_logger_provider, set_logger_provider
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+    from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+    from pydantic_evals.online import evaluate, wait_for_evaluations
+
+    logs = InMemoryLogRecordExporter()
+    if not isinstance(get_logger_provider(), LoggerProvider):
+        set_logger_provider(LoggerProvider())
+    get_logger_provider().add_log_record_processor(SimpleLogRecordProcessor(logs))
+
+    class NonEmpty(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            return bool(ctx.output)
+
+    @evaluate(NonEmpty())
+    async def answer(question: str) -> str:
+        return "an answer"
+
+    async def call() -> None:
+        await answer("q")
+        await wait_for_evaluations(timeout=10)
+
+    with exported() as spans:
+        asyncio.run(call())
+    finished = spans.get_finished_spans()
+    [emitted] = [r.log_record for r in logs.get_finished_logs() if r.log_record.event_name == EVENT]
+    [call_span] = [s for s in finished if s.context.span_id == emitted.span_id]  # parented to the call's span
+    assert [e for s in finished for e in s.events if e.name == EVENT] == []  # and not a span event
+    assert emitted.attributes["gen_ai.evaluation.score.label"] == "pass" and call_span.name
