@@ -24,7 +24,7 @@ from judgehooks._base.context import context_from_dict, context_to_dict  # noqa:
 from judgehooks._grading.tracing import EVENT, SPAN_NAME  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN_SPAN = "support-bot.run"  # what openinference-instrumentation-agno names it; here the test opens it
+RUN_SPAN = "support_bot.run"  # as openinference-instrumentation-agno names it; here the test opens it
 
 
 def hex_ids(span) -> tuple[str, str]:
