@@ -208,3 +208,15 @@ def test_custom_evaluator():
     out = run("custom_evaluator.py").stdout
     assert "8 records in" in out and "ALERT no-shouting: shouted ['STOP']" in out
     assert "reading-level failed  score=0" in out
+
+
+def test_traces():
+    pytest.importorskip("openinference.instrumentation.agno", reason="needs the dev extra's OpenTelemetry parts")
+    out = run("traces.py").stdout
+    inline = re.search(r"trace (\w{32}) span support_bot\.run: helpful label=pass score=9\.0 "
+                       r"explanation='Clear steps'", out)
+    background = re.search(r"trace (\w{32}) span judgehooks\.evaluate \(child of support_bot\.run\): "
+                           r"grounded label=pass", out)
+    assert inline and background and inline.group(1) == background.group(1), out  # one trace
+    assert f"record helpful: passed, trace_id={inline.group(1)}" in out
+    assert f"record grounded: passed, trace_id={inline.group(1)}" in out

@@ -197,6 +197,14 @@ def test_function_local_imports_are_only_for_optional_or_slow_dependencies():
     assert not wrong, "\n".join(wrong)
 
 
+
+def test_opentelemetry_is_imported_at_no_module_top():
+    """The `otel` extra is optional: importing judgehooks never imports it (the tracing module reads
+    `opentelemetry.trace` from sys.modules, where an application that traces has put it)."""
+    top = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}" for name, path in MODULES.items()
+           for target, line, local in _imports(name, path) if target.startswith("opentelemetry") and not local]
+    assert not top, "\n".join(top)
+
 def test_no_module_outside_testing_and_cli_is_longer_than_about_400_lines():
     long = {str(path.relative_to(PACKAGE.parent)): n for name, path in MODULES.items()
             if _part(name) not in ("testing", "_cli") and (n := len(path.read_text().splitlines())) > 420}

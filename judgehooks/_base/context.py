@@ -64,6 +64,8 @@ class EvalContext:
     usage: RunUsage | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     case_index: int | None = None  # position in an offline batch
+    trace_id: str | None = None  # the judged run's OpenTelemetry span, as lowercase hex, when one was current
+    span_id: str | None = None
 
 
 def render_content(content: Any) -> str:
@@ -96,6 +98,7 @@ def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
         "tool_calls": [c.as_dict() for c in ctx.tool_calls], "run_status": ctx.run_status,
         "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
         "usage": None if ctx.usage is None else ctx.usage.as_dict(),
+        "trace_id": ctx.trace_id, "span_id": ctx.span_id,
     }
 
 
@@ -103,6 +106,17 @@ def context_from_dict(data: Mapping[str, Any]) -> EvalContext:
     calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments"), result=c.get("result"),
                            error=bool(c.get("error")), agent_id=c.get("agent_id"))
                   for c in data.get("tool_calls") or ())
-    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage")}
+    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage", "trace_id", "span_id")}
     usage = data.get("usage")
-    return EvalContext(**fields, tool_calls=calls, usage=None if usage is None else RunUsage(**usage))
+    trace_id, span_id = _hex_id(data.get("trace_id"), 32), _hex_id(data.get("span_id"), 16)
+    if trace_id is None or span_id is None:  # a job from an older version, or ids that are not OpenTelemetry's
+        trace_id = span_id = None
+    return EvalContext(**fields, tool_calls=calls, usage=None if usage is None else RunUsage(**usage),
+                       trace_id=trace_id, span_id=span_id)
+
+
+def _hex_id(value: Any, digits: int) -> str | None:
+    """An OpenTelemetry trace or span id as lowercase hex (`digits` long, not all zeros), else None."""
+    if not isinstance(value, str) or len(value) != digits or value == "0" * digits:
+        return None
+    return value if all(c in "0123456789abcdef" for c in value) else None

@@ -70,6 +70,8 @@ class EvalRecord:
     run_id: str | None = None
     session_id: str | None = None
     user_id: str | None = None
+    trace_id: str | None = None  # the judged run's OpenTelemetry trace and span (hex), when one was current
+    span_id: str | None = None
     input: str = ""
     output: str = ""
     judge_model: str | None = None

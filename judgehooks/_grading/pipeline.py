@@ -26,6 +26,7 @@ from .._judges.base import Judge, describe, error_name
 from ..exceptions import StoreError
 from ..stores import Store
 from ..stores._base import write_salvaging
+from . import tracing
 
 __all__ = ("Graded", "Pipeline", "make_record", "make_skipped")
 
@@ -53,8 +54,9 @@ def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
     return dict(id=record_id(ev.evaluator_name, ctx.run_id or "offline", ctx.case_index), evaluator=ev.evaluator_name,
                 mode=ev.mode, threshold=ev.pass_threshold, agent_id=ctx.agent_id, agent_name=ctx.agent_name,
                 team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
-                user_id=ctx.user_id, input=ctx.input, output=ctx.output, sample_rate=sample_rate,
-                criteria=criteria if isinstance(criteria, str) else None, metadata={**ctx.metadata, **own})
+                user_id=ctx.user_id, trace_id=ctx.trace_id, span_id=ctx.span_id, input=ctx.input, output=ctx.output,
+                sample_rate=sample_rate, criteria=criteria if isinstance(criteria, str) else None,
+                metadata={**ctx.metadata, **own})
 
 
 def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: float,
@@ -145,6 +147,7 @@ class Pipeline:
         stored, error = await write_salvaging(self.store, records) if records else ([], None)
         done = {r.id for r in stored}
         observers.notify(records)  # judgehooks.testing.capture_records(): stored or not, before callbacks
+        tracing.emit(records)  # the gen_ai.evaluation.result events, when the application traces
         if done and on_stored is not None:
             await on_stored(done)
         for record in records:

@@ -20,6 +20,7 @@ from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
 from .._base.urls import spec_without_credentials
+from .._grading import tracing
 from .._grading.pipeline import Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
@@ -97,54 +98,60 @@ class HookShell:
     # ---- agno's hooks -----------------------------------------------------------------------
 
     def _admit(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-               metadata: Mapping[str, Any] | None) -> tuple[EvalContext, float] | None:
-        """Both shells' first step: the snapshot and its sampling rate, or None when this run is not
-        graded here (sampled out, filtered, or a gate's own repair re-run)."""
+               metadata: Mapping[str, Any] | None) -> tuple[EvalContext, float, Any] | None:
+        """Both shells' first step: the snapshot, its sampling rate and the run's current
+        OpenTelemetry span (`tracing.current_span`), or None when this run is not graded here
+        (sampled out, filtered, or a gate's own repair re-run)."""
         owner = agent if agent is not None else team
         if self.gate is not None and self.gate.stands_aside(owner):
             return None
         if owner is not None:
             ensure_dual_hooks(owner)
+        span = tracing.current_span()
         ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                           with_tools=self.needs_tools)
+                           with_tools=self.needs_tools, trace=(None, None) if span is None else span[:2])
         rate = self.sampler.decide(ctx)
-        return None if rate is None else (ctx, rate)
+        return None if rate is None else (ctx, rate, span)
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                    metadata: Mapping[str, Any] | None) -> None:
         """Grade this run inline (then gate it), or persist it and hand it off."""
         if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
             return
-        ctx, rate = admitted
+        ctx, rate, span = admitted
         wiring = self.wiring
         if wiring.dispatcher is not None:
             wiring.dispatcher.submit(ctx, rate)
             return
-        record = runtime.call(self.grade_quietly, ctx, rate)
-        fold_judge_usage(record, getattr(run_output, "metrics", None))
-        if self.gate is not None:
-            runtime.call(self.gate.enforce, record, run_output, agent or team, self._snapshot(agent, team),
-                         self.grade_quietly, True)
+        with tracing.holding(span):  # inline: the events go on the run's own span
+            record = runtime.call(self.grade_quietly, ctx, rate)
+            fold_judge_usage(record, getattr(run_output, "metrics", None))
+            if self.gate is not None:
+                runtime.call(self.gate.enforce, record, run_output, agent or team, self._snapshot(agent, team, ctx),
+                             self.grade_quietly, True)
 
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                                metadata: Mapping[str, Any] | None) -> None:
         """Grading runs on the judgehooks loop; the caller's loop only awaits."""
         if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
             return
-        ctx, rate = admitted
+        ctx, rate, span = admitted
         wiring = self.wiring
         if wiring.dispatcher is not None:
             await wiring.dispatcher.asubmit(ctx, rate)
             return
-        record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate))
-        fold_judge_usage(record, getattr(run_output, "metrics", None))
-        if self.gate is not None:
-            await self.gate.enforce(record, run_output, agent or team, self._snapshot(agent, team),
-                                    self.grade_quietly, False)
+        with tracing.holding(span):  # inline: the events go on the run's own span
+            record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate))
+            fold_judge_usage(record, getattr(run_output, "metrics", None))
+            if self.gate is not None:
+                await self.gate.enforce(record, run_output, agent or team, self._snapshot(agent, team, ctx),
+                                        self.grade_quietly, False)
 
-    def _snapshot(self, agent: Any, team: Any) -> Callable[[Any], EvalContext]:
-        """How the gate snapshots a repair attempt's run, as this hook snapshots the original."""
-        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools)
+    def _snapshot(self, agent: Any, team: Any, original: EvalContext) -> Callable[[Any], EvalContext]:
+        """How the gate snapshots a repair attempt's run, as this hook snapshots the original (in
+        the original run's trace: its events go where the original's go)."""
+        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools,
+                                           trace=(original.trace_id, original.span_id))
 
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:

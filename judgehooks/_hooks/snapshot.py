@@ -52,8 +52,10 @@ def _usage(run_output: Any) -> RunUsage | None:
 
 
 def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
-                 metadata: Mapping[str, Any] | None = None, with_tools: bool = False) -> EvalContext:
-    """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run."""
+                 metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
+                 trace: tuple[str | None, str | None] = (None, None)) -> EvalContext:
+    """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run; `trace` is the
+    run's OpenTelemetry (trace id, span id), captured by the hook."""
     is_team = hasattr(run_output, "team_id") and not hasattr(run_output, "agent_id")
     run_input = getattr(run_output, "input", None)
     status = getattr(run_output, "status", None)
@@ -84,6 +86,8 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         run_status=getattr(status, "value", status),
         usage=_usage(run_output),
         metadata=storable_data(merged),
+        trace_id=trace[0],
+        span_id=trace[1],
     )
 
 

@@ -41,6 +41,7 @@ def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
         "judged_run_id": record.run_id, "session_id": record.session_id, "user_id": record.user_id,
         "judged_component": record.agent_name or record.team_name,
         "latency_ms": record.latency_ms, "details": record.details,
+        "trace_id": record.trace_id, "span_id": record.span_id,
     }
 
 
