@@ -43,6 +43,7 @@ LAYERS = {
     "_judges": 4,
     "_runtime": 3,
     "_base": 2,
+    "redact": 2,  # public redactors (judgehooks.redact): plain functions of text, imported by the snapshot
     "exceptions": 1,
 }
 
@@ -52,6 +53,7 @@ AGNO_ALLOWED = ("_hooks", "_judges.agno", "_evaluators.base", "_evaluators.score
 #: optional extras: the only imports allowed inside functions (besides these, everything is at the top)
 OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsonschema", "opentelemetry", "agno",
             "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp", "re2",
+            "presidio_analyzer",
             # judgehooks' own modules that import the `redis` extra at their top
             "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker")
 

@@ -64,6 +64,8 @@ class EvalContext:
     usage: RunUsage | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     case_index: int | None = None  # position in an offline batch
+    redacted_by: str | None = None  # the redactor its text went through (judgehooks.redact)
+    redaction_error: str | None = None  # the redactor raised (its type): the text was withheld
 
 
 def render_content(content: Any) -> str:
@@ -96,6 +98,8 @@ def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
         "tool_calls": [c.as_dict() for c in ctx.tool_calls], "run_status": ctx.run_status,
         "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
         "usage": None if ctx.usage is None else ctx.usage.as_dict(),
+        # only when set: a job of a run nobody redacted reads the same in a version without them
+        **{k: v for k, v in (("redacted_by", ctx.redacted_by), ("redaction_error", ctx.redaction_error)) if v},
     }
 
 

@@ -26,6 +26,7 @@ from ..exceptions import StoreError
 from . import offline
 from .hooklist import ensure_dual_hooks
 from .metrics import fold_judge_usage
+from .redaction import redact_context
 from .sampling import Sampler
 from .settings import DISPATCH_SETTINGS, LIVE_SETTINGS, HookSettings, Wiring
 from .snapshot import snapshot_run
@@ -73,7 +74,7 @@ class HookShell:
             self.settings = settings
             self.sampler = Sampler(settings.sample_rate, settings.when, counts=self.sampler.counts)
             self.gate = settings.gate_config
-            if wiring is not None and name in ("on_fail", "on_error", "on_record"):
+            if wiring is not None and name in ("on_fail", "on_error", "on_record", "on_drop"):
                 pipeline = settings.with_callbacks(wiring.pipeline)
                 offline = pipeline if wiring.offline is wiring.pipeline else settings.with_callbacks(wiring.offline)
                 self._wiring = dataclasses.replace(wiring, pipeline=pipeline, offline=offline)
@@ -106,7 +107,7 @@ class HookShell:
         if owner is not None:
             ensure_dual_hooks(owner)
         ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                           with_tools=self.needs_tools)
+                           with_tools=self.needs_tools, redact=self.settings.redact)
         rate = self.sampler.decide(ctx)
         return None if rate is None else (ctx, rate)
 
@@ -144,7 +145,8 @@ class HookShell:
 
     def _snapshot(self, agent: Any, team: Any) -> Callable[[Any], EvalContext]:
         """How the gate snapshots a repair attempt's run, as this hook snapshots the original."""
-        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools)
+        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools,
+                                           redact=self.settings.redact)
 
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:
@@ -174,8 +176,10 @@ class HookShell:
 
     async def _offline(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
                        expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
-        contexts = offline.contexts(input, output, cases, expected_output)
         settings, wiring = self.settings, self.wiring
+        contexts = offline.contexts(input, output, cases, expected_output)
+        if settings.redact is not None:
+            contexts = [redact_context(ctx, settings.redact) for ctx in contexts]
         return await offline.grade(wiring.offline, contexts, settings.max_concurrency,
                                    name=self.evaluator.evaluator_name,
                                    print_summary=settings.print_summary or print_summary,
@@ -187,5 +191,6 @@ class HookShell:
         if self._wiring is not None and self._wiring.dispatcher is not None:
             return self._wiring.dispatcher.stats()
         counts = self.sampler.counts
+        spend = None if self._wiring is None else self._wiring.pipeline.spend
         return {"evaluator": self.evaluator.evaluator_name, "sampled_out": counts.sampled_out,
-                "filtered_out": counts.filtered_out}
+                "filtered_out": counts.filtered_out, **({} if spend is None else spend.stats())}
