@@ -257,3 +257,21 @@ def test_presidio_without_the_extra_says_how_to_install_it(monkeypatch):
 
 def test_every_secret_trips_the_leak_check():
     assert all(leaks(secret) for secret in SECRETS)
+
+
+def test_ids_tool_names_and_metadata_keys_are_kept_and_objects_are_redacted_as_their_text():
+    from judgehooks import EvalContext, ToolCall
+    from judgehooks._hooks.redaction import redact_context
+
+    class Customer:
+        def __str__(self) -> str:
+            return f"Customer({EMAIL})"
+
+    ctx = EvalContext(input=EMAIL, output="ok", user_id="user-7", run_id="run-1",
+                      tool_calls=(ToolCall(name="lookup", arguments={"who": [EMAIL, 3]}, result=CARD),),
+                      metadata={EMAIL: "key", "customer": Customer(), "n": 2, "flag": True})
+    out = redact_context(ctx, PII)
+    assert (out.input, out.user_id, out.run_id, out.redacted_by) == ("[EMAIL]", "user-7", "run-1", "PII")
+    [call] = out.tool_calls
+    assert (call.name, call.arguments, call.result) == ("lookup", {"who": ["[EMAIL]", 3]}, "[CARD]")
+    assert out.metadata == {EMAIL: "key", "customer": "Customer([EMAIL])", "n": 2, "flag": True}
