@@ -54,6 +54,7 @@ from .exceptions import (
     MissingExpected,
     MissingMetrics,
     NotRebuildable,
+    RedactionError,
     RemoteJudgeError,
     StoreError,
 )
@@ -122,6 +123,7 @@ __all__ = (
     "PostgresStore",
     "QualityAlert",
     "RecordFilter",
+    "RedactionError",
     "Regex",
     "RemoteJudgeError",
     "RetryPolicy",

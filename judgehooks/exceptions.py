@@ -19,6 +19,7 @@ parameter), `NotRebuildable` and `LocalModelUnavailable`.
     │   ├── MemberError             a member of a composite reached no verdict
     │   └── EvaluatorUnavailable    a worker can neither rebuild nor find a job's evaluator
     ├── StoreError                  a store could not write or read records (after retries)
+    ├── RedactionError              the redactor raised: the run's text was withheld, not graded
     ├── NotRebuildable              (also a ValueError) a job's spec cannot rebuild its evaluator here
     └── LocalModelUnavailable       the local model cannot be served (not installed, did not start)
 """
@@ -86,6 +87,11 @@ class MemberError(EvaluatorError):
 
 class EvaluatorUnavailable(EvaluatorError):
     """A job names an evaluator this worker can neither rebuild nor find among imported ones."""
+
+
+class RedactionError(JudgehooksError):
+    """The `redact=` function raised on a run's text: the text was withheld from the judge, the
+    outbox, Redis and the store, and the run's record is an error saying so."""
 
 
 class StoreError(JudgehooksError):

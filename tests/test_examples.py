@@ -220,3 +220,18 @@ def test_traces():
     assert inline and background and inline.group(1) == background.group(1), out  # one trace
     assert f"record helpful: passed, trace_id={inline.group(1)}" in out
     assert f"record grounded: passed, trace_id={inline.group(1)}" in out
+
+
+def test_redaction_example_keeps_personal_data_out_of_the_store_and_the_judge():
+    out = run("redaction.py").stdout
+    kept = out[out.index("what the store keeps"):out.index("a redactor that raises")]
+    assert "redacted_by='PII'" in kept and "[EMAIL], [PHONE], card [CARD], IBAN [IBAN]" in kept
+    assert "alice.smith" not in kept and "4111" not in kept and "Zq8vN3kLp0" not in kept
+    assert "a redactor that raises: error (RedactionError), input='', output=''" in out
+
+
+def test_spend_caps_example_skips_runs_over_the_cap_and_reports_the_cost():
+    out = run("spend_caps.py").stdout
+    assert out.count("not judged (budget: 3 calls this hour)") == 2
+    assert "stats: {'evaluator': 'helpful', 'over_budget': 2}" in out
+    assert re.search(r"\d{4}-\d\d-\d\d  helpful +3  0\.0000 +3 +2", out), out

@@ -43,6 +43,7 @@ LAYERS = {
     "_judges": 4,
     "_runtime": 3,
     "_base": 2,
+    "redact": 2,  # public redactors (judgehooks.redact): plain functions of text, imported by the snapshot
     "exceptions": 1,
 }
 
@@ -53,6 +54,7 @@ AGNO_ALLOWED = ("_hooks", "_judges.agno", "_evaluators.base", "_evaluators.score
 OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsonschema", "opentelemetry", "agno",
             "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp", "re2",
             "regex", "openai",  # slow to import: loaded on first use (a Regex check, the fast judge client)
+            "presidio_analyzer",
             # judgehooks' own modules that import the `redis` extra at their top
             "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker")
 

@@ -66,6 +66,8 @@ class EvalContext:
     case_index: int | None = None  # position in an offline batch
     trace_id: str | None = None  # the judged run's OpenTelemetry span, as lowercase hex, when one was current
     span_id: str | None = None
+    redacted_by: str | None = None  # the redactor its text went through (judgehooks.redact)
+    redaction_error: str | None = None  # the redactor raised (its type): the text was withheld
 
 
 def render_content(content: Any) -> str:
@@ -99,6 +101,8 @@ def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
         "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
         "usage": None if ctx.usage is None else ctx.usage.as_dict(),
         "trace_id": ctx.trace_id, "span_id": ctx.span_id,
+        # only when set: a job of a run nobody redacted reads the same in a version without them
+        **{k: v for k, v in (("redacted_by", ctx.redacted_by), ("redaction_error", ctx.redaction_error)) if v},
     }
 
 

@@ -86,6 +86,7 @@ class EvalRecord:
     metadata: dict[str, Any] = Field(default_factory=dict)
     # What the evaluator saw beyond score and reason: per criterion, per check, per sample.
     details: dict[str, Any] = Field(default_factory=dict)
+    redacted_by: str | None = None  # the redactor the run's text went through before anything saw it
 
     @model_validator(mode="before")
     @classmethod

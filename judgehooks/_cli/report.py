@@ -21,6 +21,8 @@ from .common import (
     table,
     when,
 )
+from .cost import JudgeCost
+from .cost import render as render_cost
 from .deadletters import add_argument as add_outbox_argument
 from .deadletters import dead_letters
 from .deadletters import render as render_dead_letters
@@ -47,19 +49,22 @@ def _since(value: str) -> datetime | None:
 def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
-    report = read(label_of(args.store), _collect, store, Report(worst=args.worst),
+    cost = JudgeCost()
+    report = read(label_of(args.store), _collect, store, (Report(worst=args.worst), cost),
                   filters_of(args).replace(since=since, until=until))
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
-               **report.to_json(), "dead_letters": dead_letters(args.outbox, store)}
+               **report.to_json(), "judge_cost": cost.to_json(), "dead_letters": dead_letters(args.outbox, store)}
     say(json.dumps(payload, indent=2) if args.json else render(printable_strings(payload)))
     return 0
 
 
-async def _collect(store: Any, report: Report, where: RecordFilter) -> Report:
+async def _collect(store: Any, into: tuple[Report, JudgeCost], where: RecordFilter) -> Report:
+    report, cost = into
     async for record in iter_records(store, **where.keywords()):
         report.add(record)
+        cost.add(record)
     return report
 
 
@@ -116,6 +121,7 @@ def render(payload: dict[str, Any]) -> str:
             if f["run_id"]:
                 lines.append(f"    run {f['run_id']}")
             lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
+    lines += render_cost(payload.get("judge_cost") or [])
     return "\n".join([*lines, *render_dead_letters(payload["dead_letters"])])
 
 

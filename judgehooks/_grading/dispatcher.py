@@ -409,6 +409,8 @@ class Dispatcher:
                         loop="app" if runtime.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=safe(self.outbox.oldest_age) if self.outbox is not None else None,
                         outbox=None if self.outbox is None else self.outbox.path)
+        if self.pipeline.spend is not None:  # runs over a spend cap: skipped with reason "budget"
+            counters.update(self.pipeline.spend.stats())
         if self._describe is not None:
             counters.update(self._describe(counters))
         store = self.pipeline.store

@@ -23,10 +23,11 @@ from .._base.observers import observers
 from .._base.outcome import Outcome, clip_reason, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
 from .._judges.base import Judge, describe, error_name
-from ..exceptions import StoreError
+from ..exceptions import RedactionError, StoreError
 from ..stores import Store
 from ..stores._base import write_salvaging
 from . import tracing
+from .spend import SpendCap
 
 __all__ = ("Graded", "Pipeline", "make_record", "make_skipped")
 
@@ -55,8 +56,8 @@ def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
                 mode=ev.mode, threshold=ev.pass_threshold, agent_id=ctx.agent_id, agent_name=ctx.agent_name,
                 team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
                 user_id=ctx.user_id, trace_id=ctx.trace_id, span_id=ctx.span_id, input=ctx.input, output=ctx.output,
-                sample_rate=sample_rate, criteria=criteria if isinstance(criteria, str) else None,
-                metadata={**ctx.metadata, **own})
+                sample_rate=sample_rate, redacted_by=ctx.redacted_by,
+                criteria=criteria if isinstance(criteria, str) else None, metadata={**ctx.metadata, **own})
 
 
 def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: float,
@@ -84,9 +85,17 @@ def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: f
     )
 
 
-def make_skipped(ctx: EvalContext, ev: Graded, reason: str, sample_rate: float = 1.0) -> EvalRecord:
-    """Pure: the record of an evaluation that was not graded (shed under load), with the reason."""
-    return EvalRecord(**_ids(ctx, ev, sample_rate), status="skipped", reason=reason)
+def make_skipped(ctx: EvalContext, ev: Graded, reason: str, sample_rate: float = 1.0,
+                 details: Mapping[str, Any] | None = None) -> EvalRecord:
+    """Pure: the record of an evaluation that was not graded (shed under load, over budget), with the reason."""
+    return EvalRecord(**_ids(ctx, ev, sample_rate), status="skipped", reason=reason, details=dict(details or {}))
+
+
+def withheld(ctx: EvalContext) -> Outcome:
+    """The outcome of a run whose redactor raised: an error, and no evaluator saw the (withheld) text."""
+    return Outcome(error=RedactionError(
+        f"the redactor {ctx.redacted_by} raised {ctx.redaction_error}; the run's text was withheld from the judge "
+        f"and the store (the exception's message is not kept either: it may quote the text)"))
 
 
 AsyncCallback = Callable[[EvalRecord], Awaitable[None]]
@@ -101,6 +110,8 @@ class Pipeline:
     on_fail: AsyncCallback | None = None
     on_error: AsyncCallback | None = None
     on_record: AsyncCallback | None = None  # every record, any status (windowed alerts)
+    on_drop: AsyncCallback | None = None  # a run not graded here (over budget); the dispatcher calls it for shed ones
+    spend: SpendCap | None = None  # max_cost_usd / max_calls: over them, a `skipped` record with reason "budget"
 
     @property
     def name(self) -> str:
@@ -121,7 +132,16 @@ class Pipeline:
     async def grade(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Run the evaluator; return the unsaved record. Never raises."""
         started = time.perf_counter()
-        outcome = await run_evaluator(self.evaluator, ctx)
+        if ctx.redaction_error is not None:
+            outcome = withheld(ctx)
+        elif self.spend is not None:
+            ticket = await self.spend.admit()
+            if not ticket.admitted:
+                return make_skipped(ctx, self.evaluator, "budget", sample_rate, self.spend.details(ticket))
+            outcome = await run_evaluator(self.evaluator, ctx)
+            await self.spend.charge(ticket, outcome.cost_usd)
+        else:
+            outcome = await run_evaluator(self.evaluator, ctx)
         return make_record(ctx, self.evaluator, outcome, latency_ms=(time.perf_counter() - started) * 1000,
                            sample_rate=sample_rate)
 
@@ -165,6 +185,8 @@ class Pipeline:
             await self.on_fail(record)
         elif record.status == "error" and self.on_error is not None:
             await self.on_error(record)
+        elif record.status == "skipped" and self.on_drop is not None:
+            await self.on_drop(record)
         if self.on_record is not None:
             await self.on_record(record)
         log.info("evaluation", evaluator=record.evaluator, status=record.status, score=record.score,

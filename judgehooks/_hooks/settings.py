@@ -24,6 +24,7 @@ from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
 from .._grading.outbox import Outbox
 from .._grading.pipeline import Graded, Pipeline
 from .._grading.redis import check_url, require_extra
+from .._grading.spend import PERIODS, SpendCap
 from .._grading.step import Step
 from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
 from ..stores._sqlite import outbox_path_for
@@ -65,11 +66,16 @@ class Deployment:
     print_summary: bool = False
     print_results: bool = False
     file_path_to_save_results: str | None = None
+    redact: Callable[[str], str] | None = None  # text -> text before anything leaves the process: judgehooks.redact
+    max_cost_usd: float | None = None  # judge spend per window `per`; over it: a `skipped` record, reason "budget"
+    max_calls: int | None = None  # judge calls per window `per`
+    per: str = "hour"  # the cap's window: "minute", "hour" or "day" (fixed, in UTC)
+    budget: str | None = None  # a name: evaluators naming the same budget share its counts (per judge model)
 
 
 #: Settings an assignment changes from the next run on, whatever was built: they are read per run.
 LIVE_SETTINGS = frozenset({"on_fail", "on_error", "on_record", "sample_rate", "when", "gate", "fallback", "repair",
-                           "print_summary", "print_results", "file_path_to_save_results"})
+                           "print_summary", "print_results", "file_path_to_save_results", "redact"})
 #: Settings only a background dispatcher reads: they change until one runs. The others (store, db,
 #: spill, outbox, broker, run_in_background) decide what is built, and change until it is.
 DISPATCH_SETTINGS = frozenset({"on_drop", "max_queue", "overload", "block_timeout", "requests_per_minute",
@@ -117,6 +123,17 @@ class HookSettings(Deployment):
                 raise ValueError("broker= hands grading to `judgehooks worker` processes, which is background "
                                  "grading: set run_in_background=True as well")
             require_extra("broker")
+        if self.max_cost_usd is not None:
+            check_number("max_cost_usd", self.max_cost_usd, minimum=0, allow_equal=False)
+        if self.max_calls is not None:
+            check_number("max_calls", self.max_calls, minimum=1, allow_equal=True, integer=True)
+        check_choice("per", self.per, tuple(PERIODS))
+        if self.budget is not None and (not isinstance(self.budget, str) or not self.budget.strip()):
+            raise ValueError(f"budget must be a non-empty name shared by the evaluators that spend it, "
+                             f"got {self.budget!r}")
+        if self.redact is not None and not callable(self.redact):
+            raise TypeError(f"redact must be a function from text to text (e.g. judgehooks.redact.PII), "
+                            f"got {type(self.redact).__name__}")
         for name in ("on_fail", "on_error", "on_record", "on_drop"):
             wrap_callback(name, getattr(self, name))  # validates: a callback that is not callable fails here
         gate = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
@@ -169,7 +186,13 @@ class HookSettings(Deployment):
 
         pipeline = Pipeline(evaluator=evaluator, store=sink(True), on_fail=wrap_callback("on_fail", self.on_fail),
                             on_error=wrap_callback("on_error", self.on_error),
-                            on_record=wrap_callback("on_record", self.on_record))
+                            on_record=wrap_callback("on_record", self.on_record),
+                            on_drop=wrap_callback("on_drop", self.on_drop))
+        if self.max_cost_usd is not None or self.max_calls is not None:
+            judge = pipeline.judge
+            pipeline = dataclasses.replace(pipeline, spend=SpendCap(
+                evaluator=pipeline.name, model=judge.model if judge is not None else "-", per=self.per,
+                max_cost_usd=self.max_cost_usd, max_calls=self.max_calls, budget=self.budget))
         # An offline batch is one agno eval run holding every case (as agno writes it), not one per case.
         offline = pipeline if agno is None else dataclasses.replace(pipeline, store=sink(False))
         dispatcher = None
@@ -197,7 +220,8 @@ class HookSettings(Deployment):
         """`pipeline` calling these settings' callbacks (after one was assigned)."""
         return dataclasses.replace(pipeline, on_fail=wrap_callback("on_fail", self.on_fail),
                                    on_error=wrap_callback("on_error", self.on_error),
-                                   on_record=wrap_callback("on_record", self.on_record))
+                                   on_record=wrap_callback("on_record", self.on_record),
+                                   on_drop=wrap_callback("on_drop", self.on_drop))
 
     def _outbox(self, store: Store) -> Outbox | None:
         """The outbox file: explicit path; False for none; else beside a SQLite store, or from

@@ -27,6 +27,7 @@ from ..exceptions import StoreError
 from . import offline
 from .hooklist import ensure_dual_hooks
 from .metrics import fold_judge_usage
+from .redaction import redact_context
 from .sampling import Sampler
 from .settings import DISPATCH_SETTINGS, LIVE_SETTINGS, HookSettings, Wiring
 from .snapshot import snapshot_run
@@ -74,7 +75,7 @@ class HookShell:
             self.settings = settings
             self.sampler = Sampler(settings.sample_rate, settings.when, counts=self.sampler.counts)
             self.gate = settings.gate_config
-            if wiring is not None and name in ("on_fail", "on_error", "on_record"):
+            if wiring is not None and name in ("on_fail", "on_error", "on_record", "on_drop"):
                 pipeline = settings.with_callbacks(wiring.pipeline)
                 offline = pipeline if wiring.offline is wiring.pipeline else settings.with_callbacks(wiring.offline)
                 self._wiring = dataclasses.replace(wiring, pipeline=pipeline, offline=offline)
@@ -109,7 +110,8 @@ class HookShell:
             ensure_dual_hooks(owner)
         span = tracing.current_span()
         ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                           with_tools=self.needs_tools, trace=(None, None) if span is None else span[:2])
+                           with_tools=self.needs_tools, trace=(None, None) if span is None else span[:2],
+                           redact=self.settings.redact)
         rate = self.sampler.decide(ctx)
         return None if rate is None else (ctx, rate, span)
 
@@ -151,7 +153,7 @@ class HookShell:
         """How the gate snapshots a repair attempt's run, as this hook snapshots the original (in
         the original run's trace: its events go where the original's go)."""
         return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools,
-                                           trace=(original.trace_id, original.span_id))
+                                           trace=(original.trace_id, original.span_id), redact=self.settings.redact)
 
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:
@@ -181,8 +183,10 @@ class HookShell:
 
     async def _offline(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
                        expected_output: str | None, print_summary: bool, print_results: bool) -> AgentAsJudgeResult:
-        contexts = offline.contexts(input, output, cases, expected_output)
         settings, wiring = self.settings, self.wiring
+        contexts = offline.contexts(input, output, cases, expected_output)
+        if settings.redact is not None:
+            contexts = [redact_context(ctx, settings.redact) for ctx in contexts]
         return await offline.grade(wiring.offline, contexts, settings.max_concurrency,
                                    name=self.evaluator.evaluator_name,
                                    print_summary=settings.print_summary or print_summary,
@@ -194,5 +198,6 @@ class HookShell:
         if self._wiring is not None and self._wiring.dispatcher is not None:
             return self._wiring.dispatcher.stats()
         counts = self.sampler.counts
+        spend = None if self._wiring is None else self._wiring.pipeline.spend
         return {"evaluator": self.evaluator.evaluator_name, "sampled_out": counts.sampled_out,
-                "filtered_out": counts.filtered_out}
+                "filtered_out": counts.filtered_out, **({} if spend is None else spend.stats())}

@@ -1,16 +1,17 @@
 """The snapshot of a live agno run that every evaluator reads (never agno's RunOutput itself).
 
-Its text is made storable here, once (`storable`: a lone UTF-16 surrogate becomes U+FFFD), before
-the judge, the outbox, Redis or any store sees it.
+Its text is made storable here, once (`storable`: a lone UTF-16 surrogate becomes U+FFFD), and goes
+through the `redact=` function, before the judge, the outbox, Redis or any store sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._base.context import EvalContext, RunUsage, ToolCall, render_content
 from .._base.text import storable, storable_data
+from .redaction import redact_context
 
 
 def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
@@ -53,9 +54,10 @@ def _usage(run_output: Any) -> RunUsage | None:
 
 def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
                  metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
-                 trace: tuple[str | None, str | None] = (None, None)) -> EvalContext:
-    """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run; `trace` is the
-    run's OpenTelemetry (trace id, span id), captured by the hook."""
+                 trace: tuple[str | None, str | None] = (None, None),
+                 redact: Callable[[str], str] | None = None) -> EvalContext:
+    """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run (redacted by
+    `redact`); `trace` is the run's OpenTelemetry (trace id, span id), captured by the hook."""
     is_team = hasattr(run_output, "team_id") and not hasattr(run_output, "agent_id")
     run_input = getattr(run_output, "input", None)
     status = getattr(run_output, "status", None)
@@ -71,7 +73,7 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         # A member agent's run inside a team carries the team in its parent context.
         team_id = getattr(run_output, "team_id", None) or getattr(agent, "team_id", None)
         team_name = None
-    return EvalContext(
+    ctx = EvalContext(
         input=storable(run_input.input_content_string()) if run_input is not None else "",
         output=render_content(run_output.content),  # storable already
         run_id=_text(run_output.run_id),
@@ -89,6 +91,7 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         trace_id=trace[0],
         span_id=trace[1],
     )
+    return ctx if redact is None else redact_context(ctx, redact)
 
 
 def _text(value: Any) -> Any:

@@ -40,6 +40,7 @@ from ..pipeline import Pipeline
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import FleetRateLimits
 from .signing import job_key
+from .spend import shared as shared_spend
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
@@ -111,9 +112,11 @@ class Worker:
             await self.grade(job, context)
 
         self.broker.register_task(grade, task_name=TASK_NAME)  # taskiq renames the function: not a method
-        # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`.
+        # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`;
+        # their spend caps are counted in Redis, for the whole fleet.
         self._pipelines: dict[str, Pipeline] = {
-            name: dataclasses.replace(ev._pipeline, store=store) for name, ev in (evaluators or {}).items()}
+            name: shared_spend(dataclasses.replace(ev._pipeline, store=store), self.broker.connection_pool)
+            for name, ev in (evaluators or {}).items()}
         # requests_per_minute holds for the whole fleet: each judge call waits its turn in Redis.
         self.limits = FleetRateLimits.of(self.broker.connection_pool, evaluators or {}, requests_per_minute)
         self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0}

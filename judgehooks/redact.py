@@ -1,0 +1,281 @@
+"""Redactors: functions from text to text that the snapshot applies before anything leaves the process.
+
+    AgentAsJudgeEval(..., redact=judgehooks.redact.PII)
+
+`PII` masks emails, phone numbers, card numbers (Luhn-checked), IBANs (mod-97-checked), API keys and
+JWTs with labelled placeholders (``[EMAIL]``, ``[PHONE]``, ``[CARD]``, ``[IBAN]``, ``[API_KEY]``,
+``[JWT]``). Its patterns run in linear time on hostile text: a match can start only where a run of
+the characters it is made of starts (a lookbehind), and every quantifier is either bounded or runs
+over characters its neighbour cannot match, so no input makes the engine retry a stretch twice
+over. `Presidio` adapts Microsoft Presidio's analyzer (the ``pii`` extra) for named entities.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = ("KINDS", "PII", "PIIRedactor", "Presidio", "luhn_valid", "iban_valid", "redactor_name")
+
+#: what `PIIRedactor` can mask, in the order it masks them (tokens first: they hold digits and dots)
+KINDS: tuple[str, ...] = ("jwt", "api_key", "email", "iban", "card", "phone")
+
+_TOKEN = r"A-Za-z0-9_\-"
+# A literal (or a one-character class) comes first, so the engine skips ahead to where a match can
+# start; the lookbehind after it refuses a start inside a run the pattern would already have tried.
+_JWT = re.compile(rf"eyJ(?<![{_TOKEN}]eyJ)[{_TOKEN}]{{4,}}\.eyJ[{_TOKEN}]{{4,}}\.[{_TOKEN}]*")
+# Vendor prefixes of secret keys (OpenAI/Anthropic sk-, Stripe, GitHub, GitLab, Slack, AWS, Google,
+# Hugging Face): one pattern each, so each starts with its literal.
+_API_KEYS = tuple(re.compile(rf"{prefix}(?<![{_TOKEN}]{prefix}){rest}") for prefix, rest in (
+    ("sk-", rf"[{_TOKEN}]{{16,}}"), ("sk_", "(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("rk_", "(?:live|test)_[A-Za-z0-9]{16,}"), ("pk_", "(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("gh", "[pousr]_[A-Za-z0-9]{30,}"), ("github_pat_", "[A-Za-z0-9_]{22,}"),
+    ("glpat-", rf"[{_TOKEN}]{{20,}}"), ("xox", r"[abposr]-[A-Za-z0-9\-]{10,}"), ("AKIA", "[0-9A-Z]{16}(?![0-9A-Z])"),
+    ("AIza", rf"[{_TOKEN}]{{35}}"), ("hf_", "[A-Za-z0-9]{30,}")))
+_BEARER = re.compile(rf"Bearer [{_TOKEN}.~+/]{{16,}}=*")
+# The value of an api_key / secret / token / password assignment (the name is kept), found from
+# its ':' or '=' with the name looked for in the 24 characters before it.
+_SEPARATOR = re.compile(r"[:=]")
+_KEY_NAME = re.compile(r"(?i:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd)[\"']?[ \t]{0,3}\Z")
+_VALUE = re.compile(r"[ \t]{0,3}[\"']?([^\s\"',;]{8,})")
+_ASSIGNED_HINTS = ("key", "secret", "token", "pass")
+_LOCAL = r"A-Za-z0-9._%+\-"
+# An email is found from its @ (a fast literal search), then its local part by a match backwards.
+_DOMAIN = re.compile(r"@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24}(?![A-Za-z])")
+_LOCAL_RUN = re.compile(rf"[{_LOCAL}]+")
+_IBAN = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z][0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
+_CARD = re.compile(r"[0-9](?<![0-9]{2})(?:[ \-]?[0-9]){12,18}(?![0-9])")
+# Phones: one pattern per form, each starting with a literal or a digit.
+_PHONES = tuple(re.compile(p) for p in (
+    r"\+(?<![\w+]\+)[1-9](?:[ .\-]?\(?[0-9]\)?){6,14}(?![0-9])",  # international: +49 30 1234567
+    r"00(?<![\w+]00)[1-9](?:[ .\-]?\(?[0-9]\)?){6,14}(?![0-9])",  # 0044 20 7946 0958
+    r"\((?<![\w+]\()[2-9][0-9]{2}\)[ .\-]?[2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9])",  # (212) 555-0182
+    r"[2-9](?<![\w+][2-9])[0-9]{2}[ .\-][2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9])",  # 212-555-0182
+    r"0(?<![\w+]0)[1-9][0-9]{0,3}[ /.\-][0-9]{2,4}(?:[ .\-]?[0-9]{2,4}){1,3}(?![0-9])",  # national: 030 1234567
+))
+_DIGIT = re.compile(r"[0-9]")
+
+
+def luhn_valid(digits: str) -> bool:
+    """Whether a string of digits passes the Luhn check that card numbers carry."""
+    total = sum(_DOUBLED[ord(ch) - 48] if i % 2 else ord(ch) - 48 for i, ch in enumerate(reversed(digits)))
+    return bool(digits) and total % 10 == 0
+
+
+def iban_valid(iban: str) -> bool:
+    """Whether an IBAN (upper case, no spaces) passes its ISO 13616 mod-97 check."""
+    return 15 <= len(iban) <= 34 and _longest_iban(iban) == len(iban)
+
+
+_DOUBLED = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)
+
+
+def _longest_luhn(digits: str) -> int:
+    """The longest prefix of 13-19 digits that passes the Luhn check (0: none), in one pass: a prefix
+    of length n doubles the digits an odd distance from its end."""
+    plain, doubled = [0, 0], [0, 0]  # sums over the digits at even and odd indices
+    best = 0
+    for i, ch in enumerate(digits[:19]):
+        d = ord(ch) - 48
+        plain[i % 2] += d
+        doubled[i % 2] += _DOUBLED[d]
+        last = i % 2  # the parity of this prefix's last index: those digits stay, the others double
+        if i >= 12 and (plain[last] + doubled[1 - last]) % 10 == 0:
+            best = i + 1
+    return best
+
+
+def _longest_iban(text: str) -> int:
+    """The longest prefix of 15-34 characters that is a valid IBAN (0: none), in one pass: the
+    country code and check digits move to the end, so each prefix's remainder is its body's, shifted
+    by their six digits, plus theirs."""
+    if len(text) < 15 or not (text[:2].isalpha() and text[2:4].isdigit()):
+        return 0
+    head = int("".join(str(int(ch, 36)) for ch in text[:4]))  # e.g. DE89 -> 131489
+    rem, best = 0, 0
+    for n, ch in enumerate(text[4:34], start=5):
+        value = int(ch, 36)
+        rem = (rem * (100 if value > 9 else 10) + value) % 97
+        if n >= 15 and (rem * 1_000_000 + head) % 97 == 1 and _IBAN_LENGTHS.get(text[:2], n) == n:
+            best = n
+    return best
+
+
+#: IBAN lengths by country (SWIFT's registry); a country not listed may have any length 15-34
+_IBAN_LENGTHS = dict(
+    AD=24, AE=23, AL=28, AT=20, AZ=28, BA=20, BE=16, BG=22, BH=22, BI=27, BR=29, BY=28, CH=21, CR=22, CY=28, CZ=24,
+    DE=22, DJ=27, DK=18, DO=28, EE=20, EG=29, ES=24, FI=18, FK=18, FO=18, FR=27, GB=22, GE=22, GI=23, GL=18, GR=27,
+    GT=28, HN=28, HR=21, HU=28, IE=22, IL=23, IQ=23, IS=26, IT=27, JO=30, KW=30, KZ=20, LB=28, LC=32, LI=21, LT=20,
+    LU=20, LV=21, LY=25, MC=27, MD=24, ME=22, MK=19, MN=20, MR=27, MT=31, MU=30, NI=28, NL=18, NO=15, OM=23, PK=24,
+    PL=28, PS=29, PT=25, QA=29, RO=24, RS=22, RU=33, SA=24, SC=31, SD=18, SE=24, SI=19, SK=24, SM=27, SO=23, ST=25,
+    SV=28, TL=23, TN=24, TR=26, UA=29, VA=22, VG=24, XK=20, YE=30,
+)
+
+
+def _checked(label: str, strip: str, longest: Callable[[str], int]) -> Callable[[re.Match[str]], str]:
+    """Masks the longest prefix of a candidate whose characters (separators in `strip` left out) pass
+    its check: a card number followed by an expiry date, or an IBAN by a word, is still found."""
+
+    removed = str.maketrans("", "", strip)
+
+    def replace(match: re.Match[str]) -> str:
+        text = match.group()
+        bare = text.translate(removed)
+        n = longest(bare)
+        if not n:
+            return text
+        if n == len(bare):
+            return f"[{label}]"
+        end = [i for i, ch in enumerate(text) if ch not in strip][n - 1] + 1  # where the n-th character ends
+        return f"[{label}]" + text[end:]
+
+    return replace
+
+
+class PIIRedactor:
+    """Masks personal data and secrets with labelled placeholders: a function from text to text.
+
+    ``PIIRedactor()`` masks every kind in `KINDS`; ``PIIRedactor("email", "card")`` only those.
+    Phones are numbers written with ``+`` or ``00``, North American 10-digit forms, and national
+    numbers starting with 0 that have a separator (so dates and plain ids are not phones)."""
+
+    def __init__(self, *kinds: str) -> None:
+        unknown = [k for k in kinds if k not in KINDS]
+        if unknown:
+            raise ValueError(f"unknown PII kind(s) {unknown}: choose from {', '.join(KINDS)}")
+        self.kinds = tuple(k for k in KINDS if k in kinds) if kinds else KINDS
+        self.name = "PII" if self.kinds == KINDS else f"PII({','.join(self.kinds)})"
+        every: dict[str, Callable[[str], str]] = {
+            "jwt": lambda text: _JWT.sub("[JWT]", text) if "eyJ" in text else text,
+            "api_key": _api_keys,
+            "email": _emails,
+            "iban": lambda text: _IBAN.sub(_checked("IBAN", " ", _longest_iban), text),
+            "card": lambda text: _CARD.sub(_checked("CARD", " -", _longest_luhn), text),
+            "phone": _phones,
+        }
+        self._steps = [every[k] for k in self.kinds]
+
+    def __call__(self, text: str) -> str:
+        if not isinstance(text, str):
+            raise TypeError(f"a redactor takes text, got {type(text).__name__}")
+        digits = _DIGIT.search(text) is not None  # iban, card and phone need one: prose without is skipped
+        for kind, step in zip(self.kinds, self._steps, strict=True):
+            if digits or kind not in ("iban", "card", "phone"):
+                text = step(text)
+        return text
+
+    def __repr__(self) -> str:
+        return f"judgehooks.redact.{self.name}"
+
+
+def _api_keys(text: str) -> str:
+    if ("=" in text or ":" in text) and any(hint in text.lower() for hint in _ASSIGNED_HINTS):
+        text = _assigned(text)
+    for pattern in _API_KEYS:
+        text = pattern.sub("[API_KEY]", text)
+    return _BEARER.sub("Bearer [API_KEY]", text) if "Bearer " in text else text
+
+
+def _assigned(text: str) -> str:
+    parts, at = [], 0
+    for separator in _SEPARATOR.finditer(text):
+        i = separator.start()
+        name = None if i < at else _KEY_NAME.search(text, max(at, i - 24), i)
+        if name is None or (name.start() > 0 and text[name.start() - 1].isascii() and text[name.start() - 1].isalnum()):
+            continue
+        value = _VALUE.match(text, i + 1)
+        if value is not None:
+            parts += [text[at:value.start(1)], "[API_KEY]"]
+            at = value.end(1)
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _phones(text: str) -> str:
+    for pattern in _PHONES:
+        text = pattern.sub(_phone, text)
+    return text
+
+
+def _emails(text: str) -> str:
+    """Each @domain found, with the run of local-part characters before it (none: not an email)."""
+    if "@" not in text:
+        return text
+    reverse = text[::-1]
+    parts, at = [], 0
+    for match in _DOMAIN.finditer(text):
+        local = _LOCAL_RUN.match(reverse, len(text) - match.start())
+        start = max(at, match.start() - (0 if local is None else local.end() - local.start()))
+        if start < match.start():
+            parts += [text[at:start], "[EMAIL]"]
+            at = match.end()
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _phone(match: re.Match[str]) -> str:
+    """A phone has 7-15 digits written with + or 00, else at least 9 (so 01.02.2026 is a date)."""
+    text = match.group()
+    digits = sum(ch.isdigit() for ch in text)
+    international = text.startswith(("+", "00"))
+    return "[PHONE]" if (7 if international else 9) <= digits <= (17 if international else 15) else text
+
+
+#: every kind `PIIRedactor` knows: ``redact=judgehooks.redact.PII``
+PII = PIIRedactor()
+
+
+class Presidio:
+    """Microsoft Presidio's analyzer as a redactor (``pip install 'judgehooks[pii]'``): every entity
+    it finds with at least `score_threshold` becomes ``[ENTITY_TYPE]`` (``[PERSON]``, ...).
+
+    `analyzer`: a ready ``presidio_analyzer.AnalyzerEngine``; by default one is built, which loads the
+    spaCy model Presidio is configured with (``en_core_web_lg`` unless you configure another)."""
+
+    def __init__(self, *, entities: Sequence[str] | None = None, language: str = "en",
+                 score_threshold: float = 0.5, analyzer: Any = None) -> None:
+        if analyzer is None:
+            try:
+                from presidio_analyzer import AnalyzerEngine  # optional extra: pip install 'judgehooks[pii]'
+            except ImportError:
+                raise ImportError("Presidio needs presidio-analyzer: pip install 'judgehooks[pii]'") from None
+            analyzer = AnalyzerEngine()
+        self.analyzer = analyzer
+        self.entities = None if entities is None else list(entities)
+        self.language, self.score_threshold = language, score_threshold
+        self.name = "Presidio"
+
+    def __call__(self, text: str) -> str:
+        found = self.analyzer.analyze(text=text, language=self.language, entities=self.entities,
+                                      score_threshold=self.score_threshold)
+        return _mask_spans(text, ((r.start, r.end, r.entity_type) for r in found))
+
+    def __repr__(self) -> str:
+        return f"judgehooks.redact.Presidio(language={self.language!r})"
+
+
+def _mask_spans(text: str, spans: Iterable[tuple[int, int, str]]) -> str:
+    """`text` with each span replaced by its label; overlapping spans merge (the first label wins)."""
+    merged: list[list[Any]] = []
+    for start, end, label in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, label])
+    parts, at = [], 0
+    for start, end, label in merged:
+        parts += [text[at:start], f"[{label}]"]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def redactor_name(redact: Callable[[str], str]) -> str:
+    """What a record's ``redacted_by`` says: a redactor's ``name`` attribute, else its qualified name."""
+    name = getattr(redact, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    module = getattr(redact, "__module__", None) or ""
+    qualname = getattr(redact, "__qualname__", None) or type(redact).__qualname__
+    return f"{module}.{qualname}" if module and module != "builtins" else qualname

@@ -1,0 +1,277 @@
+"""Redaction: `redact=` runs in the snapshot, so no unredacted byte of a run reaches the judge (the
+stub server's recorded requests), the outbox file, Redis, a store or a webhook receiver. Real agno
+agents with a real tool, real litellm over HTTP, real SQLite, JSONL and redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import redis
+from conftest import wait_for
+
+import judgehooks
+from judgehooks import JsonlStore, RedactionError, SQLiteStore, WebhookNotifier
+from judgehooks.redact import KINDS, PII, PIIRedactor, Presidio, iban_valid, luhn_valid, redactor_name
+from judgehooks.testing import WebhookReceiver
+
+EMAIL, PHONE, CARD = "alice.smith@example.com", "+49 30 1234567", "4111 1111 1111 1111"
+IBAN, KEY = "DE89 3704 0044 0532 0130 00", "sk-proj-Zq8vN3kLp0RtYw6XbC2dFh"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz"
+SECRETS = (EMAIL, PHONE, CARD, IBAN, KEY, JWT)
+#: fragments none of which may be left anywhere: each secret's distinctive part
+FRAGMENTS = ("alice.smith", "example.com", "1234567", "4111 1111", "3704 0044", "Zq8vN3kLp0", "eyJhbGci", "c2lnbmF0")
+
+
+def leaks(blob: str | bytes) -> list[str]:
+    text = blob.decode("utf-8", "replace") if isinstance(blob, bytes) else blob
+    return [f for f in FRAGMENTS if f in text]
+
+
+# ---- the built-in redactor ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "masked"), [
+    (f"mail {EMAIL} now", "mail [EMAIL] now"),
+    ("x@y.io,z.w+tag@mail.example.org.", "[EMAIL],[EMAIL]."),
+    (f"call {PHONE}", "call [PHONE]"),
+    ("call (212) 555-0182 or 212-555-0182", "call [PHONE] or [PHONE]"),
+    ("Festnetz 030 1234567, portable 06 12 34 56 78", "Festnetz [PHONE], portable [PHONE]"),
+    (f"card {CARD} exp 12/26", "card [CARD] exp 12/26"),  # the expiry date stays: the number is found alone
+    ("card 5500-0000-0000-0004.", "card [CARD]."),
+    (f"iban {IBAN} thanks", "iban [IBAN] thanks"),
+    ("GB82WEST12345698765432", "[IBAN]"),
+    (f"key {KEY}", "key [API_KEY]"),
+    ('api_key="hunter2hunter2" password: s3cr3t-v4lue', 'api_key="[API_KEY]" password: [API_KEY]'),
+    ("AKIAIOSFODNN7EXAMPLE and ghp_abcdefghijklmnopqrstuvwxyz0123456789", "[API_KEY] and [API_KEY]"),
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123", "Authorization: Bearer [API_KEY]"),
+    (f"token {JWT}.", "token [JWT]."),
+])
+def test_pii_masks_each_kind_with_its_labelled_placeholder(text, masked):
+    assert PII(text) == masked
+
+
+@pytest.mark.parametrize("text", [
+    "card 4111 1111 1111 1112",  # fails the Luhn check
+    "iban DE00370400440532013000",  # fails mod 97
+    "on 01.02.2026 and 2026-12-01, order 12345678, version 3.11.4, 1,234,567 USD",  # dates and numbers
+    "a@b is no email, nor is @example.com, nor user@localhost",
+    "the task-based plan and the ghost key",  # look like key prefixes, are words
+])
+def test_pii_leaves_what_fails_its_check_or_is_not_personal_data(text):
+    assert PII(text) == text
+
+
+def test_checks_are_the_standard_ones():
+    assert luhn_valid("79927398713") and not luhn_valid("79927398710") and not luhn_valid("")
+    assert iban_valid("DE89370400440532013000") and iban_valid("NO9386011117947")
+    assert not iban_valid("DE89370400440532013001") and not iban_valid("DE8937040044053201300")  # wrong length
+
+
+def test_a_redactor_for_some_kinds_masks_only_those_and_unknown_kinds_are_refused_by_name():
+    only = PIIRedactor("email", "card")
+    assert only(f"{EMAIL} {CARD} {KEY}") == f"[EMAIL] [CARD] {KEY}" and only.name == "PII(email,card)"
+    assert PII.kinds == KINDS and redactor_name(PII) == "PII"
+    with pytest.raises(ValueError, match=r"unknown PII kind\(s\) \['ssn'\]: choose from jwt, api_key"):
+        PIIRedactor("email", "ssn")
+
+
+@pytest.mark.parametrize("hostile", [
+    "a" * 200_000, "1" * 200_000, "1 " * 100_000, "a@" * 100_000, "x@" + "a." * 100_000, "@a.b" * 50_000,
+    "eyJ" * 70_000, "eyJx." * 40_000, "DE89 " * 40_000, "ZZ89 " * 40_000, "+1 " * 70_000, "0 " * 100_000,
+    "password=" * 22_000, "sk-" * 70_000, "Bearer " * 30_000, "4111111111111111" * 12_500,
+])
+def test_hostile_200_kb_texts_are_redacted_in_one_pass_each(hostile):
+    """Each pattern's match can start only where a run of its characters starts, so these finish in
+    linear time (the benchmark shows the time); a backtracking pattern would not finish here."""
+    out = PII(hostile)
+    assert isinstance(out, str) and len(out) > 0
+
+
+def test_a_secret_inside_200_kb_is_still_found():
+    text = "lorem ipsum " * 8_000 + f"write to {EMAIL} or pay {IBAN}" + " dolor" * 8_000
+    assert leaks(PII(text)) == [] and "[EMAIL]" in PII(text) and "[IBAN]" in PII(text)
+
+
+def test_redact_must_be_callable(make_judge):
+    with pytest.raises(TypeError, match=r"redact must be a function from text to text .*got str"):
+        make_judge(redact="PII")
+
+
+# ---- nothing unredacted leaves: judge, store, outbox, webhook, Redis ------------------------------
+
+def lookup(text: str) -> str:
+    """Look a customer up."""
+    return f"customer {EMAIL}, phone {PHONE}, card {CARD}, iban {IBAN}"
+
+
+QUESTION = f"my key is {KEY} and my token {JWT}; mail {EMAIL} [[tool=lookup]] [[arg_text={CARD}]]"
+
+
+def run_agent(make_agent, judge):
+    agent = make_agent(judge, tools=[lookup])
+    return agent.run(QUESTION, metadata={"customer": {"email": EMAIL, "iban": [IBAN]}, "phone": PHONE})
+
+
+def test_inline_no_unredacted_byte_reaches_the_judge_or_the_store(make_judge, make_agent, store, server):
+    out = run_agent(make_agent, make_judge(redact=PII, include_tool_calls=True))
+    assert leaks(out.content) != []  # the run itself is untouched: only what judgehooks keeps is redacted
+    [record] = store.records
+    assert record.status == "passed" and record.redacted_by == "PII"
+    assert leaks(record.model_dump_json()) == []
+    assert "[EMAIL]" in record.input and "[CARD]" in record.output and record.metadata["customer"]["email"] == "[EMAIL]"
+    prompts = server.settings.judge_prompts
+    assert len(prompts) == 1 and leaks(prompts[0]) == []
+    assert "[IBAN]" in prompts[0] and "lookup" in prompts[0]  # tool calls reached the judge, redacted
+
+
+def test_background_outbox_file_jsonl_store_and_webhook_see_no_unredacted_byte(make_judge, make_agent, tmp_path,
+                                                                               server):
+    outbox, path = tmp_path / "jobs.outbox.db", tmp_path / "records.jsonl"
+    with WebhookReceiver() as receiver:
+        notifier = WebhookNotifier(receiver.url, fields=WebhookNotifier.ALL_FIELDS)
+        judge = make_judge(redact=PII, include_tool_calls=True, run_in_background=True, outbox=str(outbox),
+                           store=JsonlStore(str(path)), on_record=notifier)
+        run_agent(make_agent, judge)
+        assert judgehooks.drain(30)
+        [post] = receiver.wait_for(1)
+    assert post["redacted_by"] == "PII" and "[EMAIL]" in post["input"] and leaks(json.dumps(post)) == []
+    [line] = path.read_text().splitlines()
+    assert json.loads(line)["redacted_by"] == "PII" and leaks(line) == []
+    # The outbox row is gone once stored; SQLite keeps deleted bytes in its pages and WAL: none leak.
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("jobs.outbox.db")]
+    assert files and all(leaks(p.read_bytes()) == [] for p in files)
+    assert server.settings.judge_prompts and leaks("\n".join(server.settings.judge_prompts)) == []
+
+
+def test_the_redis_job_and_the_workers_record_hold_no_unredacted_byte(make_judge, make_agent, redis_base, tmp_path,
+                                                                      server):
+    from judgehooks._grading.redis.broker import STREAM
+    from judgehooks._grading.redis.worker import Worker
+
+    rds = redis.Redis.from_url(redis_base)
+    rds.flushdb()
+    judge = make_judge(name="redacted", redact=PII, include_tool_calls=True, run_in_background=True,
+                       broker=redis_base, outbox=str(tmp_path / "producer.outbox.db"))
+    out = run_agent(make_agent, judge)
+    assert judgehooks.drain(30) and rds.xlen(STREAM) == 1
+    [(_, fields)] = rds.xrange(STREAM)
+    assert all(leaks(v) == [] for v in fields.values()) and b"[EMAIL]" in b"".join(fields.values())
+    store = SQLiteStore(str(tmp_path / "worker.db"))
+    worker = Worker(redis_base, store, evaluators={"redacted": judge}, reclaim_after=2)
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.serve(stop))
+        while rds.xlen(STREAM):
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(serve())
+    [record] = asyncio.run(store.query(run_id=out.run_id))
+    assert record.redacted_by == "PII" and leaks(record.model_dump_json()) == []
+    assert leaks(Path(store.path).read_bytes()) == [] and leaks("\n".join(server.settings.judge_prompts)) == []
+    rds.close()
+
+
+def test_offline_run_is_redacted_too(make_judge, store):
+    result = make_judge(redact=PII).run(input=f"who is {EMAIL}?", output=f"their card is {CARD}")
+    [record] = result.results
+    assert (record.input, record.output, record.redacted_by) == ("who is [EMAIL]?", "their card is [CARD]", "PII")
+
+
+# ---- a redactor that fails ----------------------------------------------------------------------
+
+def failing(text: str) -> str:
+    raise ValueError(f"cannot redact {text}")  # its message quotes the text: it must not be kept
+
+
+@pytest.mark.parametrize("redact", [failing, lambda text: None], ids=["raises", "returns-none"])
+def test_a_failing_redactor_gives_an_error_record_and_nothing_unredacted_leaves(make_judge, make_agent, store,
+                                                                                 server, redact):
+    errors = []
+    out = run_agent(make_agent, make_judge(redact=redact, include_tool_calls=True, on_error=errors.append))
+    [record] = store.records
+    assert record.status == "error" and record.error_type == RedactionError.__name__
+    assert record.run_id == out.run_id and (record.input, record.output) == ("", "")
+    assert "customer" not in record.metadata
+    assert redactor_name(redact) in record.redacted_by and leaks(record.model_dump_json()) == []
+    assert "withheld" in record.error_message and errors == [record]
+    assert server.settings.counts["judge"] == 0  # no judge call: there was nothing it may read
+
+
+def test_a_failing_redactor_in_the_background_keeps_nothing_in_the_outbox(make_judge, make_agent, tmp_path, store):
+    judge = make_judge(redact=failing, run_in_background=True, outbox=str(tmp_path / "o.db"))
+    run_agent(make_agent, judge)
+    assert judgehooks.drain(30)
+    wait_for(lambda: len(store.records) == 1)
+    assert store.records[0].error_type == "RedactionError"
+    assert all(leaks(p.read_bytes()) == [] for p in tmp_path.iterdir() if p.name.startswith("o.db"))
+
+
+def test_redact_can_be_assigned_and_takes_effect_from_the_next_run(make_judge, make_agent, store):
+    judge = make_judge()
+    agent = make_agent(judge)
+    agent.run(f"first {EMAIL}")
+    judge.redact = PII
+    agent.run(f"second {EMAIL}")
+    first, second = sorted(store.records, key=lambda r: r.input)
+    assert EMAIL in first.input and first.redacted_by is None
+    assert second.input == "second [EMAIL]" and second.redacted_by == "PII"
+
+
+# ---- Presidio ------------------------------------------------------------------------------------
+
+def _blank_presidio():
+    """An AnalyzerEngine on a blank spaCy pipeline: Presidio's pattern recognizers (email, cards, IBAN,
+    phone numbers via `phonenumbers`) run, its named-entity model does not (no spaCy model ships in a
+    package we may install here)."""
+    pytest.importorskip("presidio_analyzer")
+    import spacy
+    from presidio_analyzer import AnalyzerEngine
+    from presidio_analyzer.nlp_engine import SpacyNlpEngine
+
+    engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": "blank-en"}])
+    engine.nlp = {"en": spacy.blank("en")}
+    return AnalyzerEngine(nlp_engine=engine, supported_languages=["en"])
+
+
+def test_presidio_adapter_masks_what_presidio_finds_with_its_entity_type(make_judge, store, server):
+    presidio = Presidio(analyzer=_blank_presidio(), entities=["EMAIL_ADDRESS", "CREDIT_CARD", "IBAN_CODE"])
+    assert presidio(f"mail {EMAIL}, card {CARD}") == "mail [EMAIL_ADDRESS], card [CREDIT_CARD]"
+    result = make_judge(redact=presidio).run(input=f"iban {IBAN}?", output=f"mail {EMAIL}")
+    [record] = result.results
+    assert record.redacted_by == "Presidio" and leaks(record.model_dump_json()) == []
+    assert record.input == "iban [IBAN_CODE]?" and leaks("\n".join(server.settings.judge_prompts)) == []
+
+
+def test_presidio_without_the_extra_says_how_to_install_it(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "presidio_analyzer", None)
+    with pytest.raises(ImportError, match=r"pip install 'judgehooks\[pii\]'"):
+        Presidio()
+
+
+def test_every_secret_trips_the_leak_check():
+    assert all(leaks(secret) for secret in SECRETS)
+
+
+def test_ids_tool_names_and_metadata_keys_are_kept_and_objects_are_redacted_as_their_text():
+    from judgehooks import EvalContext, ToolCall
+    from judgehooks._hooks.redaction import redact_context
+
+    class Customer:
+        def __str__(self) -> str:
+            return f"Customer({EMAIL})"
+
+    ctx = EvalContext(input=EMAIL, output="ok", user_id="user-7", run_id="run-1",
+                      tool_calls=(ToolCall(name="lookup", arguments={"who": [EMAIL, 3]}, result=CARD),),
+                      metadata={EMAIL: "key", "customer": Customer(), "n": 2, "flag": True})
+    out = redact_context(ctx, PII)
+    assert (out.input, out.user_id, out.run_id, out.redacted_by) == ("[EMAIL]", "user-7", "run-1", "PII")
+    [call] = out.tool_calls
+    assert (call.name, call.arguments, call.result) == ("lookup", {"who": ["[EMAIL]", 3]}, "[CARD]")
+    assert out.metadata == {EMAIL: "key", "customer": "Customer([EMAIL])", "n": 2, "flag": True}

@@ -1,0 +1,247 @@
+"""Spend caps: `max_cost_usd` / `max_calls` per window. Over a cap a run is not judged: its record is
+`skipped` with reason "budget", `on_drop` hears of it, `stats()` counts it, one warning per window.
+Real agno agents, real litellm over HTTP to the stub server (with a model litellm has a price for,
+and one it has none for), real redis-server and two `judgehooks worker` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from structlog.testing import capture_logs
+
+import judgehooks
+from judgehooks import Contains, MemoryStore
+
+#: a model litellm's local price list knows: the stub answers it, litellm prices its tokens
+PRICED = "openai/gpt-4o-mini"
+
+
+def statuses(store: MemoryStore) -> list[str]:
+    return sorted(r.status for r in store.records)
+
+
+# Counts are per evaluator name (or budget name) in a process: each test names its evaluators.
+
+def test_max_calls_skips_the_runs_beyond_it_with_reason_budget(make_judge, make_agent, store):
+    dropped = []
+    judge = make_judge(name="calls-capped", max_calls=2, per="hour", on_drop=dropped.append)
+    agent = make_agent(judge)
+    with capture_logs() as logs:
+        for i in range(4):
+            agent.run(f"q{i}")
+    assert statuses(store) == ["passed", "passed", "skipped", "skipped"]
+    skipped = [r for r in store.records if r.status == "skipped"]
+    assert [r.reason for r in skipped] == ["budget", "budget"] and dropped == skipped
+    budget = skipped[0].details["budget"]
+    assert (budget["max_calls"], budget["calls"], budget["per"]) == (2, 2, "hour")
+    assert budget["judge_model"] == "openai/judge"
+    assert budget["window_start"].endswith(":00:00+00:00") and budget["name"] == judge.evaluator_name
+    assert judge.stats()["over_budget"] == 2
+    warnings = [e for e in logs if e["event"] == "spend_cap_reached"]
+    assert len(warnings) == 1 and warnings[0]["cap"] == "max_calls" and warnings[0]["limit"] == 2
+
+
+def test_max_cost_usd_stops_judging_once_the_window_has_spent_it(make_judge, make_agent, store):
+    judge = make_judge(name="cost-capped", model=PRICED, max_cost_usd=1e-9, per="day")
+    agent = make_agent(judge)
+    for i in range(3):
+        agent.run(f"q{i}")
+    [graded] = [r for r in store.records if r.status == "passed"]
+    assert graded.cost_usd is not None and graded.cost_usd > 0  # litellm priced the judge call
+    skipped = [r for r in store.records if r.status == "skipped"]
+    assert len(skipped) == 2 and all(r.reason == "budget" for r in skipped)
+    assert skipped[0].details["budget"]["cost_usd"] == pytest.approx(graded.cost_usd, abs=1e-6)
+
+
+def test_with_no_price_known_the_cost_cap_counts_nothing_and_says_so_once(make_judge, make_agent, store):
+    """litellm knows no price for `openai/judge`: its calls count as 0 USD, so max_cost_usd never
+    trips; one warning per window says so; max_calls still holds."""
+    judge = make_judge(name="unpriced", max_cost_usd=1e-9, max_calls=3, per="minute")
+    agent = make_agent(judge)
+    with capture_logs() as logs:
+        for i in range(4):
+            agent.run(f"q{i}")
+    assert statuses(store) == ["passed", "passed", "passed", "skipped"]
+    assert all(r.cost_usd is None for r in store.records)
+    unknown = [e for e in logs if e["event"] == "spend_cap_cost_unknown"]
+    assert len(unknown) == 1 and "counts its calls as 0 USD" in unknown[0]["note"]
+    [reached] = [e for e in logs if e["event"] == "spend_cap_reached"]
+    assert reached["cap"] == "max_calls"
+
+
+def test_a_named_budget_is_shared_across_evaluators_per_judge_model(make_judge, make_agent, store):
+    first = make_judge(name="first", budget="team-a", max_calls=3)
+    second = make_judge(name="second", budget="team-a", max_calls=3)
+    other_model = make_judge(name="priced", budget="team-a", max_calls=3, model=PRICED)
+    agent = make_agent(first, second, other_model)
+    for i in range(2):
+        agent.run(f"q{i}")
+    by_name: dict[str, list[str]] = {}
+    for r in store.records:
+        by_name.setdefault(r.evaluator, []).append(r.status)
+    # first and second share 3 calls of openai/judge; the priced model's count is its own
+    assert sorted(by_name["first"] + by_name["second"]) == ["passed", "passed", "passed", "skipped"]
+    assert by_name["priced"] == ["passed", "passed"]
+
+
+def test_checks_take_max_calls_too(make_agent, store):
+    check = Contains("ECHO", name="check-capped", store=store, max_calls=1, per="day")
+    agent = make_agent(check)
+    agent.run("a")
+    agent.run("b")
+    assert statuses(store) == ["passed", "skipped"] and check.stats()["over_budget"] == 1
+
+
+def test_background_grading_skips_over_budget_runs_and_counts_them(make_judge, make_agent, store, tmp_path):
+    dropped = []
+    judge = make_judge(name="background-capped", max_calls=1, run_in_background=True, outbox=str(tmp_path / "o.db"),
+                       on_drop=dropped.append)
+    agent = make_agent(judge)
+    for i in range(3):
+        agent.run(f"q{i}")
+    assert judgehooks.drain(30)
+    assert statuses(store) == ["passed", "skipped", "skipped"]
+    stats = judge.stats()
+    assert stats["over_budget"] == 2 and stats["dropped"] == 0  # not shed under load: over budget
+    assert sorted(r.id for r in dropped) == sorted(r.id for r in store.records if r.status == "skipped")
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"max_calls": 0}, "max_calls"),
+    ({"max_calls": 1.5}, "max_calls"),
+    ({"max_cost_usd": 0}, "max_cost_usd"),
+    ({"max_cost_usd": "5"}, "max_cost_usd"),
+    ({"per": "week"}, "per must be one of 'minute', 'hour', 'day'"),
+    ({"budget": " "}, "budget must be a non-empty name"),
+])
+def test_bad_caps_are_refused_by_name(make_judge, settings, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        make_judge(**settings)
+
+
+# ---- across processes: two `judgehooks worker` processes share one count in Redis --------------
+
+APP = """
+import os
+from judgehooks import AgentAsJudgeEval
+judge = AgentAsJudgeEval(name="capped", criteria="c", model="openai/judge", api_base=os.environ["SPEND_STUB"],
+                         api_key="k", max_calls=3, per="day", run_in_background=True,
+                         broker=os.environ["SPEND_BROKER"], outbox=os.environ["SPEND_OUTBOX"])
+"""
+
+
+def _worker(redis_url: str, db: Path, name: str, tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judgehooks._cli", "worker", "--broker", redis_url, "--store", f"sqlite:///{db}",
+         "--name", name, "--concurrency", "1", "--reclaim-after", "5", "--import", "spend_app"],
+        stdout=subprocess.PIPE, stderr=open(tmp_path / f"{name}.err", "w"), text=True, env=env)
+    line = proc.stdout.readline()
+    assert "grading from" in line, (line, (tmp_path / f"{name}.err").read_text()[-3000:])
+    return proc
+
+
+def test_two_worker_processes_share_one_cap_through_redis(make_agent, redis_base, tmp_path, server, monkeypatch):
+    client = redis.Redis.from_url(redis_base)
+    client.flushdb()
+    (tmp_path / "spend_app.py").write_text(APP)
+    env = {**os.environ, "SPEND_STUB": server.base_url, "SPEND_BROKER": redis_base,
+           "SPEND_OUTBOX": str(tmp_path / "producer.outbox.db"), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    for key in ("SPEND_STUB", "SPEND_BROKER", "SPEND_OUTBOX"):
+        monkeypatch.setenv(key, env[key])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import spend_app  # the producer: the same evaluator, publishing its jobs to Redis
+
+    db = tmp_path / "shared.db"
+    workers = [_worker(redis_base, db, f"spend-{i}", tmp_path, env) for i in range(2)]
+    outputs = []
+    try:
+        agent = make_agent(spend_app.judge)
+        for i in range(8):
+            agent.run(f"q{i} [[judge_delay=200]]")
+        assert judgehooks.drain(30)
+        deadline = time.monotonic() + 60
+        while True:
+            with sqlite3.connect(db) as conn:
+                rows = conn.execute("SELECT status FROM eval_records").fetchall() if _has_table(conn) else []
+                reasons = conn.execute("SELECT reason FROM eval_records WHERE status = 'skipped'").fetchall() \
+                    if rows else []
+            if len(rows) == 8 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        for proc in workers:
+            proc.terminate()
+        for i, proc in enumerate(workers):
+            outputs.append(proc.communicate(timeout=60)[0] + (tmp_path / f"spend-{i}.err").read_text())
+        client.close()
+    assert sorted(rows) == [("passed",)] * 3 + [("skipped",)] * 5 and reasons == [("budget",)] * 5
+    graded = [int(re.search(r"stopped; (\d+) graded", out).group(1)) for out in outputs]
+    assert sum(graded) == 8 and all(n > 0 for n in graded), outputs  # each process took some of the jobs
+
+
+def _has_table(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'eval_records'").fetchone() is not None
+
+
+# ---- judgehooks report: judge cost per evaluator per day ----------------------------------------
+
+def test_report_shows_judge_cost_per_evaluator_per_day(make_judge, make_agent, tmp_path):
+    db = tmp_path / "costs.db"
+    priced = make_judge(name="report-priced", model=PRICED, store=str(db), max_calls=2)
+    unpriced = make_judge(name="report-unpriced", store=str(db))
+    agent = make_agent(priced, unpriced)
+    for i in range(3):
+        agent.run(f"q{i}")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "report", "--store", f"sqlite:///{db}",
+                           "--since", "all", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    rows = {r["evaluator"]: r for r in json.loads(done.stdout)["judge_cost"]}
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert rows["report-priced"]["day"] == today and rows["report-priced"]["calls"] == 2
+    assert rows["report-priced"]["cost_usd"] > 0 and rows["report-priced"]["over_budget"] == 1
+    unpriced_row = rows["report-unpriced"]
+    assert (unpriced_row["calls"], unpriced_row["cost_usd"], unpriced_row["unpriced"]) == (3, 0, 3)
+    text = subprocess.run([sys.executable, "-m", "judgehooks._cli", "report", "--store", f"sqlite:///{db}",
+                           "--since", "all"], capture_output=True, text=True, timeout=120, env=env).stdout
+    assert "judge cost per evaluator per day (UTC):" in text
+    [line] = [ln for ln in text.splitlines() if "report-priced" in ln and today in ln]
+    assert line.split()[2:] == ["2", f"{rows['report-priced']['cost_usd']:.4f}", "0", "1"]
+
+
+def test_with_redis_unreachable_a_call_is_admitted_uncounted_and_said_so():
+    import asyncio
+    import socket
+
+    from redis.asyncio import ConnectionPool
+
+    from judgehooks._grading.redis.spend import RedisLedger
+    from judgehooks._grading.spend import SpendCap
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket closes
+
+    async def attempt():
+        pool = ConnectionPool.from_url(f"redis://127.0.0.1:{port}/0", socket_connect_timeout=1)
+        cap = SpendCap(evaluator="e", model="m", per="minute", max_calls=1, ledger=RedisLedger(pool))
+        try:
+            tickets = [await cap.admit(), await cap.admit()]
+            await cap.charge(tickets[0], 1.0)
+            return tickets
+        finally:
+            await pool.aclose()
+
+    with capture_logs() as logs:
+        tickets = asyncio.run(attempt())
+    assert all(t.admitted for t in tickets)
+    assert [e["event"] for e in logs].count("spend_cap_unavailable") == 2
