@@ -455,3 +455,18 @@ def test_processes_sharing_an_outbox_grade_each_session_once(server, tmp_path, f
     assert all(set(r.run_ids) == runs[r.session_id] and len(r.run_ids) == 2 for r in records)  # both turns
     assert server.settings.counts["judge"] == sessions  # no session graded twice
     assert SessionBook(outbox).open_sessions() == {}
+
+
+# ---- the example -------------------------------------------------------------------------------
+
+def test_the_sessions_example_runs_as_written_on_the_scripted_server(tmp_path):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "sessions.py"
+    done = subprocess.run([sys.executable, str(example), "--scripted"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "3 turns recorded; graded so far: 0" in done.stdout
+    assert "session planets: passed over 3 turn(s) (clipped: False)" in done.stdout
+    assert "session capitals: passed over 2 turn(s)" in done.stdout
+    assert "session record, run_ids in order: 2, stored: True" in done.stdout

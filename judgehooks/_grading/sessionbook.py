@@ -12,16 +12,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .._base.jsondata import json_text
-from .._base.sqlitefile import checked_path, connect_wal
-from .outbox import HOST, WAL_LIMIT, _pid_alive
+from .outbox import HOST, Outbox, _pid_alive
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS session_state (
@@ -67,53 +64,25 @@ class Claim:
     spec: str | None = None
 
 
-class SessionBook:
-    """Open sessions in one SQLite file. Thread-safe; every call is one short transaction."""
+class SessionBook(Outbox):
+    """Open sessions, in tables of their own in an outbox file (its connections, fork handling and
+    WAL checkpoints are the outbox's). Thread-safe; every call is one short transaction."""
 
     def __init__(self, path: str | os.PathLike[str], *, lease: float = 120.0) -> None:
-        self.path = checked_path(path, "outbox")
+        super().__init__(path)
         self.lease = lease
-        self.owner = f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = os.getpid()
-        self._maint_lock = threading.Lock()
-        self._maint_conn: sqlite3.Connection | None = None
+        self._ready: sqlite3.Connection | None = None
 
     def __repr__(self) -> str:
         return f"SessionBook({self.path!r})"
 
     def _connect(self) -> sqlite3.Connection:
-        if self._conn is None or self._pid != os.getpid():
-            if self._pid != os.getpid():  # forked: the parent's connection and lease owner are not ours
-                self._pid, self.owner = os.getpid(), f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-            # No checkpoint on the hook path (it copies the WAL and fsyncs): `checkpoint()` runs them.
-            conn = connect_wal(self.path, 30.0, autocheckpoint=False, journal_limit=WAL_LIMIT)
+        conn = super()._connect()
+        if self._ready is not conn:  # a new connection (first use, or after a fork): the session tables
             for statement in _SCHEMA:
                 conn.execute(statement)
-            self._conn = conn
-        return self._conn
-
-    def reset_after_fork(self) -> None:
-        """In a forked child: fresh locks; the next call reconnects with a lease owner of its own."""
-        self._lock, self._maint_lock = threading.Lock(), threading.Lock()
-        self._conn = self._maint_conn = None
-
-    def checkpoint(self) -> None:
-        """Fold the WAL into the file without waiting for, or blocking, a writer (the clock calls it
-        off the hook path); once it outgrows WAL_LIMIT, also truncate it if that needs no wait."""
-        with self._maint_lock:
-            if self._maint_conn is None:
-                with self._lock:
-                    self._connect()  # the schema first
-                self._maint_conn = connect_wal(self.path, 30.0, autocheckpoint=False, journal_limit=WAL_LIMIT)
-                self._maint_conn.execute("PRAGMA busy_timeout=0")
-            try:
-                self._maint_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                if os.path.getsize(f"{self.path}-wal") > WAL_LIMIT:
-                    self._maint_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except (OSError, sqlite3.OperationalError):  # no WAL file, or busy: the next round tries again
-                pass
+            self._ready = conn
+        return conn
 
     def add_turn(self, evaluator: str, session_id: str, run_id: str, turn: Mapping[str, Any] | str, *,
                  due_at: float, sample_rate: float = 1.0, spec: str | None = None) -> bool:
@@ -211,7 +180,7 @@ class SessionBook:
                 conn.execute("ROLLBACK")
                 raise
 
-    def release(self, claim: Claim, *, retry_at: float | None = None) -> None:
+    def give_back(self, claim: Claim, *, retry_at: float | None = None) -> None:
         """Give a claim back ungraded (the store was down, or this process is exiting): due again at
         `retry_at`, or as it was."""
         sql = "UPDATE session_state SET lease_owner = NULL, lease_until = NULL"
@@ -254,13 +223,3 @@ class SessionBook:
             rows = self._connect().execute(
                 "SELECT evaluator, MAX(spec) FROM session_state GROUP BY evaluator").fetchall()
         return {name: spec for name, spec in rows}
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-        with self._maint_lock:
-            if self._maint_conn is not None:
-                self._maint_conn.close()
-                self._maint_conn = None

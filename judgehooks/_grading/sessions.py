@@ -173,7 +173,7 @@ class SessionGrader:
         error = await self.pipeline.deliver([record])
         if error is not None:
             self.count("store_errors")
-            self.book.release(claim, retry_at=time.time() + STORE_RETRY_S)
+            self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
             return record
         self.book.finish(claim)
         self.count("graded")
