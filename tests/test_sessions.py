@@ -106,6 +106,13 @@ def test_sampling_is_decided_once_per_session(make_session_judge, make_agent, st
     assert judge.stats()["sampled_out"] == 3 * (len(ids) - len(records))
 
 
+def test_when_decides_per_run_which_runs_are_turns(make_session_judge, make_agent, store):
+    agent = make_agent(make_session_judge(idle_after=300, when=lambda ctx: "internal" not in ctx.input))
+    kept = [agent.run(text, session_id="s-when").run_id for text in ("hello", "internal health check", "bye")]
+    [record] = judgehooks.end_session("s-when")
+    assert record.run_ids == [kept[0], kept[2]]
+
+
 # ---- end_session, drain ------------------------------------------------------------------------
 
 def test_end_session_grades_at_once_and_returns_the_record(make_session_judge, make_agent, store):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import sqlite3
 import threading
 import time
 import weakref
@@ -206,6 +207,10 @@ class SessionGrader:
             future.result(timeout)
         except TimeoutError:
             return False
+        except Exception as exc:  # the outbox file went away or cannot be read: the sessions stay where they are
+            log.error("session_drain_failed", evaluator=self.name, error_type=type(exc).__name__, error=str(exc),
+                      outbox=self.book.path)
+            return False
         return True
 
     def release(self) -> None:
@@ -226,7 +231,10 @@ class SessionGrader:
     def stats(self) -> dict[str, Any]:
         with self._lock:
             counts = dict(self._counts)
-        waiting = self.book.open_sessions(self.name).get(self.name, 0)
+        try:
+            waiting: int | None = self.book.open_sessions(self.name).get(self.name, 0)
+        except sqlite3.Error:  # the outbox file cannot be read now: counters still answer
+            waiting = None
         return {"evaluator": self.name, "scope": "session", **counts, "done": counts["graded"],
                 "in_flight": len(self._grading), "queue_depth": waiting, "turns_waiting": waiting}
 
