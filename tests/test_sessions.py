@@ -149,7 +149,7 @@ def test_drain_grades_due_sessions_and_keeps_the_rest(make_session_judge, make_a
     make_agent(later).run("not yet", session_id="s-later")
     assert judgehooks.drain(60)
     assert [r.evaluator for r in session_records(store)] == ["due"]
-    assert SessionBook(str(tmp_path / "later.db")).open_sessions() == {"later": 1}
+    assert SessionBook(str(tmp_path / "later.db")).turns_waiting() == {"later": 1}
 
 
 # ---- many sessions at once ---------------------------------------------------------------------
@@ -265,14 +265,14 @@ def test_at_exit_due_sessions_are_graded_and_the_others_kept(server, tmp_path, i
     db, outbox, before = _crash(tmp_path, server, idle=idle, exit_cleanly=True)
     records = SQLiteStore(db).query_sync(evaluator="crashy")
     if graded:  # due at exit: graded by the exit drain
-        assert [r.run_ids for r in records] == [before] and SessionBook(outbox).open_sessions() == {}
+        assert [r.run_ids for r in records] == [before] and SessionBook(outbox).turns_waiting() == {}
     else:  # not due: kept for the next process
-        assert records == [] and SessionBook(outbox).open_sessions() == {"crashy": 2}
+        assert records == [] and SessionBook(outbox).turns_waiting() == {"crashy": 2}
 
 
 def test_a_crash_between_turns_loses_no_turn(make_agent, server, tmp_path):
     db, outbox, before = _crash(tmp_path, server, idle=300)
-    assert SessionBook(outbox).open_sessions() == {"crashy": 2}
+    assert SessionBook(outbox).turns_waiting() == {"crashy": 2}
     store = SQLiteStore(db)
     judge = SessionJudge("Helps the user over the whole conversation.", name="crashy", model="openai/judge",
                          api_base=server.base_url, api_key="test-key", store=store, outbox=outbox, idle_after=3)
@@ -282,7 +282,7 @@ def test_a_crash_between_turns_loses_no_turn(make_agent, server, tmp_path):
     judgehooks.drain()
     [record] = store.query_sync(evaluator="crashy")
     assert record.scope == "session" and record.run_ids == before + after
-    assert SessionBook(outbox).open_sessions() == {}
+    assert SessionBook(outbox).turns_waiting() == {}
 
 
 def test_judgehooks_resume_grades_a_dead_process_session_when_it_falls_due(server, tmp_path):
@@ -295,7 +295,7 @@ def test_judgehooks_resume_grades_a_dead_process_session_when_it_falls_due(serve
     assert done.returncode == 0, done.stderr
     [record] = SQLiteStore(db).query_sync(evaluator="crashy")
     assert record.scope == "session" and record.run_ids == before and record.status == "passed"
-    assert SessionBook(outbox).open_sessions() == {}
+    assert SessionBook(outbox).turns_waiting() == {}
     again = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
                             "--outbox", outbox], capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 0 and "nothing pending" in again.stdout
@@ -360,6 +360,7 @@ def test_the_judge_runs_in_a_helper_process_with_run_in_background(make_session_
 @pytest.mark.parametrize(("setting", "message"), [
     ({"gate": True}, "nothing left to block|no run left to block"),
     ({"outbox": False}, "keeps each session's turns in the outbox file"),
+    ({"broker": "redis://127.0.0.1:6399/0", "run_in_background": True}, "does not publish to Redis workers yet"),
     ({"idle_after": 0}, "idle_after"),
     ({"budget": 0}, "budget"),
     ({"budget_unit": "words"}, "budget_unit"),
@@ -461,7 +462,7 @@ def test_processes_sharing_an_outbox_grade_each_session_once(server, tmp_path, f
     assert sorted(r.session_id for r in records) == sorted(runs) and len(runs) == sessions  # one record each
     assert all(set(r.run_ids) == runs[r.session_id] and len(r.run_ids) == 2 for r in records)  # both turns
     assert server.settings.counts["judge"] == sessions  # no session graded twice
-    assert SessionBook(outbox).open_sessions() == {}
+    assert SessionBook(outbox).turns_waiting() == {}
 
 
 # ---- the example -------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _wait_for_sessions(book: SessionBook, names: set[str], deadline: float) -> bool:
     """Wait while open sessions fall due and their evaluators' clocks grade them; False at the deadline."""
-    while waiting := sum(n for name, n in book.open_sessions().items() if name in names):
+    while waiting := sum(n for name, n in book.turns_waiting().items() if name in names):
         if time.monotonic() >= deadline:
             say(f"judgehooks resume: {waiting} turn(s) of open sessions not graded yet; they stay pending",
                 file=sys.stderr)

@@ -208,8 +208,8 @@ class SessionBook(Outbox):
                 f"ELSE due_at END) FROM session_state WHERE due_at IS NOT NULL{where}", args).fetchone()
         return None if row[0] is None else float(row[0])
 
-    def open_sessions(self, evaluator: str | None = None) -> dict[str, int]:
-        """Open sessions per evaluator (or of one), with their turns waiting."""
+    def turns_waiting(self, evaluator: str | None = None) -> dict[str, int]:
+        """Turns waiting to be graded, per evaluator with open sessions (or of one)."""
         where = "" if evaluator is None else " WHERE evaluator = ?"
         args = () if evaluator is None else (evaluator,)
         with self._lock:

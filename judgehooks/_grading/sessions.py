@@ -232,7 +232,7 @@ class SessionGrader:
         with self._lock:
             counts = dict(self._counts)
         try:
-            waiting: int | None = self.book.open_sessions(self.name).get(self.name, 0)
+            waiting: int | None = self.book.turns_waiting(self.name).get(self.name, 0)
         except sqlite3.Error:  # the outbox file cannot be read now: counters still answer
             waiting = None
         return {"evaluator": self.name, "scope": "session", **counts, "done": counts["graded"],
