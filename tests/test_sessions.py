@@ -113,6 +113,19 @@ def test_when_decides_per_run_which_runs_are_turns(make_session_judge, make_agen
     assert record.run_ids == [kept[0], kept[2]]
 
 
+def test_a_session_record_reaches_an_agno_db_as_an_eval_run(make_session_judge, make_agent, tmp_path):
+    from agno.db.sqlite import SqliteDb
+
+    db = SqliteDb(db_file=str(tmp_path / "agno.db"))
+    agent = make_agent(make_session_judge(idle_after=300, db=db), id="agent-db")
+    runs = [agent.run(f"q{i}", session_id="s-agno").run_id for i in range(2)]
+    [record] = judgehooks.end_session("s-agno")
+    [row] = db.get_eval_runs(agent_id="agent-db")
+    assert row.run_id == record.id
+    assert (row.eval_data["scope"], row.eval_data["judged_run_ids"], row.eval_data["session_id"]) == (
+        "session", runs, "s-agno")
+
+
 # ---- end_session, drain ------------------------------------------------------------------------
 
 def test_end_session_grades_at_once_and_returns_the_record(make_session_judge, make_agent, store):
