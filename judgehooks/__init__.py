@@ -30,7 +30,9 @@ from ._evaluators.function import evaluator
 from ._evaluators.llm import AgentAsJudgeEval
 from ._evaluators.rubric import Criterion, Rubric
 from ._evaluators.scorer import ScorerEval
+from ._evaluators.session import SessionJudge
 from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
+from ._grading.sessions import aend_session, end_session
 from ._hooks.settings import HookSettings
 from ._judges.agno import AgnoJudge
 from ._judges.base import BaseJudge, Judge, JudgeReply
@@ -131,6 +133,7 @@ __all__ = (
     "RunUsage",
     "SQLiteStore",
     "ScorerEval",
+    "SessionJudge",
     "SlackNotifier",
     "Store",
     "StoreError",
@@ -142,7 +145,9 @@ __all__ = (
     "__version__",
     "add_judge",
     "adrain",
+    "aend_session",
     "drain",
+    "end_session",
     "evaluator",
     "get_judge",
     "lifespan",

@@ -26,9 +26,9 @@ def test_public_names_are_pinned():
         "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
         "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "Ordered", "Outcome",
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError", "RetryPolicy",
-        "Rubric",
-        "RunUsage", "SQLiteStore", "ScorerEval", "SlackNotifier", "Store", "StoreError", "ToolCall", "ToolUse",
-        "Verdict", "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain", "drain", "evaluator",
+        "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store", "StoreError",
+        "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain",
+        "aend_session", "drain", "end_session", "evaluator",
         "get_judge", "lifespan", "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:

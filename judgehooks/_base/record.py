@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
@@ -16,6 +17,7 @@ from .text import storable_data
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
+Scope = Literal["run", "session"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 
 # Fixed namespace: record ids must be the same in every process that grades the same run.
@@ -87,6 +89,17 @@ class EvalRecord:
     # What the evaluator saw beyond score and reason: per criterion, per check, per sample.
     details: dict[str, Any] = Field(default_factory=dict)
     redacted_by: str | None = None  # the redactor the run's text went through before anything saw it
+    # What was graded: one run, or a session's turns (`run_ids`, in order; `SessionJudge`).
+    scope: Scope = "run"
+    run_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("scope", "run_ids", mode="before")
+    @classmethod
+    def _stored_default(cls, value: Any, info: Any) -> Any:
+        """Rows written before these fields existed hold NULL; a store keeps run_ids as JSON text."""
+        if value is None or value == {}:
+            return "run" if info.field_name == "scope" else []
+        return json.loads(value) if info.field_name == "run_ids" and isinstance(value, str) else value
 
     @model_validator(mode="before")
     @classmethod

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "tail": "judgehooks._cli.tail",
     "grade": "judgehooks._cli.grade",
     "resume": "judgehooks._cli.resume",
+    "grade-sessions": "judgehooks._cli.sessions",
     "worker": "judgehooks._cli.worker",
 }
 

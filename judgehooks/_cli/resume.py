@@ -8,9 +8,11 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from typing import Any
 
 from .._evaluators.spec import rebuild
+from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
 from ..stores._spill import SpillFile, SpillingStore, store_key
 from ..stores._sqlite import outbox_path_for
@@ -52,19 +54,28 @@ def run(args: argparse.Namespace) -> int:
         importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
     known = {d.name for d in runtime.drainables()}
     specs = _pending_specs(outbox)
+    book = SessionBook(outbox)
+    sessions = {name: (json.loads(spec) if spec else None) for name, spec in book.specs().items()}
     evaluators = []
-    for name, spec in specs.items():
+    for name, spec in [*specs.items(), *sessions.items()]:
         if name in known:
             continue
+        # A session evaluator grades here, on its own clock; a job evaluator in the background.
+        background = {} if name in specs else {"run_in_background": False}
         try:
-            evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency))
+            evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency, **background))
         except ValueError as exc:
-            say(f"judgehooks resume: evaluator {name!r} has pending jobs but {exc}; pass --import MODULE with "
-                f"the module that constructs it (its evaluators then grade their own jobs)", file=sys.stderr)
-    if not specs and not spilled:
+            what = "jobs" if name in specs else "open sessions"
+            say(f"judgehooks resume: evaluator {name!r} has pending {what} but {exc}; pass --import MODULE with "
+                f"the module that constructs it (its evaluators then grade their own {what})", file=sys.stderr)
+    if not specs and not spilled and not sessions:
         say("judgehooks resume: nothing pending")
         return 0
+    deadline = time.monotonic() + args.timeout
     finished = runtime.drain(args.timeout)
+    graded_here = {d.name for d in runtime.drainables()} & set(sessions)
+    if graded_here:
+        finished = _wait_for_sessions(book, graded_here, deadline) and finished
     if spill.redelivered or spill.stats()["spill_pending"]:
         say(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
             f"{spill.stats()['spill_pending']} still waiting")
@@ -74,3 +85,14 @@ def run(args: argparse.Namespace) -> int:
     say(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
         f"{'all done' if finished else 'timed out: the rest stay pending'}")
     return 0 if finished else 1
+
+
+def _wait_for_sessions(book: SessionBook, names: set[str], deadline: float) -> bool:
+    """Wait while open sessions fall due and their evaluators' clocks grade them; False at the deadline."""
+    while waiting := sum(n for name, n in book.turns_waiting().items() if name in names):
+        if time.monotonic() >= deadline:
+            say(f"judgehooks resume: {waiting} turn(s) of open sessions not graded yet; they stay pending",
+                file=sys.stderr)
+            return False
+        time.sleep(0.05)
+    return runtime.drain(max(0.0, deadline - time.monotonic()))

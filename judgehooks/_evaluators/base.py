@@ -142,6 +142,8 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     #: whether evaluate() reads ctx.tool_calls (the snapshot skips them otherwise); checks that
     #: only read the text turn it off to keep the hook path short
     needs_tools: ClassVar[bool] = True
+    #: what answers agno's hooks (a session evaluator's records turns instead of grading runs)
+    shell_type: ClassVar[type[HookShell]] = HookShell
 
     def __init__(self, *, name: str | None = None, threshold: float | None = None, **hook: Any) -> None:
         """For hand-written subclasses: ``super().__init__(**hook)`` after their own settings."""
@@ -167,7 +169,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         self._threshold_mode = type(self).mode == "binary" and "mode" not in vars(self)
         self._derive_mode()
         self.evaluator_name: str = self.name or self.default_name()
-        self._shell = HookShell(self, settings, needs_tools=self.needs_tools, spec=self.spec())
+        self._shell = self.shell_type(self, settings, needs_tools=self.needs_tools, spec=self.spec())
 
     def _check_common(self) -> None:
         check_name(self.name)

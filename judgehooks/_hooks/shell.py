@@ -54,8 +54,11 @@ class HookShell:
         if self._wiring is None:
             with self._lock:
                 if self._wiring is None:
-                    self._wiring = self.settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
+                    self._wiring = self._build()
         return self._wiring
+
+    def _build(self) -> Wiring:
+        return self.settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
 
     def reconfigure(self, name: str, value: Any, prepare: Callable[[HookSettings], None]) -> HookSettings:
         """Assign one deployment setting: it takes effect from the next run, or, when what it

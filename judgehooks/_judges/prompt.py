@@ -56,12 +56,13 @@ class JudgeRequest:
     nonce: str
 
 
-def _fence(label: str, text: str, nonce: str) -> str:
+def fence(label: str, text: str, nonce: str) -> str:
     return f"<<<{label}-{nonce}>>>\n{text}\n<<<END-{label}-{nonce}>>>"
 
 
-def system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: str) -> str:
-    parts = ["You are an expert evaluator. Grade the output of an AI agent objectively against the criteria.",
+def system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: str,
+                  subject: str = "the output of an AI agent") -> str:
+    parts = [f"You are an expert evaluator. Grade {subject} objectively against the criteria.",
              "", "## Criteria", criteria, ""]
     if mode == "numeric":
         parts += [_NUMERIC_SCALE, ""]
@@ -88,16 +89,16 @@ def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Se
                   include_tools: bool = False, context: Any = None, nonce: str | None = None) -> JudgeRequest:
     """Build the judge's messages for one context. A fresh nonce per call unless one is given."""
     nonce = nonce or secrets.token_hex(8)
-    sections = [_fence("INPUT", ctx.input, nonce)]
+    sections = [fence("INPUT", ctx.input, nonce)]
     if context is not None:
         text = context if isinstance(context, str) else json.dumps(context, ensure_ascii=False, default=str)
-        sections.append(_fence("GIVEN-CONTEXT", text, nonce))
+        sections.append(fence("GIVEN-CONTEXT", text, nonce))
     if include_tools:
         calls = [c.as_dict() for c in ctx.tool_calls]
-        sections.append(_fence("TOOL-CALLS", json.dumps(calls, ensure_ascii=False, default=str), nonce))
-    sections.append(_fence("OUTPUT", ctx.output, nonce))
+        sections.append(fence("TOOL-CALLS", json.dumps(calls, ensure_ascii=False, default=str), nonce))
+    sections.append(fence("OUTPUT", ctx.output, nonce))
     if ctx.expected is not None:
-        sections.append(_fence("EXPECTED-OUTPUT", ctx.expected, nonce))
+        sections.append(fence("EXPECTED-OUTPUT", ctx.expected, nonce))
     user = "Grade this run.\n\n" + "\n\n".join(sections)
     messages = ({"role": "system", "content": system_prompt(criteria, mode, guidelines, nonce)},
                 {"role": "user", "content": user})

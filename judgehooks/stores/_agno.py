@@ -39,6 +39,7 @@ def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
         "run_id": record.id, "results": [_evaluation(r) for r in graded], **_stats(graded),
         "status": record.status, "error_type": record.error_type, "error_message": record.error_message,
         "judged_run_id": record.run_id, "session_id": record.session_id, "user_id": record.user_id,
+        "scope": record.scope, "judged_run_ids": record.run_ids,  # a session record: the runs it covered
         "judged_component": record.agent_name or record.team_name,
         "latency_ms": record.latency_ms, "details": record.details,
         "trace_id": record.trace_id, "span_id": record.span_id,

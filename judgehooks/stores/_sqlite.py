@@ -29,7 +29,7 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_team ON {TABLE} (team_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_created ON {TABLE} (created_at)",
 )
-_JSON = ("metadata", "details")
+_JSON = ("metadata", "details", "run_ids")
 _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
 
 

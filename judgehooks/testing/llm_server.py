@@ -73,6 +73,9 @@ class StubSettings:
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
     judge_prompts: list[str] = field(default_factory=list)  # the last 100 judge requests' text, oldest first
     judge_requests: list[dict[str, Any]] = field(default_factory=list)  # the last 100 judge request bodies
+    # A judge model's context window, in characters of the request's text: longer requests get
+    # OpenAI's 400 context_length_exceeded (None: no limit).
+    judge_context_chars: int | None = None
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -199,6 +202,12 @@ class _StubApp:
             s.counts["judge_errors"] += 1
             return _Reply(int(d["judge_status"]), {"error": {"message": "stub error", "type": "server_error"}},
                           headers=headers)
+        if s.judge_context_chars is not None and len(text) > s.judge_context_chars:
+            s.counts["judge_errors"] += 1
+            limit = (f"This model's maximum context length is {s.judge_context_chars // 4} tokens. However, your "
+                     f"messages resulted in {len(text) // 4} tokens. Please reduce the length of the messages.")
+            return _Reply(400, {"error": {"message": limit, "type": "invalid_request_error",
+                                          "code": "context_length_exceeded", "param": "messages"}})
         if "response_format" in request and not s.judge_structured:
             return _Reply(400, {"error": {"message": "response_format json_schema is not supported",
                                           "type": "invalid_request_error", "param": "response_format"}})

@@ -1,0 +1,103 @@
+"""Grade whole conversations that agno stored (an agno SqliteDb or PostgresDb), once each.
+
+Each session is one `SessionJudge` record (scope "session", its run ids in order). Idempotent: a
+session whose last run is already covered by a record of the same evaluator and criteria is
+skipped, so the command can run again (e.g. nightly) and grade only what is new.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+
+import anyio
+
+from .._base.record import EvalRecord
+from .._evaluators.session import SessionJudge
+from .._hooks.agnodb import StoredSession, open_agno_db, read_sessions
+from .._runtime import runtime
+from ..stores._sqlite import outbox_path_for
+from ..stores._url import redact
+from .common import CommandError, add_store_argument, call, clip, count, label_of, parse_time, store_at
+from .terminal import say
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agno-db", required=True, metavar="URL",
+                        help="the agno db holding the sessions: sqlite:///agno.db or postgresql://user@host/db")
+    add_store_argument(parser)
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--agent-id", metavar="ID", help="only this agent's sessions")
+    who.add_argument("--team-id", metavar="ID", help="team sessions of this team (default: agent sessions)")
+    parser.add_argument("--since", metavar="WHEN", type=parse_time,
+                        help="only sessions created since: 30m, 24h, 7d, 2w ago, or an ISO time")
+    parser.add_argument("--criteria", required=True, help="what a good conversation is")
+    parser.add_argument("--scoring-strategy", choices=("binary", "numeric"), default="binary")
+    parser.add_argument("--threshold", type=int, default=7, help="numeric pass mark, 1-10 (default 7)")
+    parser.add_argument("--name", help="evaluator name stored on every record (default: derived from the criteria)")
+    parser.add_argument("--model", help="litellm model string (default: $JUDGEHOOKS_MODEL or openai/gpt-5-mini)")
+    parser.add_argument("--api-base", help="judge endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key", default=None,
+                        help="judge API key (default: $JUDGEHOOKS_API_KEY, else the provider's own variable)")
+    parser.add_argument("--budget", type=count, default=100_000, metavar="CHARS",
+                        help="longest transcript shown whole, in characters (default 100000)")
+    parser.add_argument("--concurrency", type=count, default=8, help="sessions graded at once (default 8)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call (default 60)")
+
+
+def run(args: argparse.Namespace) -> int:
+    store = store_at(args.store, must_exist=False)
+    try:
+        db = open_agno_db(args.agno_db)
+    except (ValueError, ImportError) as exc:
+        raise CommandError(f"--agno-db {redact(args.agno_db)!r}: {exc}") from None
+    try:
+        judge = SessionJudge(args.criteria, scoring_strategy=args.scoring_strategy, threshold=args.threshold,
+                             name=args.name, model=args.model, api_base=args.api_base,
+                             api_key=args.api_key or os.environ.get("JUDGEHOOKS_API_KEY"), timeout=args.timeout,
+                             transcript_budget=args.budget, store=store, outbox=outbox_path_for(store),
+                             max_concurrency=1)
+    except (ValueError, TypeError) as exc:
+        raise CommandError(str(exc), code=2) from None
+    covered = _covered(call(store.query, evaluator=judge.evaluator_name, limit=None), args.criteria)
+    try:
+        sessions = list(read_sessions(db, agent_id=args.agent_id, team_id=args.team_id, since=args.since))
+    except Exception as exc:  # a missing table, a refused connection: name the db, not a traceback
+        raise CommandError(f"cannot read sessions from {redact(args.agno_db)!r}: {clip(str(exc), 300)}") from None
+    todo = [s for s in sessions if s.turns[-1].run.run_id not in covered.get(s.session_id, set())]
+    statuses = runtime.call(_grade_all, judge, todo, args.concurrency)
+    graded = sum(statuses.values())
+    summary = ", ".join(f"{statuses[s]} {s}" for s in ("passed", "failed", "error") if statuses[s])
+    say(f"judgehooks grade-sessions: graded {graded} session(s){f' ({summary})' if summary else ''}, skipped "
+        f"{len(sessions) - len(todo)} already graded by {judge.evaluator_name!r}; records in {label_of(args.store)}")
+    if statuses["unstored"]:
+        say(f"judgehooks grade-sessions: {statuses['unstored']} record(s) could not be stored", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _covered(records: list[EvalRecord], criteria: str) -> dict[str, set[str]]:
+    """Per session, the runs that session records of this evaluator, under these criteria, covered."""
+    found: dict[str, set[str]] = {}
+    for record in records:
+        if record.scope == "session" and record.session_id is not None and record.criteria == criteria:
+            found.setdefault(record.session_id, set()).update(record.run_ids)
+    return found
+
+
+async def _grade_all(judge: SessionJudge, sessions: list[StoredSession], concurrency: int) -> Counter[str]:
+    statuses: Counter[str] = Counter()
+    limit = anyio.Semaphore(concurrency)
+
+    async def one(session: StoredSession) -> None:
+        async with limit:
+            record, error = await judge.grade_session(session.session_id, session.turns)
+            statuses["unstored" if error is not None else record.status] += 1
+
+    async with anyio.create_task_group() as tg:
+        for session in sessions:
+            tg.start_soon(one, session)
+    return statuses
+

@@ -1,0 +1,225 @@
+"""The session book: every open session's turns and due time, durable in the outbox's SQLite file.
+
+`SessionJudge` writes each run's turn here on the hook path (one short transaction), so a crash
+loses no turn. A session is due `idle_after` seconds after its last turn. A grader claims due
+sessions under a lease, so exactly one process grades each window even when several processes
+share the file; a lease whose holder died (same host, pid gone) or ran out is taken over. Once the
+record is stored, the graded turns are deleted; turns that arrived meanwhile form the next window.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._base.jsondata import json_text
+from .outbox import HOST, Outbox, _pid_alive
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS session_state (
+        evaluator TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        spec TEXT,
+        sample_rate REAL NOT NULL DEFAULT 1.0,
+        next_seq INTEGER NOT NULL DEFAULT 1,
+        due_at REAL,
+        lease_until REAL,
+        lease_owner TEXT,
+        PRIMARY KEY (evaluator, session_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS ix_session_state_due ON session_state (evaluator, due_at)",
+    """CREATE TABLE IF NOT EXISTS session_turns (
+        evaluator TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        turn TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (evaluator, session_id, seq)
+    )""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS ix_session_turns_run ON session_turns (evaluator, session_id, run_id)",
+)
+
+_ARM = ("INSERT INTO session_state (evaluator, session_id, spec, sample_rate, next_seq, due_at) "
+        "VALUES (?, ?, ?, ?, 2, ?) ON CONFLICT (evaluator, session_id) DO UPDATE SET "
+        "next_seq = next_seq + 1, due_at = excluded.due_at, spec = excluded.spec "
+        "RETURNING next_seq - 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One session window taken for grading: its turns (as stored, in order) under a lease."""
+
+    evaluator: str
+    session_id: str
+    sample_rate: float
+    turns: tuple[dict[str, Any], ...]
+    last_seq: int
+    owner: str
+    spec: str | None = None
+
+
+class SessionBook(Outbox):
+    """Open sessions, in tables of their own in an outbox file (its connections, fork handling and
+    WAL checkpoints are the outbox's). Thread-safe; every call is one short transaction."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lease: float = 120.0) -> None:
+        super().__init__(path)
+        self.lease = lease
+        self._ready: sqlite3.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"SessionBook({self.path!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = super()._connect()
+        if self._ready is not conn:  # a new connection (first use, or after a fork): the session tables
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            self._ready = conn
+        return conn
+
+    def add_turn(self, evaluator: str, session_id: str, run_id: str, turn: Mapping[str, Any] | str, *,
+                 due_at: float, sample_rate: float = 1.0, spec: str | None = None) -> bool:
+        """Record one turn and (re)arm the session's due time (the hook path). Idempotent on the run
+        id: False when this run was recorded already."""
+        text = turn if isinstance(turn, str) else json_text(turn)
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                (seq,) = conn.execute(_ARM, (evaluator, session_id, spec, sample_rate, due_at)).fetchone()
+                added = conn.execute("INSERT OR IGNORE INTO session_turns VALUES (?, ?, ?, ?, ?, ?)",
+                                     (evaluator, session_id, seq, run_id, text, time.time())).rowcount == 1
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return added
+
+    def end(self, evaluator: str | None, session_id: str) -> int:
+        """Make a session due now (for `evaluator`, or every evaluator): how many were open."""
+        sql = "UPDATE session_state SET due_at = 0 WHERE session_id = ? AND due_at IS NOT NULL"
+        args: list[Any] = [session_id]
+        if evaluator is not None:
+            sql, args = sql + " AND evaluator = ?", [*args, evaluator]
+        with self._lock:
+            return self._connect().execute(sql, args).rowcount
+
+    def _lapsed(self, owner: str | None, until: float | None, now: float) -> bool:
+        """Whether a lease no longer holds: none, run out, or its holder is a dead process on this host."""
+        if owner is None or until is None or until < now:
+            return True
+        host, _, rest = owner.partition(":")
+        pid = rest.partition(":")[0]
+        return owner != self.owner and host == HOST and pid.isdigit() and not _pid_alive(int(pid))
+
+    def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
+                  session_id: str | None = None, lease: float | None = None) -> list[Claim]:
+        """Take up to `limit` sessions that are due (for `evaluator`, or every evaluator), oldest
+        first, for `lease` seconds (default: the book's)."""
+        now = time.time() if now is None else now
+        lease = self.lease if lease is None else lease
+        sql = ("SELECT evaluator, session_id, sample_rate, lease_owner, lease_until, spec FROM session_state "
+               "WHERE due_at IS NOT NULL AND due_at <= ?")
+        args: list[Any] = [now]
+        if evaluator is not None:
+            sql, args = sql + " AND evaluator = ?", [*args, evaluator]
+        if session_id is not None:
+            sql, args = sql + " AND session_id = ?", [*args, session_id]
+        claims: list[Claim] = []
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
+                    if len(claims) >= limit:
+                        break
+                    if not self._lapsed(owner, until, now):
+                        continue
+                    rows = conn.execute("SELECT seq, turn FROM session_turns WHERE evaluator = ? AND session_id = ? "
+                                        "ORDER BY seq", (name, sid)).fetchall()
+                    if not rows:  # nothing left to grade (e.g. its turns were graded by a process that then died)
+                        conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
+                        continue
+                    conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
+                                 "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
+                    claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
+                                        turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
+                                        owner=self.owner))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return claims
+
+    def finish(self, claim: Claim) -> None:
+        """The window's record is stored: forget its turns; the session stays open only when turns
+        arrived meanwhile (their due time stands)."""
+        key = (claim.evaluator, claim.session_id)
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM session_turns WHERE evaluator = ? AND session_id = ? AND seq <= ?",
+                             (*key, claim.last_seq))
+                left = conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? LIMIT 1",
+                                    key).fetchone()
+                if left is None:
+                    conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", key)
+                else:
+                    conn.execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
+                                 "WHERE evaluator = ? AND session_id = ?", key)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def give_back(self, claim: Claim, *, retry_at: float | None = None) -> None:
+        """Give a claim back ungraded (the store was down, or this process is exiting): due again at
+        `retry_at`, or as it was."""
+        sql = "UPDATE session_state SET lease_owner = NULL, lease_until = NULL"
+        args: list[Any] = []
+        if retry_at is not None:
+            sql, args = sql + ", due_at = MAX(due_at, ?)", [retry_at]
+        with self._lock:
+            self._connect().execute(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
+                                    [*args, claim.evaluator, claim.session_id, claim.owner])
+
+    def release_mine(self) -> None:
+        """At exit: give back every lease this process holds, so the next process need not wait for it."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
+                                   "WHERE lease_owner = ?", (self.owner,))
+
+    def next_due(self, evaluator: str | None) -> float | None:
+        """The earliest time a session of `evaluator` (or any) may need grading: a due time, or a lease running out."""
+        where = "" if evaluator is None else " AND evaluator = ?"
+        args = () if evaluator is None else (evaluator,)
+        with self._lock:
+            row = self._connect().execute(
+                "SELECT MIN(CASE WHEN lease_until IS NOT NULL AND lease_until > due_at THEN lease_until "
+                f"ELSE due_at END) FROM session_state WHERE due_at IS NOT NULL{where}", args).fetchone()
+        return None if row[0] is None else float(row[0])
+
+    def turns_waiting(self, evaluator: str | None = None) -> dict[str, int]:
+        """Turns waiting to be graded, per evaluator with open sessions (or of one)."""
+        where = "" if evaluator is None else " WHERE evaluator = ?"
+        args = () if evaluator is None else (evaluator,)
+        with self._lock:
+            rows = self._connect().execute(f"SELECT evaluator, COUNT(*) FROM session_turns{where} GROUP BY evaluator",
+                                           args).fetchall()
+        return {name: count for name, count in rows}
+
+    def specs(self) -> dict[str, str | None]:
+        """Each evaluator with open sessions, and the spec its process stored (for `judgehooks resume`)."""
+        with self._lock:
+            rows = self._connect().execute(
+                "SELECT evaluator, MAX(spec) FROM session_state GROUP BY evaluator").fetchall()
+        return {name: spec for name, spec in rows}

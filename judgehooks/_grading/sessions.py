@@ -1,0 +1,272 @@
+"""SessionGrader: grades one session evaluator's conversations once they go quiet.
+
+A clock task on the judgehooks loop sleeps until the earliest due time in the session book (or a
+poll interval, so sessions that other processes sharing the file left are seen), claims the due
+sessions under a lease, and grades each window once through the ordinary `Pipeline` (grade, then
+deliver: store, callbacks, log). The record is a session record: `scope="session"`, the window's
+`run_ids` in order, and an id derived from the session and the window's first run, so a window
+graded twice (a crash between storing and forgetting it) is still one stored record.
+
+`drain()` and exit grade what is due now and leave the rest in the book; `end_session` makes a
+session due at once and waits for its record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import sqlite3
+import threading
+import time
+import weakref
+from typing import Any
+
+import anyio.to_thread
+
+from .._base.log import log
+from .._base.outcome import Outcome
+from .._base.record import EvalRecord, record_id
+from .._base.session import SessionContext, Turn
+from .._runtime import runtime
+from .pipeline import Pipeline, make_record
+from .sessionbook import Claim, SessionBook
+
+#: seconds before a window whose record the store refused is tried again
+STORE_RETRY_S = 30.0
+#: how often the clock folds the session book's WAL into its file (never on the hook path)
+CHECKPOINT_EVERY_S = 1.0
+
+_graders: weakref.WeakSet[SessionGrader] = weakref.WeakSet()
+
+
+def session_record_id(evaluator: str, session_id: str, run_ids: list[str]) -> str:
+    """One window's record id, from its first and last run: the same in every process that grades
+    the same turns, and a new one when a window is graded again with more turns."""
+    return record_id(evaluator, f"session\x1f{session_id}\x1f{run_ids[0]}\x1f{run_ids[-1]}")
+
+
+def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str) -> EvalRecord:
+    """A graded window's record: scope "session", its run ids in order, its own id."""
+    run_ids = ctx.run_ids
+    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids), run_id=None,
+                               session_id=session_id, scope="session", run_ids=run_ids)
+
+
+class SessionGrader:
+    """The clock and the grading of one session evaluator (registered with the runtime for drain,
+    exit and stats, and here for `end_session`)."""
+
+    def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
+                 lease: float = 120.0) -> None:
+        self.pipeline = pipeline
+        self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
+        self.book = book
+        self.idle_after = idle_after
+        self.max_concurrency = max_concurrency
+        self.poll = min(max(idle_after, 0.05), 10.0)
+        self._lock = threading.Lock()
+        self._started = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+        self._wake_at: float | None = None
+        self._grading: dict[str, asyncio.Task[EvalRecord | None]] = {}
+        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0}
+        _graders.add(self)
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.name
+
+    def count(self, what: str) -> None:
+        with self._lock:
+            self._counts[what] += 1
+
+    # ---- the clock --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the clock on the judgehooks loop: it also grades what a dead process left due."""
+        if self._started:
+            return
+        with self._lock:
+            if self._started:
+                return
+            self._loop = loop = runtime.loop()
+            self._wake_at = 0.0  # until the clock has looked, nobody needs to wake it
+            asyncio.run_coroutine_threadsafe(self._clock(), loop)
+            self._started = True
+        runtime.add_drainable(self)
+
+    def arm(self, due_at: float) -> None:
+        """A turn was recorded (the hook path): wake the clock only if it would sleep past `due_at`."""
+        if not self._started:
+            self.start()
+        wake = self._wake_at
+        if wake is not None and due_at < wake and self._loop is not None:
+            self._wake_at = due_at
+            self._loop.call_soon_threadsafe(self._poke)
+
+    def _poke(self) -> None:
+        if self._event is not None:
+            self._event.set()
+
+    async def _clock(self) -> None:
+        self._event = asyncio.Event()
+        checkpointed = 0.0
+        while True:
+            try:
+                await self._start_due()
+                upcoming = self.book.next_due(self.name)
+                if time.monotonic() - checkpointed >= CHECKPOINT_EVERY_S:
+                    checkpointed = time.monotonic()
+                    await anyio.to_thread.run_sync(self.book.checkpoint)
+            except Exception:
+                log.exception("session_clock_failed", evaluator=self.name)
+                upcoming = None
+            now = time.time()
+            wait = self.poll if upcoming is None else min(self.poll, max(upcoming - now, 0.02))
+            self._wake_at = now + wait
+            try:
+                await asyncio.wait_for(self._event.wait(), wait)
+            except TimeoutError:
+                pass
+            self._event.clear()
+
+    async def _start_due(self, session_id: str | None = None) -> list[asyncio.Task[EvalRecord | None]]:
+        """Claim the due sessions (of one, or as many as there are free slots) and start grading them."""
+        free = self.max_concurrency - len(self._grading)
+        if free <= 0 and session_id is None:
+            return []
+        claims = self.book.claim_due(self.name, limit=max(free, 1), session_id=session_id, lease=self.lease)
+        tasks = []
+        for claim in claims:
+            if claim.session_id in self._grading:  # ours already, still grading: its turns end up in a record
+                continue
+            task = asyncio.get_running_loop().create_task(self._grade(claim))
+            self._grading[claim.session_id] = task
+            task.add_done_callback(functools.partial(self._done, claim.session_id))
+            tasks.append(task)
+        return tasks
+
+    def _done(self, session_id: str, task: asyncio.Task[Any]) -> None:
+        self._grading.pop(session_id, None)
+        self._poke()  # a slot is free
+
+    # ---- grading ----------------------------------------------------------------------------
+
+    async def grade_turns(self, session_id: str, turns: list[Turn], sample_rate: float = 1.0) -> EvalRecord:
+        """The unsaved record of one window of a session's turns (also for sessions read from an agno db)."""
+        ctx = SessionContext.of(turns)
+        return as_session_record(await self.pipeline.grade(ctx, sample_rate), ctx, session_id)
+
+    async def _grade(self, claim: Claim) -> EvalRecord | None:
+        """Grade one window and store its record; the turns are forgotten only once it is stored."""
+        try:
+            turns = [Turn.from_dict(t) for t in claim.turns]
+        except (KeyError, TypeError, ValueError) as exc:  # a turn the book cannot give back: an error record
+            ctx = SessionContext(input="", output="", session_id=claim.session_id)
+            record = make_record(ctx, self.pipeline.evaluator, Outcome(error=exc), latency_ms=0.0,
+                                 sample_rate=claim.sample_rate)
+            key = session_record_id(self.name, claim.session_id, [str(claim.last_seq)])
+            record = dataclasses.replace(record, id=key, scope="session")
+        else:
+            record = await self.grade_turns(claim.session_id, turns, claim.sample_rate)
+        error = await self.pipeline.deliver([record])
+        if error is not None:
+            self.count("store_errors")
+            self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
+            return record
+        self.book.finish(claim)
+        self.count("graded")
+        return record
+
+    async def grade_now(self, session_id: str | None = None) -> list[EvalRecord]:
+        """Grade what is due now (one session, or all), wait for it and for gradings in flight."""
+        waiting = list(self._grading.values()) if session_id is None else \
+            [t for sid, t in self._grading.items() if sid == session_id]
+        records = [r for r in await asyncio.gather(*waiting) if r is not None] if waiting else []
+        while started := await self._start_due(session_id):
+            records += [r for r in await asyncio.gather(*started) if r is not None]
+            if session_id is not None:
+                break
+        return records
+
+    async def end(self, session_id: str) -> list[EvalRecord]:
+        """Grade a session at once (its open window), and wait for the record."""
+        self.book.end(self.name, session_id)
+        return await self.grade_now(session_id)
+
+    # ---- the runtime's Drainable ------------------------------------------------------------
+
+    def drain(self, timeout: float | None) -> bool:
+        """Grade the sessions already due and wait for them; the others stay in the book."""
+        if not self._started or self._loop is None or runtime.on_loop_thread():
+            return True
+        future = asyncio.run_coroutine_threadsafe(self.grade_now(), self._loop)
+        try:
+            future.result(timeout)
+        except TimeoutError:
+            return False
+        except Exception as exc:  # the outbox file went away or cannot be read: the sessions stay where they are
+            log.error("session_drain_failed", evaluator=self.name, error_type=type(exc).__name__, error=str(exc),
+                      outbox=self.book.path)
+            return False
+        return True
+
+    def release(self) -> None:
+        """At exit: sessions still being graded are given back, for the next process at once."""
+        for task in list(self._grading.values()):
+            task.cancel()
+        self.book.release_mine()
+
+    async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Sessions are graded on the judgehooks loop, inside `judgehooks.lifespan()` too."""
+
+    def reset_after_fork(self) -> None:
+        self._started, self._loop, self._event, self._wake_at = False, None, None, None
+        self._grading = {}
+        self._lock = threading.Lock()
+        self.book.reset_after_fork()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counts = dict(self._counts)
+        try:
+            waiting: int | None = self.book.turns_waiting(self.name).get(self.name, 0)
+        except sqlite3.Error:  # the outbox file cannot be read now: counters still answer
+            waiting = None
+        return {"evaluator": self.name, "scope": "session", **counts, "done": counts["graded"],
+                "in_flight": len(self._grading), "queue_depth": waiting, "turns_waiting": waiting}
+
+
+def graders(evaluator: Any = None) -> list[SessionGrader]:
+    """The session graders of this process (of one evaluator, given by name or itself)."""
+    name = evaluator if evaluator is None or isinstance(evaluator, str) else getattr(evaluator, "evaluator_name", None)
+    return [g for g in list(_graders) if name is None or g.name == name]
+
+
+async def end_session_core(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
+    """Grade `session_id` now for every session evaluator of this process (or one)."""
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+    found = graders(evaluator)
+    if evaluator is not None and not found:
+        raise ValueError(f"no session evaluator named {evaluator!r} in this process")
+    records: list[EvalRecord] = []
+    for grader in found:
+        records += await grader.end(session_id)
+    return records
+
+
+def end_session(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
+    """Grade a session now, without waiting for `idle_after`: its open window, for every
+    `SessionJudge` of this process (or the one given, by name or itself). Returns the records,
+    stored. Not from inside a judgehooks callback (use `aend_session` on an event loop)."""
+    records: list[EvalRecord] = runtime.call(end_session_core, session_id, evaluator)
+    return records
+
+
+async def aend_session(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
+    """`end_session` for async callers: the grading runs on the judgehooks loop."""
+    records: list[EvalRecord] = await runtime.on_loop(end_session_core, session_id, evaluator)
+    return records

@@ -1,0 +1,75 @@
+"""Sessions that agno stored (an agno SqliteDb or PostgresDb), read back as turns to grade.
+
+`judgehooks grade-sessions` grades conversations after the fact with the same `SessionJudge` as
+the live hook. Each stored run becomes a turn through the same snapshot as a live run; in a team
+session, member runs stored apart (with a `parent_run_id`) join their team run's turn, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .._base.session import Turn
+from .session import member_of, members
+from .snapshot import snapshot_run
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    session_id: str
+    turns: tuple[Turn, ...]
+
+
+def open_agno_db(url: str) -> Any:
+    """An agno db from a URL: ``sqlite:///path.db`` (SqliteDb) or ``postgresql://...`` (PostgresDb, psycopg 3)."""
+    scheme = url.partition("://")[0].lower()
+    if scheme == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_url=url)
+    if scheme.split("+", 1)[0] in ("postgresql", "postgres"):
+        from agno.db.postgres import PostgresDb
+
+        return PostgresDb(db_url="postgresql+psycopg://" + url.partition("://")[2])
+    raise ValueError(f"an agno db URL is sqlite:///path.db or postgresql://user@host/db, got a {scheme or 'bare'!r} "
+                     "URL")
+
+
+def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None = None,
+                  since: datetime | None = None, page_size: int = 100) -> Iterator[StoredSession]:
+    """Every agent (or team) session in `db` with at least one run, oldest first, a page at a time."""
+    from agno.db.base import SessionType
+
+    kind = SessionType.TEAM if team_id is not None else SessionType.AGENT
+    start = None if since is None else int(since.timestamp())
+    page = 1
+    while True:
+        found = db.get_sessions(session_type=kind, component_id=team_id or agent_id, start_timestamp=start,
+                                limit=page_size, page=page, sort_by="created_at", sort_order="asc")
+        for session in found:
+            turns = _turns(session)
+            if turns:
+                yield StoredSession(session_id=str(session.session_id), turns=turns)
+        if len(found) < page_size:
+            return
+        page += 1
+
+
+def _turns(session: Any) -> tuple[Turn, ...]:
+    runs = list(getattr(session, "runs", None) or ())
+    children: dict[str, list[Any]] = {}
+    for run in runs:
+        parent = getattr(run, "parent_run_id", None)
+        if parent:
+            children.setdefault(parent, []).append(run)
+    turns = []
+    for run in runs:
+        if getattr(run, "parent_run_id", None):
+            continue
+        ctx = snapshot_run(run, user_id=getattr(session, "user_id", None))
+        found = members(run) or tuple(member_of(child) for child in children.get(run.run_id or "", ()))
+        turns.append(Turn(run=ctx, members=found))
+    return tuple(turns)

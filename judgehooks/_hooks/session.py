@@ -1,0 +1,135 @@
+"""The hook shell of a session evaluator: record each run as a turn of its session, never grade here.
+
+On the hook path a session evaluator snapshots the run (a team run with its members' runs, in
+order), decides sampling once per session (the same answer for every run of a session, in every
+process), writes the turn to the session book in one short SQLite transaction and (re)arms the
+session's due time `idle_after` seconds ahead. The grading happens later, on the judgehooks loop
+(`judgehooks._grading.sessions`), so the run never waits for a judge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .._base.context import render_content
+from .._base.log import log
+from .._base.session import Member, Turn
+from .._base.text import storable
+from .._grading.pipeline import Graded
+from .._grading.sessionbook import SessionBook
+from .._grading.sessions import SessionGrader
+from ..stores._sqlite import outbox_path_for
+from .hooklist import ensure_dual_hooks
+from .settings import HookSettings, Wiring
+from .shell import HookShell
+from .snapshot import snapshot_run
+
+
+def member_of(output: Any) -> Member:
+    """One member run as the transcript shows it: who, what it was asked, what it answered."""
+    run_input = getattr(output, "input", None)
+    name = getattr(output, "agent_name", None) or getattr(output, "team_name", None) \
+        or getattr(output, "agent_id", None) or getattr(output, "team_id", None)
+    return Member(name=None if name is None else storable(str(name)),
+                  input=storable(run_input.input_content_string()) if run_input is not None else "",
+                  output=render_content(getattr(output, "content", None)))
+
+
+def members(run_output: Any) -> tuple[Member, ...]:
+    """A team run's member runs in the order they ran (a nested team's members after it)."""
+    found: list[Member] = []
+
+    def collect(output: Any) -> None:
+        for member in getattr(output, "member_responses", None) or ():
+            found.append(member_of(member))
+            collect(member)
+
+    collect(run_output)
+    return tuple(found)
+
+
+class Idle(Graded, Protocol):
+    """A session evaluator: a graded evaluator with an idle time."""
+
+    @property
+    def idle_after(self) -> float: ...
+
+    @property
+    def lease(self) -> float: ...
+
+
+class SessionShell(HookShell):
+    """A `HookShell` whose hooks record turns; its wiring adds the session book and grader."""
+
+    grader: SessionGrader
+    book: SessionBook
+    evaluator: Idle
+
+    def __init__(self, evaluator: Idle, settings: HookSettings, *, needs_tools: bool,
+                 spec: Mapping[str, Any] | None) -> None:
+        super().__init__(evaluator, settings, needs_tools=needs_tools, spec=spec)
+        self.wiring  # noqa: B018 - start the clock now: it grades what a dead process left due
+
+    def _build(self) -> Wiring:
+        # Never a background dispatcher: a session is graded by its clock, off the hook path already.
+        # run_in_background still chose the judge (a helper process) when the evaluator was prepared.
+        settings = self.settings
+        if settings.run_in_background:
+            settings = settings.replace("run_in_background", False)
+        wiring = settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
+        path = settings.outbox if isinstance(settings.outbox, (str, os.PathLike)) else outbox_path_for(wiring.store)
+        self.book = SessionBook(path)
+        self.grader = SessionGrader(wiring.pipeline, self.book, idle_after=self.evaluator.idle_after,
+                                    max_concurrency=settings.max_concurrency, lease=self.evaluator.lease)
+        self._spec_text = None if self._spec is None else json.dumps(self._spec)
+        self.grader.start()
+        return wiring
+
+    def respec(self, spec: Mapping[str, Any] | None) -> None:
+        super().respec(spec)
+        self._spec_text = None if self._spec is None else json.dumps(self._spec)
+
+    def record_turn(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+                    metadata: Mapping[str, Any] | None) -> None:
+        """Both hooks' one step: snapshot, sample the session, write the turn, arm the due time."""
+        owner = agent if agent is not None else team
+        if owner is not None:
+            ensure_dual_hooks(owner)
+        ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                           with_tools=self.needs_tools)
+        session_id = ctx.session_id or ctx.run_id or ""
+        # Decided on the session, not the run: a sampled session has every turn, the others none.
+        rate = 1.0 if self.sampler.always else self.sampler.decide(dataclasses.replace(ctx, run_id=session_id))
+        if rate is None:
+            return
+        wiring, grader = self.wiring, self.grader
+        due = time.time() + self.evaluator.idle_after
+        try:
+            turn = Turn(ctx, members(run_output)).as_dict()
+            self.book.add_turn(wiring.pipeline.name, session_id, ctx.run_id or "", turn, due_at=due, sample_rate=rate,
+                               spec=self._spec_text)
+        except sqlite3.Error as exc:
+            # Nothing to grade it with later: said loudly, never silently (a full disk, a locked file).
+            log.error("session_turn_lost", evaluator=wiring.pipeline.name, session_id=session_id, run_id=ctx.run_id,
+                      error_type=type(exc).__name__, error=str(exc), outbox=self.book.path)
+            return
+        grader.count("turns")
+        grader.arm(due)
+
+    def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+                   metadata: Mapping[str, Any] | None) -> None:
+        self.record_turn(run_output, agent, team, user_id, metadata)
+
+    async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+                               metadata: Mapping[str, Any] | None) -> None:
+        self.record_turn(run_output, agent, team, user_id, metadata)
+
+    def stats(self) -> dict[str, Any]:
+        counts = self.sampler.counts
+        return {**self.grader.stats(), "sampled_out": counts.sampled_out, "filtered_out": counts.filtered_out}
