@@ -6,9 +6,11 @@ Importing this package does not import litellm (seconds); the first judge call d
 
 from __future__ import annotations
 
+from ._alerts.calibration import Calibration, acalibrate, calibrate
 from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
 from ._alerts.windowed import QualityAlert, WindowedAlert
 from ._base.context import EvalContext, RunUsage, ToolCall
+from ._base.label import Label
 from ._base.outcome import Outcome
 from ._base.record import EvalRecord
 from ._base.result import AgentAsJudgeResult
@@ -68,6 +70,7 @@ from .stores import (
     SQLiteStore,
     Store,
 )
+from .stores._human import alabel, label
 
 __version__ = "0.1.0"
 
@@ -81,6 +84,7 @@ __all__ = (
     "BaseStore",
     "Borderline",
     "Budget",
+    "Calibration",
     "Contains",
     "Criterion",
     "Ensemble",
@@ -104,6 +108,7 @@ __all__ = (
     "JudgeTemplate",
     "JudgeUnavailable",
     "JudgehooksError",
+    "Label",
     "LabelMatch",
     "LiteLLMJudge",
     "LocalModelUnavailable",
@@ -138,11 +143,15 @@ __all__ = (
     "WebhookNotifier",
     "WindowedAlert",
     "__version__",
+    "acalibrate",
     "add_judge",
     "adrain",
+    "alabel",
+    "calibrate",
     "drain",
     "evaluator",
     "get_judge",
+    "label",
     "lifespan",
     "list_judges",
     "parse_verdict",

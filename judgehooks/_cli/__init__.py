@@ -23,6 +23,10 @@ COMMANDS: dict[str, str] = {
     "grade": "judgehooks._cli.grade",
     "resume": "judgehooks._cli.resume",
     "worker": "judgehooks._cli.worker",
+    "label": "judgehooks._cli.label",
+    "review": "judgehooks._cli.review",
+    "calibrate": "judgehooks._cli.calibrate",
+    "export": "judgehooks._cli.export",
 }
 
 
