@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "review": "judgehooks._cli.review",
     "calibrate": "judgehooks._cli.calibrate",
     "export": "judgehooks._cli.export",
+    "consistency": "judgehooks._cli.consistency",
 }
 
 
