@@ -102,6 +102,8 @@ def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, tmp_p
     assert any(f"line 7: run '{first.run_id}' has 2 records" in line for line in done.stderr.splitlines())
     assert any("line 8: a JSON object is needed, got list" in line for line in done.stderr.splitlines())
     assert len(errors) == 6
+    numbers = [int(line.split(": line ")[1].split(":")[0]) for line in done.stderr.splitlines()]
+    assert numbers == [2, 3, 5, 6, 7, 8]  # in file order
     kept = {(lb.record_id, lb.reviewer): lb for lb in runtime.call(SQLiteStore(db).read_labels)}
     assert sorted(kept) == sorted([(first.id, "ann"), (live.id, "bob")])
     assert (kept[(first.id, "ann")].note, kept[(live.id, "bob")].score) == ("wrong year", 3)

@@ -37,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "records")
     parser.add_argument("--api-base", help="judge endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", help="judge API key (default: the provider's environment variable)")
+    parser.add_argument("--temperature", type=float, help="the judge's sampling temperature, as it graded the records")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call (default 60)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -79,7 +80,7 @@ def _rebuild(record: EvalRecord, args: argparse.Namespace, store: Any) -> AgentA
         threshold=record.threshold if record.mode == "numeric" and record.threshold is not None else 7,
         additional_guidelines=record.metadata.get("additional_guidelines"), name=record.evaluator,
         model=args.model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL, api_base=args.api_base,
-        api_key=args.api_key, timeout=args.timeout, store=store)
+        api_key=args.api_key, temperature=args.temperature, timeout=args.timeout, store=store)
 
 
 async def _rejudge(evaluator: AgentAsJudgeEval, sample: list[EvalRecord], repeats: int,

@@ -142,6 +142,7 @@ async def aimport_labels(lines: Iterable[str], *, store: Store | None = None, by
         except (LookupError, ValueError) as exc:
             result.errors.append(f"line {item.line}: {exc}")
     await store.write_labels(result.labels)
+    result.errors.sort(key=lambda e: int(e.split(":", 1)[0].removeprefix("line ")))  # in file order
     return result
 
 

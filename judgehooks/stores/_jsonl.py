@@ -76,20 +76,13 @@ class JsonlStore(BaseStore):
 
     def _read(self) -> list[EvalRecord]:
         records: dict[str, EvalRecord] = {}
-        try:
-            fh = open(self.path, encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
-        with fh:
-            for number, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = EvalRecord.model_validate_json(line)
-                except ValueError:
-                    log.warning("jsonl_line_skipped", path=self.path, line=number, reason="not a whole record")
-                    continue
-                records.setdefault(record.id, record)
+        for number, line in _labels.text_lines(self.path):
+            try:
+                record = EvalRecord.model_validate_json(line)
+            except ValueError:
+                log.warning("jsonl_line_skipped", path=self.path, line=number, reason="not a whole record")
+                continue
+            records.setdefault(record.id, record)
         return list(records.values())
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:

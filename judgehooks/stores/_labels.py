@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -83,22 +83,27 @@ def append_labels(path: str, labels: Sequence[Label], mode: int) -> None:
         os.close(fd)
 
 
+def text_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(number, line) for each non-blank line of a text file; none when there is no file."""
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    with fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                yield number, line
+
+
 def read_labels_file(path: str) -> list[Label]:
     """The labels in a labels file, the last one per (record, reviewer); lines that are not whole
     labels are skipped with a warning naming the line."""
     found: dict[tuple[str, str], Label] = {}
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    with fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                label = Label.from_data(json.loads(line))
-            except (ValueError, TypeError, AttributeError) as exc:
-                log.warning("label_line_skipped", path=path, line=number, reason=str(exc)[:200])
-                continue
-            found[(label.record_id, label.reviewer)] = label
+    for number, line in text_lines(path):
+        try:
+            label = Label.from_data(json.loads(line))
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning("label_line_skipped", path=path, line=number, reason=str(exc)[:200])
+            continue
+        found[(label.record_id, label.reviewer)] = label
     return list(found.values())

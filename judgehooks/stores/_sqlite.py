@@ -107,13 +107,13 @@ class SQLiteStore(BaseStore):
             self._conn = conn
         return self._conn
 
-    def _write(self, rows: list[tuple[Any, ...]]) -> None:
+    def _write(self, rows: list[tuple[Any, ...]], sql: str = _INSERT) -> None:
         self._fork_check()
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany(_INSERT, rows)
+                conn.executemany(sql, rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -154,17 +154,8 @@ class SQLiteStore(BaseStore):
         return list(await anyio.to_thread.run_sync(self._locked, select))
 
     async def write_labels(self, labels: Sequence[Label]) -> None:
-        def upsert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(_UPSERT_LABEL, rows)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-
         if labels:
-            await anyio.to_thread.run_sync(self._locked, upsert, [_labels.row(label, _ts) for label in labels])
+            await anyio.to_thread.run_sync(self._write, [_labels.row(label, _ts) for label in labels], _UPSERT_LABEL)
 
     async def read_labels(self) -> list[Label]:
         def select(conn: sqlite3.Connection) -> list[Label]:
