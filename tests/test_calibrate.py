@@ -69,6 +69,7 @@ def test_binary_numbers_match_the_hand_computed_ones(tmp_path):
     assert low < 0.4 < high and -1 <= low and high <= 1
     assert result.kappa_ci == judgehooks.calibrate("facts", store=SQLiteStore(tmp_path / "evals.db")).kappa_ci
     assert result.too_small and "too small to conclude anything" in result.notes[0]
+    assert any(note.startswith("version v2 of 2 (v1, v2)") for note in result.notes)
     older = judgehooks.calibrate("facts", version="v1", store=SQLiteStore(tmp_path / "evals.db"))
     assert (older.n, older.confusion.fn) == (1, 1)
 

@@ -25,6 +25,7 @@ from judgehooks import (
     evaluator,
 )
 from judgehooks._base.record import FIELDS
+from judgehooks._evaluators import version as version_module
 from judgehooks._judges import prompt as prompt_module
 from judgehooks.stores._agno import eval_run_payload
 
@@ -98,6 +99,18 @@ def test_the_prompt_template_text_is_part_of_the_version(monkeypatch):
     before = judge().evaluator_version
     monkeypatch.setitem(prompt_module._REPLY_FORMAT, "binary", prompt_module._REPLY_FORMAT["binary"] + " Be brief.")
     assert judge().evaluator_version != before
+
+
+class MaxWords(judgehooks.Evaluator):
+    def evaluate(self, ctx):
+        return len(ctx.output.split()) <= 50
+
+
+def test_the_source_of_an_evaluator_class_written_outside_judgehooks_is_part_of_its_version(monkeypatch):
+    before = MaxWords().evaluator_version
+    assert MaxWords().evaluator_version == before
+    monkeypatch.setattr(version_module, "source_of", lambda obj: "def evaluate(self, ctx): return True")
+    assert MaxWords().evaluator_version != before
 
 
 def test_assigning_a_setting_gives_a_new_version():
