@@ -6,9 +6,11 @@ Importing this package does not import litellm (seconds); the first judge call d
 
 from __future__ import annotations
 
+from ._alerts.calibration import Calibration, acalibrate, calibrate
 from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
 from ._alerts.windowed import QualityAlert, WindowedAlert
 from ._base.context import EvalContext, RunUsage, ToolCall
+from ._base.label import Label
 from ._base.outcome import Outcome
 from ._base.record import EvalRecord
 from ._base.result import AgentAsJudgeResult
@@ -71,6 +73,7 @@ from .stores import (
     SQLiteStore,
     Store,
 )
+from .stores._human import alabel, label
 
 __version__ = "0.1.0"
 
@@ -84,6 +87,7 @@ __all__ = (
     "BaseStore",
     "Borderline",
     "Budget",
+    "Calibration",
     "Contains",
     "Criterion",
     "Ensemble",
@@ -107,6 +111,7 @@ __all__ = (
     "JudgeTemplate",
     "JudgeUnavailable",
     "JudgehooksError",
+    "Label",
     "LabelMatch",
     "LiteLLMJudge",
     "LocalModelUnavailable",
@@ -143,13 +148,17 @@ __all__ = (
     "WebhookNotifier",
     "WindowedAlert",
     "__version__",
+    "acalibrate",
     "add_judge",
     "adrain",
     "aend_session",
+    "alabel",
+    "calibrate",
     "drain",
     "end_session",
     "evaluator",
     "get_judge",
+    "label",
     "lifespan",
     "list_judges",
     "parse_verdict",

@@ -5,6 +5,7 @@ The quickstart's default path (the real local model) is covered by tests/test_lo
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -235,3 +236,16 @@ def test_spend_caps_example_skips_runs_over_the_cap_and_reports_the_cost():
     assert out.count("not judged (budget: 3 calls this hour)") == 2
     assert "stats: {'evaluator': 'helpful', 'over_budget': 2}" in out
     assert re.search(r"\d{4}-\d\d-\d\d  helpful +3  0\.0000 +3 +2", out), out
+
+
+def test_calibration_example_measures_the_scripted_judges_known_agreement(tmp_path):
+    out = run("calibration.py", "--store", str(tmp_path / "cal.db")).stdout
+    # the scripted judge contradicts every fifth of the 60 human verdicts: 48 agree
+    assert "n=60  accuracy=80.0%" in out
+    assert "confusion tp=29 fp=5 fn=7 tn=19" in out and "kappa=0.589" in out
+    # every row is labelled, so the corrected pass rate is the people's own 36 of 60
+    assert "pass rate: raw 56.7%, corrected (Rogan-Gladen) 60.0%; people pass 60.0%" in out
+    report = subprocess.run([sys.executable, "-m", "judgehooks._cli", "calibrate", "--store", str(tmp_path / "cal.db"),
+                             "--evaluator", "facts", "--json"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert json.loads(report.stdout)["confusion"] == {"tp": 29, "fp": 5, "fn": 7, "tn": 19}

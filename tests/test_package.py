@@ -19,17 +19,17 @@ def test_import_does_not_import_litellm():
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "BaseJudge", "BaseStore",
-        "Borderline", "Budget", "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord", "Evaluator",
-        "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings", "IsJSON",
-        "JSONSchema", "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest",
-        "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "LabelMatch", "LiteLLMJudge",
+        "Borderline", "Budget", "Calibration", "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord",
+        "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings",
+        "IsJSON", "JSONSchema", "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest",
+        "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "Label", "LabelMatch", "LiteLLMJudge",
         "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
         "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "Ordered", "Outcome",
-        "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError", "RetryPolicy",
-        "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store", "StoreError",
-        "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__", "add_judge", "adrain",
-        "aend_session", "drain", "end_session", "evaluator",
-        "get_judge", "lifespan", "list_judges", "parse_verdict", "stats",
+        "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
+        "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
+        "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
+        "acalibrate", "add_judge", "adrain", "aend_session", "alabel", "calibrate", "drain", "end_session",
+        "evaluator", "get_judge", "label", "lifespan", "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

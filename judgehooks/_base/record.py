@@ -59,6 +59,7 @@ class EvalRecord:
     created_at: datetime = Field(default_factory=utcnow)
     status: Status
     evaluator: str
+    evaluator_version: str | None = None  # hash of what decides the verdict; None on records from before it
     mode: Mode
     threshold: int | float | None = None  # an LLM judge's is a number 1-10; a check's may be any number
     score: int | float | None = None  # an LLM judge's numeric score is an int, as in agno
@@ -100,6 +101,9 @@ class EvalRecord:
         if value is None or value == {}:
             return "run" if info.field_name == "scope" else []
         return json.loads(value) if info.field_name == "run_ids" and isinstance(value, str) else value
+    # Set only by `judgehooks consistency`: the id of the record this one re-judges. Such records
+    # measure the judge and never count in a pass rate.
+    rejudge_of: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -24,6 +24,11 @@ COMMANDS: dict[str, str] = {
     "resume": "judgehooks._cli.resume",
     "grade-sessions": "judgehooks._cli.sessions",
     "worker": "judgehooks._cli.worker",
+    "label": "judgehooks._cli.label",
+    "review": "judgehooks._cli.review",
+    "calibrate": "judgehooks._cli.calibrate",
+    "export": "judgehooks._cli.export",
+    "consistency": "judgehooks._cli.consistency",
 }
 
 

@@ -100,7 +100,7 @@ def check_store(store: Any, label: str) -> None:
 def one_line(exc: BaseException) -> str:
     """An exception as one line: its first line, prefixed with its type unless that says nothing new."""
     text = (str(exc).strip().splitlines() or [""])[0]
-    if isinstance(exc, (ValueError, ImportError, FileNotFoundError)) and text:
+    if isinstance(exc, (ValueError, ImportError, FileNotFoundError, LookupError)) and text:
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

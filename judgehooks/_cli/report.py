@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worst", type=count, default=5, metavar="N",
                         help="show the N lowest-scored failures, newest first among equals (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of tables")
+    parser.add_argument("--all-versions", action="store_true",
+                        help="pool an evaluator's versions into one pass rate (default: one row per version, "
+                             "and a warning when the window holds several)")
     add_outbox_argument(parser)
 
 
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
     cost = JudgeCost()
-    report = read(label_of(args.store), _collect, store, (Report(worst=args.worst), cost),
+    report = read(label_of(args.store), _collect, store,
+                  (Report(worst=args.worst, all_versions=args.all_versions), cost),
                   filters_of(args).replace(since=since, until=until))
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
@@ -95,7 +99,7 @@ def render(payload: dict[str, Any]) -> str:
     numbers = [_numbers(g, weighted) for g in groups]
     rest = sum(max(len(h), *(len(row[i]) for row in numbers)) + 2 for i, h in enumerate(headers[1:]))
     name_width = max(12, WIDTH - rest - 2)
-    rows = [["  " + clip(g["evaluator"], name_width), *row] for g, row in zip(groups, numbers, strict=True)]
+    rows = [["  " + _evaluator_cell(g, name_width), *row] for g, row in zip(groups, numbers, strict=True)]
     body = table(headers, rows).splitlines()
     out, heading = [body[0]], None
     for group, line in zip(groups, body[1:], strict=True):
@@ -107,6 +111,7 @@ def render(payload: dict[str, Any]) -> str:
               "pass% = passed / (passed + failed): errors and skips are not verdicts; err% = errors / n",
               "score = mean numeric score, range = min-max; ms = mean judge latency",
               *(["wtd% = pass% with each record counted 1/sample_rate times"] if weighted else [])]
+    lines += version_warnings(payload)
     if payload.get("top_errors"):
         lines += ["", f"most common errors ({len(payload['top_errors'])}):"]
         lines += [f"  {e['count']:>4}x  " + clip(f"{e['error_type']}: {e['message'] or '(no message)'}", WIDTH - 9)
@@ -123,6 +128,27 @@ def render(payload: dict[str, Any]) -> str:
             lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
     lines += render_cost(payload.get("judge_cost") or [])
     return "\n".join([*lines, *render_dead_letters(payload["dead_letters"])])
+
+
+def _evaluator_cell(group: dict[str, Any], width: int) -> str:
+    """The evaluator's name, and its version when the window holds several (one row each)."""
+    version = group.get("evaluator_version")
+    if version and len(group.get("versions") or ()) > 1:
+        return clip(group["evaluator"], max(1, width - len(version) - 1)) + f"@{version}"
+    return clip(group["evaluator"], width)
+
+
+def version_warnings(payload: dict[str, Any]) -> list[str]:
+    """A warning per evaluator whose pass rate would mix versions (none with --all-versions)."""
+    if payload.get("all_versions") or not payload.get("mixed_versions"):
+        return []
+    lines = [""]
+    for mixed in payload["mixed_versions"]:
+        lines.append(clip(f"warning: {mixed['evaluator']} ({_target(mixed)}) changed in this window: versions "
+                          f"{', '.join(mixed['versions'])}", WIDTH))
+    lines.append("  its pass rate is shown per version, since one rate over both would mix two judges "
+                 "(--all-versions pools them)")
+    return lines
 
 
 def _target(group: dict[str, Any]) -> str:

@@ -19,6 +19,10 @@ def target(record: EvalRecord) -> tuple[str, str, str]:
     return "offline", "", ""
 
 
+#: how records written before evaluator versions existed are shown
+UNVERSIONED = "unversioned"
+
+
 def _ratio(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
@@ -90,20 +94,30 @@ _TOP_ERRORS = 5  # shown in the report
 
 @dataclass
 class Report:
-    """Tallies per (target, evaluator) and overall, plus the `worst` lowest-scored failures."""
+    """Tallies per (target, evaluator, evaluator version) and overall, plus the `worst`
+    lowest-scored failures. With `all_versions`, one tally per evaluator pools its versions.
+    Re-judged records (`judgehooks consistency`) are counted apart and never in a pass rate."""
 
     worst: int = 5
-    groups: dict[tuple[str, str, str], Tally] = field(default_factory=dict)
-    names: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    all_versions: bool = False
+    groups: dict[tuple[str, str, str, str], Tally] = field(default_factory=dict)
+    names: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    versions: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     total: Tally = field(default_factory=Tally)
+    rejudged: int = 0
     failures: list[EvalRecord] = field(default_factory=list)
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)  # (error_type, message) -> how many
 
     def add(self, record: EvalRecord) -> None:
+        if record.rejudge_of is not None:
+            self.rejudged += 1
+            return
         if record.status == "error":
             self._count_error(record)
         kind, ident, name = target(record)
-        key = (kind, ident, record.evaluator)
+        version = record.evaluator_version or UNVERSIONED
+        self.versions.setdefault((kind, ident, record.evaluator), set()).add(version)
+        key = (kind, ident, record.evaluator, "" if self.all_versions else version)
         self.groups.setdefault(key, Tally()).add(record)
         self.names.setdefault(key, name)
         self.total.add(record)
@@ -111,6 +125,16 @@ class Report:
             self.failures.append(record)
             if len(self.failures) > 4 * self.worst:
                 self._trim()
+
+    def mixed(self) -> list[dict[str, Any]]:
+        """The evaluators whose records in this window come from more than one version."""
+        found = []
+        for (kind, ident, evaluator), seen in sorted(self.versions.items()):
+            if len(seen) > 1:
+                name = next((n for k, n in self.names.items() if k[:3] == (kind, ident, evaluator)), "")
+                found.append({"kind": kind, "id": ident or None, "name": name or None, "evaluator": evaluator,
+                              "versions": sorted(seen)})
+        return found
 
     def _count_error(self, record: EvalRecord) -> None:
         message = " ".join((record.error_message or "").split())[:300]
@@ -129,10 +153,13 @@ class Report:
         self._trim()
         groups = []
         for key in sorted(self.groups):
-            kind, ident, evaluator = key
+            kind, ident, evaluator, version = key
             groups.append({"kind": kind, "id": ident or None, "name": self.names[key] or None,
-                           "evaluator": evaluator, **self.groups[key].to_json()})
-        return {"groups": groups, "total": self.total.to_json(),
+                           "evaluator": evaluator, "evaluator_version": version or None,
+                           "versions": sorted(self.versions[(kind, ident, evaluator)]),
+                           **self.groups[key].to_json()})
+        return {"groups": groups, "total": self.total.to_json(), "rejudged": self.rejudged,
+                "all_versions": self.all_versions, "mixed_versions": self.mixed(),
                 "worst_failures": [_failure(r) for r in self.failures],
                 "top_errors": [{"error_type": kind, "message": message, "count": n}
                                for (kind, message), n in self.errors.most_common(_TOP_ERRORS)]}
@@ -142,4 +169,5 @@ def _failure(record: EvalRecord) -> dict[str, Any]:
     kind, ident, name = target(record)
     return {"created_at": record.created_at.isoformat(), "evaluator": record.evaluator, "kind": kind,
             "id": ident or None, "name": name or None, "run_id": record.run_id, "score": record.score,
+            "evaluator_version": record.evaluator_version,
             "threshold": record.threshold, "reason": record.reason, "record_id": record.id}

@@ -46,6 +46,7 @@ from .._hooks.settings import Deployment, HookSettings
 from .._hooks.shell import HookShell
 from ..stores import Store
 from . import spec as _spec
+from .version import NOT_VERDICT, Version
 
 HOOK_SETTINGS = HookSettings.names()
 
@@ -169,6 +170,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         self._threshold_mode = type(self).mode == "binary" and "mode" not in vars(self)
         self._derive_mode()
         self.evaluator_name: str = self.name or self.default_name()
+        self._new_version()
         self._shell = self.shell_type(self, settings, needs_tools=self.needs_tools, spec=self.spec())
 
     def _check_common(self) -> None:
@@ -228,6 +230,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
             self._derive_mode()
             if renamed:
                 self.evaluator_name = self.name or self.default_name()
+            self._new_version()
             shell.respec(self.spec())
         finally:
             self.__dict__["_rebuilding"] = False
@@ -238,6 +241,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         self.__dict__["_rebuilding"] = True
         try:
             self._prepare(settings)
+            self._new_version()
         finally:
             self.__dict__["_rebuilding"] = False
 
@@ -283,6 +287,23 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         kind = type(self).__name__.lower()
         settings = self.settings()
         return stable_name(kind, settings) if settings is not None else kind
+
+    def version_inputs(self) -> dict[str, Any]:
+        """What decides the verdicts besides class, mode and threshold (see `version`): by default the
+        own settings but the name and those saying how a verdict is reached or shown; LLM evaluators
+        add their prompts and model."""
+        names = [f.name for f in dataclasses.fields(self) if f.init] if dataclasses.is_dataclass(self) \
+            else [k for k in vars(self) if not k.startswith("_")]  # a hand-written __init__: public attributes
+        return {n: getattr(self, n) for n in names if n not in NOT_VERDICT and n not in HOOK_SETTINGS}
+
+    def _new_version(self) -> None:
+        self.__dict__["_version"] = Version(self)
+
+    @property
+    def evaluator_version(self) -> str:
+        """A short stable hash of what decides this evaluator's verdicts, on every record: pass rates
+        of different criteria, prompts, models or thresholds are never pooled unnoticed."""
+        return str(self.__dict__["_version"].current(self))
 
     def record_metadata(self) -> Mapping[str, Any]:
         """Extra metadata this evaluator adds to each record (e.g. the judge's criteria)."""

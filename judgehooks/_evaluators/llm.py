@@ -27,6 +27,7 @@ from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
 from ..stores import Store
 from .base import Evaluator
+from .version import judge_inputs
 
 DEFAULT_MODEL = "openai/gpt-5-mini"  # agno's default judge, through litellm
 
@@ -298,6 +299,9 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
                                criteria=self.criteria, mode=self.scoring_strategy,
                                guidelines=guidelines_tuple(self.additional_guidelines), api_base=self.api_base,
                                api_key=self.api_key)
+
+    def version_inputs(self) -> dict[str, Any]:
+        return {**super().version_inputs(), **judge_inputs([self._call])}
 
     def record_metadata(self) -> Mapping[str, Any]:
         if self.additional_guidelines is None:

@@ -23,6 +23,7 @@ from .._judges.process import ProcessJudge
 from .base import Evaluator, stable_name
 from .combine import assess_calls, member_error
 from .llm import JudgeConnection
+from .version import judge_inputs
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,9 @@ class Rubric(Evaluator, JudgeConnection):
 
     def default_name(self) -> str:
         return stable_name("rubric", [[asdict(c) for c in self._criteria], self.pass_threshold])
+
+    def version_inputs(self) -> dict[str, Any]:
+        return {**super().version_inputs(), **judge_inputs(self._calls)}
 
     def record_metadata(self) -> Mapping[str, Any]:
         return {"criteria": "; ".join(f"{c.name} (x{c.weight:g})" for c in self._criteria)}

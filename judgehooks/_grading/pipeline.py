@@ -44,6 +44,9 @@ class Graded(Protocol):
     @property
     def pass_threshold(self) -> float | None: ...
 
+    @property
+    def evaluator_version(self) -> str | None: ...
+
     def evaluate(self, ctx: EvalContext) -> Any: ...
 
     def record_metadata(self) -> Mapping[str, Any]: ...
@@ -53,7 +56,8 @@ def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
     own = ev.record_metadata()
     criteria = own.get("criteria")
     return dict(id=record_id(ev.evaluator_name, ctx.run_id or "offline", ctx.case_index), evaluator=ev.evaluator_name,
-                mode=ev.mode, threshold=ev.pass_threshold, agent_id=ctx.agent_id, agent_name=ctx.agent_name,
+                evaluator_version=ev.evaluator_version, mode=ev.mode, threshold=ev.pass_threshold,
+                agent_id=ctx.agent_id, agent_name=ctx.agent_name,
                 team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
                 user_id=ctx.user_id, trace_id=ctx.trace_id, span_id=ctx.span_id, input=ctx.input, output=ctx.output,
                 sample_rate=sample_rate, redacted_by=ctx.redacted_by,

@@ -38,6 +38,7 @@ def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
     return {
         "run_id": record.id, "results": [_evaluation(r) for r in graded], **_stats(graded),
         "status": record.status, "error_type": record.error_type, "error_message": record.error_message,
+        "evaluator_version": record.evaluator_version,
         "judged_run_id": record.run_id, "session_id": record.session_id, "user_id": record.user_id,
         "scope": record.scope, "judged_run_ids": record.run_ids,  # a session record: the runs it covered
         "judged_component": record.agent_name or record.team_name,
@@ -51,6 +52,7 @@ def batch_payload(run_id: str, records: Sequence[EvalRecord]) -> dict[str, Any]:
     ``run(cases=...)`` writes it, with the errors and skips counted beside it."""
     graded = [r for r in records if r.status in ("passed", "failed")]
     return {"run_id": run_id, "results": [_evaluation(r) for r in graded], **_stats(graded),
+            "evaluator_version": records[0].evaluator_version if records else None,
             "graded_count": len(graded), "error_count": sum(r.status == "error" for r in records),
             "skipped_count": sum(r.status == "skipped" for r in records),
             "errors": [{"id": r.id, "input": r.input, "error_type": r.error_type, "error_message": r.error_message}

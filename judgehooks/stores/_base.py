@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 
 from .._base.jsondata import record_data
+from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
 from ..exceptions import StoreError
@@ -39,7 +40,8 @@ def unstorable(record: EvalRecord, exc: BaseException) -> EvalRecord:
     verdict = record.status if record.score is None else f"{record.status}, score {record.score:g}"
     why = f"{type(exc).__name__}: {exc}"
     return EvalRecord(
-        id=record.id, created_at=record.created_at, status="error", evaluator=record.evaluator, mode=record.mode,
+        id=record.id, created_at=record.created_at, status="error", evaluator=record.evaluator,
+        evaluator_version=record.evaluator_version, mode=record.mode,
         agent_id=record.agent_id, agent_name=record.agent_name, team_id=record.team_id, team_name=record.team_name,
         run_id=record.run_id, session_id=record.session_id, user_id=record.user_id, input=record.input,
         output=record.output, judge_model=record.judge_model, sample_rate=record.sample_rate,
@@ -240,6 +242,22 @@ class BaseStore(ABC):
     def _iter_records(self, where: RecordFilter, page_size: int) -> AsyncIterator[EvalRecord]:
         """Override when the store can stream more cheaply than paging through `query`."""
         return pages(self, where, page_size)
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        """The records with these ids (those stored; in no particular order). By default one pass
+        over every record: stores that can look ids up override it."""
+        wanted = set(ids)
+        return [r async for r in iter_records(self) if r.id in wanted] if wanted else []
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        """Keep human labels beside the records, one per (record, reviewer): a later label from the
+        same reviewer replaces the earlier one. A store that cannot keep labels raises NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep human labels: keep them in a SQLite, "
+                                  "PostgreSQL, JSONL or memory store (the one your records are read from)")
+
+    async def read_labels(self) -> list[Label]:
+        """Every label kept, one per (record, reviewer)."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep human labels")
 
     async def aclose(self) -> None:
         """Release connections and files; the next call opens them again."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
+from .._base.label import Label
 from .._base.record import EvalRecord
 from ._base import BaseStore, RecordFilter, Store
 
@@ -29,6 +30,19 @@ class FanoutStore(BaseStore):
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         return await self.stores[0].query(**where.keywords(), limit=limit)
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        inner = self.stores[0]
+        return await (inner.records_by_id(ids) if isinstance(inner, BaseStore) else super().records_by_id(ids))
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        """Kept by the store records are read from."""
+        inner = self.stores[0]
+        await (inner.write_labels(labels) if isinstance(inner, BaseStore) else super().write_labels(labels))
+
+    async def read_labels(self) -> list[Label]:
+        inner = self.stores[0]
+        return await (inner.read_labels() if isinstance(inner, BaseStore) else super().read_labels())
 
     async def aclose(self) -> None:
         for store in self.stores:

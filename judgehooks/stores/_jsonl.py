@@ -15,9 +15,11 @@ from typing import Any
 import anyio.to_thread
 
 from .._base.jsondata import record_json
+from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import PRIVATE, check_mode, checked_path, create_file
+from . import _labels
 from ._base import BaseStore, RecordFilter
 
 
@@ -74,26 +76,32 @@ class JsonlStore(BaseStore):
 
     def _read(self) -> list[EvalRecord]:
         records: dict[str, EvalRecord] = {}
-        try:
-            fh = open(self.path, encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
-        with fh:
-            for number, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = EvalRecord.model_validate_json(line)
-                except ValueError:
-                    log.warning("jsonl_line_skipped", path=self.path, line=number, reason="not a whole record")
-                    continue
-                records.setdefault(record.id, record)
+        for number, line in _labels.text_lines(self.path):
+            try:
+                record = EvalRecord.model_validate_json(line)
+            except ValueError:
+                log.warning("jsonl_line_skipped", path=self.path, line=number, reason="not a whole record")
+                continue
+            records.setdefault(record.id, record)
         return list(records.values())
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         """Newest first. Reads the whole file: fine for checks and tests; ship the file for analytics."""
         records = await anyio.to_thread.run_sync(self._read)
         return where.select(records, limit)
+
+    @property
+    def labels_path(self) -> str:
+        """Where human labels are kept: beside the file (evals.jsonl -> evals.labels.jsonl)."""
+        return _labels.labels_path(self.path)
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        """Appended to `labels_path`; the last label per (record, reviewer) is the one read."""
+        if labels:
+            await anyio.to_thread.run_sync(_labels.append_labels, self.labels_path, labels, self.mode)
+
+    async def read_labels(self) -> list[Label]:
+        return await anyio.to_thread.run_sync(_labels.read_labels_file, self.labels_path)
 
     def close(self) -> None:
         with self._lock:

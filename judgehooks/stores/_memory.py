@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from .._base.jsondata import storable
+from .._base.label import Label
 from .._base.record import EvalRecord
 from ._base import BaseStore, RecordFilter
 
@@ -14,6 +15,7 @@ class MemoryStore(BaseStore):
 
     def __init__(self) -> None:
         self._records: dict[str, EvalRecord] = {}
+        self._labels: dict[tuple[str, str], Label] = {}
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         for record in records:
@@ -22,6 +24,16 @@ class MemoryStore(BaseStore):
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         return where.select(self._records.values(), limit)
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        return [self._records[i] for i in set(ids) if i in self._records]
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        for label in labels:
+            self._labels[(label.record_id, label.reviewer)] = label
+
+    async def read_labels(self) -> list[Label]:
+        return list(self._labels.values())
 
     @property
     def records(self) -> list[EvalRecord]:

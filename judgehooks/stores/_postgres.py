@@ -12,14 +12,16 @@ import functools
 import json
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from .._base.jsondata import jsonable
+from .._base.label import Label
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._base.text import lazy_pattern
 from .._runtime import runtime
+from . import _labels
 from ._base import BaseStore, RecordFilter
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
@@ -34,6 +36,7 @@ COPY_FROM = 32  # batches at least this large go through COPY; smaller ones thro
 _STAGE = "judgehooks_stage"
 _STAGE_COLUMNS = ", ".join(f"{f} {_TYPES.get(f, 'TEXT')}" for f in FIELDS)
 _CONSTRAINTS = {"id": " PRIMARY KEY", "created_at": " NOT NULL"}
+_LABEL_TYPES = {"passed": "BOOLEAN", "score": "DOUBLE PRECISION", "created_at": "TIMESTAMPTZ"}
 
 
 def _clean(text: str) -> str:
@@ -180,6 +183,7 @@ class PostgresStore(BaseStore):
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")
+            await conn.execute(_labels.create_sql(_labels.labels_table(t), _LABEL_TYPES))
         self._schema_ready = True
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
@@ -223,6 +227,27 @@ class PostgresStore(BaseStore):
             await cur.execute(sql, args)
             rows: list[Any] = await cur.fetchall()
             return rows
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        found = []
+        for chunk in _labels.chunks(ids):
+            sql = f"SELECT {', '.join(FIELDS)} FROM {self.table} WHERE id = ANY(%s)"
+            found += [_record(row) for row in await runtime.on_loop(self._fetch, sql, [chunk])]
+        return found
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        if labels:
+            await runtime.on_loop(self._write_labels, [_labels.row(label, lambda ts: ts) for label in labels])
+
+    async def _write_labels(self, rows: list[tuple[Any, ...]]) -> None:
+        pool = await self._pool()
+        async with pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(_labels.upsert_sql(_labels.labels_table(self.table), "%s"),
+                                  [tuple(_clean(v) if isinstance(v, str) else v for v in row) for row in rows])
+
+    async def read_labels(self) -> list[Label]:
+        rows = await runtime.on_loop(self._fetch, _labels.select_sql(_labels.labels_table(self.table)), [])
+        return [_labels.from_row(row) for row in rows]
 
     async def aclose(self) -> None:
         """Close the pool; the next call opens a new one."""

@@ -20,13 +20,14 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from .._base.jsondata import record_json
+from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path, connect_wal
@@ -328,6 +329,19 @@ class SpillingStore(BaseStore):
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         """The wrapped store's records (spilled ones appear once re-delivered)."""
         return await self.store.query(**where.keywords(), limit=limit)
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        inner = self.store
+        return await (inner.records_by_id(ids) if isinstance(inner, BaseStore) else super().records_by_id(ids))
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        """Kept by the store records are read from."""
+        inner = self.store
+        await (inner.write_labels(labels) if isinstance(inner, BaseStore) else super().write_labels(labels))
+
+    async def read_labels(self) -> list[Label]:
+        inner = self.store
+        return await (inner.read_labels() if isinstance(inner, BaseStore) else super().read_labels())
 
     async def aclose(self) -> None:
         """Stop re-delivering and close the wrapped store. Spilled rows stay on disk for the next

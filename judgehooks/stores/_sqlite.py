@@ -6,15 +6,17 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
 
 from .._base.jsondata import jsonable
+from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, check_mode, checked_path, connect_wal
+from . import _labels
 from ._base import BaseStore, RecordFilter
 
 TABLE = "eval_records"
@@ -28,7 +30,9 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_agent ON {TABLE} (agent_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_team ON {TABLE} (team_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_created ON {TABLE} (created_at)",
+    _labels.create_sql("eval_labels", {"passed": "INTEGER", "score": "REAL"}),
 )
+_UPSERT_LABEL = _labels.upsert_sql("eval_labels", "?")
 _JSON = ("metadata", "details", "run_ids")
 _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
 
@@ -103,13 +107,13 @@ class SQLiteStore(BaseStore):
             self._conn = conn
         return self._conn
 
-    def _write(self, rows: list[tuple[Any, ...]]) -> None:
+    def _write(self, rows: list[tuple[Any, ...]], sql: str = _INSERT) -> None:
         self._fork_check()
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany(_INSERT, rows)
+                conn.executemany(sql, rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -133,6 +137,31 @@ class SQLiteStore(BaseStore):
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
         return await anyio.to_thread.run_sync(self._select, where, limit)
+
+    def _locked(self, fn: Any, *args: Any) -> Any:
+        self._fork_check()
+        with self._lock:
+            return fn(self._connect(), *args)
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        def select(conn: sqlite3.Connection) -> list[EvalRecord]:
+            found = []
+            for chunk in _labels.chunks(ids):
+                sql = f"SELECT {', '.join(FIELDS)} FROM {TABLE} WHERE id IN ({', '.join('?' * len(chunk))})"
+                found += [_record(row) for row in conn.execute(sql, chunk).fetchall()]
+            return found
+
+        return list(await anyio.to_thread.run_sync(self._locked, select))
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        if labels:
+            await anyio.to_thread.run_sync(self._write, [_labels.row(label, _ts) for label in labels], _UPSERT_LABEL)
+
+    async def read_labels(self) -> list[Label]:
+        def select(conn: sqlite3.Connection) -> list[Label]:
+            return [_labels.from_row(row) for row in conn.execute(_labels.select_sql("eval_labels")).fetchall()]
+
+        return list(await anyio.to_thread.run_sync(self._locked, select))
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,147 @@
+"""`calibrate()`: how far a judge agrees with the people who labelled its records.
+
+Pairs each labelled record of one evaluator version with its human verdict (the reviewers'
+majority; a tie is left out and counted), then computes the statistics of `agreement` and the
+pass rate over every graded record of that version, raw and corrected for the judge's error.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .._base.label import Label
+from .._base.record import EvalRecord
+from .._runtime import runtime
+from ..stores._base import BaseStore, Store, iter_records
+from ..stores._sqlite import default_store
+from .agreement import Confusion, kappa_interval, mean_absolute_error, rogan_gladen, spearman
+
+#: below this many labelled records the numbers say little: the result says so
+MIN_LABELS = 30
+UNVERSIONED = "unversioned"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The judge against people, for one evaluator version. Rates are 0..1; None when undefined."""
+
+    evaluator: str
+    version: str
+    versions: list[str]
+    n: int
+    ties: int
+    confusion: Confusion
+    accuracy: float | None
+    true_pass_rate: float | None
+    true_fail_rate: float | None
+    kappa: float | None
+    kappa_ci: tuple[float, float] | None
+    scored: int
+    spearman: float | None
+    mae: float | None
+    graded: int
+    raw_pass_rate: float | None
+    corrected_pass_rate: float | None
+    seed: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def too_small(self) -> bool:
+        return self.n < MIN_LABELS
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["confusion"] = asdict(self.confusion)
+        data["kappa_ci"] = list(self.kappa_ci) if self.kappa_ci else None
+        data["too_small"] = self.too_small
+        return data
+
+
+def human_verdict(record: EvalRecord, labels: list[Label]) -> tuple[bool | None, float | None]:
+    """The reviewers' verdict on `record`: the majority pass/fail (None on a tie), a label with only
+    a score counting as passing when it reaches the record's threshold; and their mean score."""
+    votes = []
+    for label in labels:
+        if label.passed is not None:
+            votes.append(label.passed)
+        elif label.score is not None and record.threshold is not None:
+            votes.append(label.score >= record.threshold)
+    scores = [label.score for label in labels if label.score is not None]
+    yes, no = votes.count(True), votes.count(False)
+    return (None if yes == no else yes > no), (statistics.fmean(scores) if scores else None)
+
+
+async def acalibrate(evaluator: str, *, version: str | None = None, store: Store | None = None, seed: int = 0,
+                     resamples: int = 2000) -> Calibration:
+    """Compare the judge `evaluator` with the human labels in `store` (default: the default SQLite
+    store). `version`: which evaluator version (default: the newest graded record's). Raises
+    LookupError when the store holds no graded record of it."""
+    store = store if store is not None else default_store()
+    if not isinstance(store, BaseStore):
+        raise TypeError(f"calibrate reads labels from a judgehooks store (BaseStore), got {type(store).__name__}")
+    graded = [r async for r in iter_records(store, evaluator=evaluator)
+              if r.status in ("passed", "failed") and r.rejudge_of is None]
+    if not graded:
+        raise LookupError(f"no graded records of evaluator {evaluator!r} in {store!r}")
+    versions = sorted({r.evaluator_version or UNVERSIONED for r in graded})
+    chosen = version or graded[0].evaluator_version or UNVERSIONED  # newest first
+    if chosen not in versions:
+        raise LookupError(f"evaluator {evaluator!r} has no graded records of version {chosen!r} "
+                          f"(it has {', '.join(versions)})")
+    graded = [r for r in graded if (r.evaluator_version or UNVERSIONED) == chosen]
+    by_record: dict[str, list[Label]] = {}
+    ids = {r.id for r in graded}
+    for label in await store.read_labels():
+        if label.record_id in ids:
+            by_record.setdefault(label.record_id, []).append(label)
+    return _calibration(evaluator, chosen, versions, graded, by_record, seed=seed, resamples=resamples)
+
+
+def calibrate(evaluator: str, *, version: str | None = None, store: Store | None = None, seed: int = 0,
+              resamples: int = 2000) -> Calibration:
+    """`acalibrate` for sync callers (run on the judgehooks loop)."""
+    return runtime.call(functools.partial(acalibrate, evaluator, version=version, store=store, seed=seed,
+                                          resamples=resamples))
+
+
+def _calibration(evaluator: str, version: str, versions: list[str], graded: list[EvalRecord],
+                 by_record: dict[str, list[Label]], *, seed: int, resamples: int) -> Calibration:
+    pairs: list[tuple[bool, bool]] = []
+    judge_scores: list[float] = []
+    human_scores: list[float] = []
+    ties = 0
+    for record in graded:
+        labels = by_record.get(record.id)
+        if not labels:
+            continue
+        passed, score = human_verdict(record, labels)
+        if passed is None:
+            ties += 1
+            continue
+        pairs.append((bool(record.passed), passed))
+        if score is not None and record.score is not None:
+            judge_scores.append(float(record.score))
+            human_scores.append(score)
+    confusion = Confusion.of(pairs)
+    raw = sum(1 for r in graded if r.passed) / len(graded)
+    notes = []
+    if len(pairs) < MIN_LABELS:
+        notes.append(f"n={len(pairs)} labelled records is too small to conclude anything: label at least "
+                     f"{MIN_LABELS} (the kappa interval shows how little is known)")
+    if confusion.tp + confusion.fn == 0 or confusion.tn + confusion.fp == 0:
+        notes.append("people passed all or failed all of the labelled records: label both kinds to measure "
+                     "the true-pass and true-fail rates")
+    if len(versions) > 1:
+        notes.append(f"version {version} of {len(versions)} ({', '.join(versions)}): labels of other versions "
+                     "say nothing about this one (--version chooses)")
+    return Calibration(
+        evaluator=evaluator, version=version, versions=versions, n=len(pairs), ties=ties, confusion=confusion,
+        accuracy=confusion.accuracy, true_pass_rate=confusion.true_pass_rate, true_fail_rate=confusion.true_fail_rate,
+        kappa=confusion.kappa, kappa_ci=kappa_interval(pairs, resamples=resamples, seed=seed),
+        scored=len(judge_scores), spearman=spearman(judge_scores, human_scores),
+        mae=mean_absolute_error(judge_scores, human_scores), graded=len(graded), raw_pass_rate=raw,
+        corrected_pass_rate=rogan_gladen(raw, confusion.true_pass_rate, confusion.true_fail_rate), seed=seed,
+        notes=notes)

@@ -1,0 +1,171 @@
+"""Review records one at a time (failed, borderline or sampled) and label them: agree, disagree, score, skip."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from typing import Any, TextIO
+
+from .._base.label import Label
+from .._base.record import EvalRecord
+from ..stores._base import iter_records
+from ..stores._human import default_reviewer
+from .common import (
+    CommandError,
+    add_filter_arguments,
+    add_store_argument,
+    count,
+    filters_of,
+    label_of,
+    open_store,
+    parse_time,
+    read,
+    when,
+)
+from .terminal import say
+
+QUEUES = ("failed", "borderline", "sample")
+#: how much of a run's input and output is shown, in characters
+SHOWN = 1500
+HELP = ("keys: a = agree with the judge, d = disagree, s N = your score N, k = skip, q = quit; "
+        "text after a, d or s N is kept as a note")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    add_filter_arguments(parser)
+    parser.add_argument("--queue", default="failed,borderline", metavar="KINDS",
+                        help="which records, comma-separated: failed, borderline (numeric scores within --margin "
+                             "of the threshold), sample (--sample random graded records) (default failed,borderline)")
+    parser.add_argument("--margin", type=float, default=1.0, metavar="POINTS",
+                        help="how near the threshold a borderline score is (default 1)")
+    parser.add_argument("--sample", type=count, default=10, metavar="N",
+                        help="records in the sample queue (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
+    parser.add_argument("--since", type=parse_time, metavar="WHEN", help="only records since: 24h, 7d, an ISO time")
+    parser.add_argument("--limit", type=count, default=50, metavar="N", help="review at most N records (default 50)")
+    parser.add_argument("--by", metavar="NAME", help="who labels (default: your login name)")
+
+
+def run(args: argparse.Namespace) -> int:
+    kinds = [k.strip() for k in args.queue.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(QUEUES))
+    if unknown or not kinds:
+        raise CommandError(f"review: --queue takes {', '.join(QUEUES)}, got {args.queue!r}", code=2)
+    store = open_store(args.store, must_exist=True)
+    label = label_of(args.store)
+    reviewer = args.by or default_reviewer()
+    records = read(label, _graded, store, filters_of(args).replace(since=args.since).keywords())
+    try:
+        done = {lb.record_id for lb in read(label, store.read_labels) if lb.reviewer == reviewer}
+    except CommandError as exc:
+        raise CommandError(f"review: {exc}") from None
+    queue = _queue([r for r in records if r.id not in done], kinds, args.margin, args.sample, args.seed)[:args.limit]
+    if not queue:
+        say(f"nothing to review: no {' or '.join(kinds)} records unlabelled by {reviewer}", one_line=True)
+        return 0
+    say(f"{len(queue)} record(s) to review as {reviewer}. {HELP}", one_line=True)
+    labelled = skipped = 0
+    for position, record in enumerate(queue, 1):
+        show(record, position, len(queue))
+        answer = ask(record, reviewer, sys.stdin)
+        if isinstance(answer, str):  # quit
+            break
+        if answer is None:
+            skipped += 1
+            continue
+        read(label, store.write_labels, [answer])
+        labelled += 1
+        say(f"  labelled: {_verdict(answer)}", one_line=True)
+    say(f"labelled {labelled}, skipped {skipped}, of {len(queue)}")
+    return 0
+
+
+async def _graded(store: Any, filters: dict[str, Any]) -> list[EvalRecord]:
+    return [r async for r in iter_records(store, **filters)
+            if r.status in ("passed", "failed") and r.rejudge_of is None]
+
+
+def _queue(records: list[EvalRecord], kinds: list[str], margin: float, sample: int, seed: int) -> list[EvalRecord]:
+    """The records to review, newest first within each kind, each once."""
+    chosen: dict[str, EvalRecord] = {}
+    for kind in kinds:
+        if kind == "failed":
+            picked = [r for r in records if r.status == "failed"]
+        elif kind == "borderline":
+            picked = [r for r in records if r.mode == "numeric" and r.score is not None and r.threshold is not None
+                      and abs(r.score - r.threshold) <= margin]
+        else:
+            ordered = sorted(records, key=lambda r: r.id)  # the same store and seed give the same sample
+            picked = random.Random(seed).sample(ordered, min(sample, len(ordered)))
+        for record in picked:
+            chosen.setdefault(record.id, record)
+    return list(chosen.values())
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= SHOWN else text[:SHOWN] + f" … [{len(text) - SHOWN} more characters]"
+
+
+def show(record: EvalRecord, position: int, total: int, out: TextIO | None = None) -> None:
+    """One record for a person: what was asked, answered and concluded, every character printable."""
+    score = "" if record.score is None else f", score {record.score:g}" + (
+        f" (threshold {record.threshold:g})" if record.threshold is not None else "")
+    version = f"@{record.evaluator_version}" if record.evaluator_version else ""
+    say(file=out)
+    say(f"[{position}/{total}] {record.evaluator}{version}  {when(record.created_at)}  record {record.id}",
+        one_line=True, file=out)
+    say(f"judge: {record.status.upper()}{score}", one_line=True, file=out)
+    say(f"reason: {record.reason or '(none)'}", file=out)
+    say("input:", file=out)
+    say(_indent(_clip(record.input)), file=out)
+    say("output:", file=out)
+    say(_indent(_clip(record.output)), file=out)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  | " + line for line in (text.splitlines() or [""]))
+
+
+def ask(record: EvalRecord, reviewer: str, stdin: TextIO) -> Label | str | None:
+    """Read keys until one is understood: a Label, None (skip) or "quit" (also at the end of input)."""
+    while True:
+        say("a/d/s N/k/q> ", one_line=True)
+        line = stdin.readline()
+        if not line:
+            return "quit"
+        key, _, rest = line.strip().partition(" ")
+        note = rest.strip() or None
+        if key in ("a", "d"):
+            agrees = key == "a"
+            return Label(record_id=record.id, reviewer=reviewer, passed=record.passed if agrees else not record.passed,
+                         note=note)
+        if key == "s":
+            number, _, note_text = rest.strip().partition(" ")
+            try:
+                score = float(number)
+            except ValueError:
+                say(f"  s needs a number, e.g. 's 7': got {number!r}", one_line=True)
+                continue
+            passed = None if record.threshold is None else score >= record.threshold
+            try:
+                return Label(record_id=record.id, reviewer=reviewer, passed=passed, score=score,
+                             note=note_text.strip() or None)
+            except ValueError as exc:
+                say(f"  {exc}", one_line=True)
+                continue
+        if key == "k":
+            return None
+        if key == "q":
+            return "quit"
+        say(f"  {HELP}", one_line=True)
+
+
+def _verdict(label: Label) -> str:
+    parts = [{True: "pass", False: "fail", None: ""}[label.passed]]
+    if label.score is not None:
+        parts.append(f"score {label.score:g}")
+    return " ".join(p for p in parts if p)
+
+
