@@ -47,7 +47,7 @@ class LiteLLMJudge(BaseJudge):
 
     OpenAI's own models and OpenAI-compatible servers (``openai/...`` with an ``api_base``, the
     local model) are sent straight through the OpenAI SDK once litellm has resolved the route: the
-    same request, records and error types for a fifth of the client CPU. `fast_path=False` (or
+    same request, records and error types for about a third of the client CPU. `fast_path=False` (or
     ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through ``litellm.acompletion``.
     """
 

@@ -4,7 +4,7 @@ litellm still decides everything a model string means, once per judge (`resolve_
 provider, the base URL and key it would use, the request parameters it would send (its own
 `get_optional_params`), and the model's prices. Only the per-call work moves: a judge call then
 costs one `AsyncOpenAI.post` and one `json.loads`, not litellm's request pipeline, logging and
-per-call cost calculation (~5x the client CPU, measured in ``benchmarks/bench_core.py``).
+per-call cost calculation (about 3x the client CPU, measured in ``benchmarks/bench_core.py``).
 
 Errors keep litellm's types and messages: an SDK error is wrapped as litellm's openai handler
 wraps it and mapped by litellm's own `exception_type`, so retries, Retry-After and the stored
