@@ -192,3 +192,25 @@ def test_a_missing_key_goes_through_litellm_and_names_the_variable(server, monke
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     judge = LiteLLMJudge("openai/judge", api_base=server.base_url)
     assert judge.route is None  # litellm's path, whose error says which variable to set
+
+
+@pytest.mark.anyio
+async def test_a_litellm_callback_set_after_the_first_call_sends_later_calls_through_litellm(server, monkeypatch):
+    import litellm
+
+    judge = _judge(server, True)
+    await judge.prepare()
+    request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
+    through_litellm: list[str] = []
+    acompletion = litellm.acompletion
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        through_litellm.append(kwargs["model"])
+        return await acompletion(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    await judge.complete(request)
+    assert through_litellm == []  # the fast path
+    monkeypatch.setattr(litellm, "success_callback", [lambda *args: None])  # e.g. a user's logging
+    reply = await judge.complete(request)
+    assert through_litellm == ["openai/judge"] and reply.text

@@ -14,7 +14,7 @@ import anyio.to_thread
 from .._base.record import Mode
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
-from .openai_wire import WireRoute, fast_path_enabled, resolve_route
+from .openai_wire import WireRoute, fast_path_enabled, litellm_configured, resolve_route
 from .prompt import JudgeRequest, verdict_schema
 
 _litellm_module: Any = None
@@ -109,7 +109,7 @@ class LiteLLMJudge(BaseJudge):
 
     async def _send(self, messages: list[dict[str, str]], mode: Mode, *, structured: bool) -> JudgeReply:
         route = self.route
-        if route is not None:
+        if route is not None and not litellm_configured(_litellm_module):
             return await route.send(messages, mode, structured)
         schema = {"response_format": verdict_schema(mode)} if structured else {}
         response = await load_litellm().acompletion(model=self.model, messages=messages, **schema, **self._kwargs)

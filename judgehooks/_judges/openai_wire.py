@@ -41,6 +41,12 @@ _LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organizatio
                     "route_all_chat_openai_to_responses", "enable_preview_features")
 
 
+def litellm_configured(litellm: Any) -> bool:
+    """True when a litellm callback or module setting is set: litellm must then make the call (checked
+    per call, so a callback set after the first judge call still sees every later one)."""
+    return any(getattr(litellm, name, None) for name in _LITELLM_GLOBALS)
+
+
 def fast_path_enabled() -> bool:
     """False when ``$JUDGEHOOKS_FAST_JUDGE`` is 0, false, no or off."""
     return os.environ.get("JUDGEHOOKS_FAST_JUDGE", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -134,7 +140,7 @@ class WireRoute:
 
 def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRoute | None:
     """The fast route for this model and these call kwargs, or None when litellm must make the call."""
-    if set(kwargs) - _OWN_KWARGS or any(getattr(litellm, name, None) for name in _LITELLM_GLOBALS):
+    if set(kwargs) - _OWN_KWARGS or litellm_configured(litellm):
         return None
     if os.environ.get("OPENAI_ORGANIZATION"):
         return None  # litellm sends it as the organization; the SDK reads OPENAI_ORG_ID, not this
