@@ -1,81 +1,133 @@
 """judgehooks: grade every live agno Agent and Team run in post_hooks: LLM judges,
 deterministic checks and composites, all sharing one pipeline (records, stores, callbacks, background).
 
-Importing this package does not import litellm (seconds); the first judge call does.
+Importing this package imports none of its parts: each public name loads its module on first use
+(PEP 562), so `import judgehooks` costs almost nothing and `from judgehooks import AgentAsJudgeEval`
+loads what that evaluator needs, not the stores, alerts and CLI it does not. litellm is imported by
+the first judge call.
 """
 
 from __future__ import annotations
 
-from ._alerts.calibration import Calibration, acalibrate, calibrate
-from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
-from ._alerts.windowed import QualityAlert, WindowedAlert
-from ._base.context import EvalContext, RunUsage, ToolCall
-from ._base.label import Label
-from ._base.outcome import Outcome
-from ._base.record import EvalRecord
-from ._base.result import AgentAsJudgeResult
-from ._evaluators.base import Evaluator
-from ._evaluators.checks import (
-    Budget,
-    Contains,
-    ExactMatch,
-    IsJSON,
-    JSONSchema,
-    LabelMatch,
-    MatchesModel,
-    NotContains,
-    Regex,
-    ToolUse,
-)
-from ._evaluators.combine import Borderline, Ensemble, Group, Ordered
-from ._evaluators.function import evaluator
-from ._evaluators.llm import AgentAsJudgeEval
-from ._evaluators.rubric import Criterion, Rubric
-from ._evaluators.scorer import ScorerEval
-from ._evaluators.session import SessionJudge
-from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
-from ._grading.sessions import aend_session, end_session
-from ._hooks.settings import HookSettings
-from ._judges.agno import AgnoJudge
-from ._judges.base import BaseJudge, Judge, JudgeReply
-from ._judges.call import RetryPolicy
-from ._judges.litellm import LiteLLMJudge
-from ._judges.prompt import JudgeRequest
-from ._judges.verdict import Verdict, parse_verdict
-from ._runtime import adrain, drain, lifespan, stats
-from .exceptions import (
-    BadOutcome,
-    EvaluatorError,
-    EvaluatorUnavailable,
-    JudgeError,
-    JudgehooksError,
-    JudgeProcessDied,
-    JudgeUnavailable,
-    LocalModelUnavailable,
-    MalformedVerdict,
-    MemberError,
-    MissingContext,
-    MissingExpected,
-    MissingMetrics,
-    NotRebuildable,
-    RedactionError,
-    RemoteJudgeError,
-    StoreError,
-)
-from .stores import (
-    AgnoDbStore,
-    BaseStore,
-    FanoutStore,
-    JsonlStore,
-    MemoryStore,
-    PostgresStore,
-    RecordFilter,
-    SQLiteStore,
-    Store,
-)
-from .stores._human import alabel, label
+from typing import TYPE_CHECKING
+
+from ._base.lazy import attach
+
+if TYPE_CHECKING:
+    from ._alerts.calibration import Calibration, acalibrate, calibrate
+    from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
+    from ._alerts.windowed import QualityAlert, WindowedAlert
+    from ._base.context import EvalContext, RunUsage, ToolCall
+    from ._base.label import Label
+    from ._base.outcome import Outcome
+    from ._base.record import EvalRecord
+    from ._base.result import AgentAsJudgeResult
+    from ._evaluators.base import Evaluator
+    from ._evaluators.checks import (
+        Budget,
+        Contains,
+        ExactMatch,
+        IsJSON,
+        JSONSchema,
+        LabelMatch,
+        MatchesModel,
+        NotContains,
+        Regex,
+        ToolUse,
+    )
+    from ._evaluators.combine import Borderline, Ensemble, Group, Ordered
+    from ._evaluators.function import evaluator
+    from ._evaluators.llm import AgentAsJudgeEval
+    from ._evaluators.rubric import Criterion, Rubric
+    from ._evaluators.scorer import ScorerEval
+    from ._evaluators.session import SessionJudge
+    from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
+    from ._grading.sessions import aend_session, end_session
+    from ._hooks.settings import HookSettings
+    from ._judges.agno import AgnoJudge
+    from ._judges.base import BaseJudge, Judge, JudgeReply
+    from ._judges.call import RetryPolicy
+    from ._judges.litellm import LiteLLMJudge
+    from ._judges.prompt import JudgeRequest
+    from ._judges.verdict import Verdict, parse_verdict
+    from ._runtime import adrain, drain, lifespan, stats
+    from .exceptions import (
+        BadOutcome,
+        EvaluatorError,
+        EvaluatorUnavailable,
+        JudgeError,
+        JudgehooksError,
+        JudgeProcessDied,
+        JudgeUnavailable,
+        LocalModelUnavailable,
+        MalformedVerdict,
+        MemberError,
+        MissingContext,
+        MissingExpected,
+        MissingMetrics,
+        NotRebuildable,
+        RedactionError,
+        RemoteJudgeError,
+        StoreError,
+    )
+    from .stores import (
+        AgnoDbStore,
+        BaseStore,
+        FanoutStore,
+        JsonlStore,
+        MemoryStore,
+        PostgresStore,
+        RecordFilter,
+        SQLiteStore,
+        Store,
+    )
+    from .stores._human import alabel, label
 
 __version__ = "0.1.0"
+
+#: Where each public name lives: the module, relative to this package, that defines it.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "._alerts.calibration": ("Calibration", "acalibrate", "calibrate"),
+    "._alerts.notifiers": ("LogNotifier", "SlackNotifier", "WebhookNotifier"),
+    "._alerts.windowed": ("QualityAlert", "WindowedAlert"),
+    "._base.context": ("EvalContext", "RunUsage", "ToolCall"),
+    "._base.label": ("Label",),
+    "._base.outcome": ("Outcome",),
+    "._base.record": ("EvalRecord",),
+    "._base.result": ("AgentAsJudgeResult",),
+    "._evaluators.base": ("Evaluator",),
+    "._evaluators.checks": (
+        "Budget", "Contains", "ExactMatch", "IsJSON", "JSONSchema", "LabelMatch", "MatchesModel", "NotContains",
+        "Regex", "ToolUse",
+    ),
+    "._evaluators.combine": ("Borderline", "Ensemble", "Group", "Ordered"),
+    "._evaluators.function": ("evaluator",),
+    "._evaluators.llm": ("AgentAsJudgeEval",),
+    "._evaluators.rubric": ("Criterion", "Rubric"),
+    "._evaluators.scorer": ("ScorerEval",),
+    "._evaluators.session": ("SessionJudge",),
+    "._evaluators.templates": ("JudgeTemplate", "add_judge", "get_judge", "list_judges"),
+    "._grading.sessions": ("aend_session", "end_session"),
+    "._hooks.settings": ("HookSettings",),
+    "._judges.agno": ("AgnoJudge",),
+    "._judges.base": ("BaseJudge", "Judge", "JudgeReply"),
+    "._judges.call": ("RetryPolicy",),
+    "._judges.litellm": ("LiteLLMJudge",),
+    "._judges.prompt": ("JudgeRequest",),
+    "._judges.verdict": ("Verdict", "parse_verdict"),
+    "._runtime": ("adrain", "drain", "lifespan", "stats"),
+    ".exceptions": (
+        "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
+        "JudgeUnavailable", "LocalModelUnavailable", "MalformedVerdict", "MemberError", "MissingContext",
+        "MissingExpected", "MissingMetrics", "NotRebuildable", "RedactionError", "RemoteJudgeError", "StoreError",
+    ),
+    ".stores": (
+        "AgnoDbStore", "BaseStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "RecordFilter",
+        "SQLiteStore", "Store",
+    ),
+    ".stores._human": ("alabel", "label"),
+}
+__getattr__, __dir__ = attach(__name__, _EXPORTS)
 
 __all__ = (
     "AgentAsJudgeEval",

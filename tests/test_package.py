@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from structlog.testing import capture_logs
 
 import judgehooks
@@ -14,6 +15,35 @@ def test_import_does_not_import_litellm():
     code = "import sys, judgehooks; print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _fresh(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_face_loads_each_name_on_first_use():
+    """`import judgehooks` loads no part of the package; a name loads the modules it needs, and no
+    others: the drop-in AgentAsJudgeEval does not bring in the alerts, the CLI, sessions or the
+    stores it does not use."""
+    loaded = "import sys; print(sorted(m for m in sys.modules if m.startswith('judgehooks')))"
+    assert _fresh(f"import judgehooks; {loaded}") == str(["judgehooks", "judgehooks._base", "judgehooks._base.lazy"])
+    after = _fresh(f"from judgehooks import AgentAsJudgeEval; {loaded}")
+    assert "judgehooks._evaluators.llm" in after
+    for unused in ("judgehooks._alerts", "judgehooks._cli", "judgehooks._evaluators.session",
+                   "judgehooks.stores._postgres", "judgehooks._grading.sessions"):
+        assert f"'{unused}'" not in after, unused
+    assert set(dir(judgehooks)) >= set(judgehooks.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        judgehooks.Nope  # noqa: B018
+
+
+def test_a_fresh_process_can_rebuild_every_builtin_evaluator_from_a_spec():
+    """Workers and `judgehooks resume` rebuild evaluators by class name; with the face loading
+    nothing, the registry must still hold every built-in class in a process that imported none."""
+    code = "from judgehooks._evaluators.spec import rebuildable; print(' '.join(rebuildable()))"
+    names = set(_fresh(code).split())
+    for name in ("AgentAsJudgeEval", "Rubric", "ScorerEval", "SessionJudge", "Regex", "Contains", "Ensemble"):
+        assert name in names, name
 
 
 def test_public_names_are_pinned():

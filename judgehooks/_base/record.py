@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import uuid
 from collections.abc import Mapping
@@ -41,7 +42,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+@dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid", defer_build=True))
 class EvalRecord:
     """One evaluation's outcome. ``status`` is one of passed, failed, error, skipped.
 
@@ -126,19 +127,19 @@ class EvalRecord:
 
     def model_dump(self, *, mode: Literal["python", "json"] = "python", **options: Any) -> dict[str, Any]:
         """The record as a dict; `options` as pydantic's (include, exclude, exclude_none, ...)."""
-        return _ADAPTER.dump_python(self, mode=mode, **options)  # type: ignore[no-any-return]
+        return _adapter().dump_python(self, mode=mode, **options)  # type: ignore[no-any-return]
 
     def model_dump_json(self, **options: Any) -> str:
         """The record as JSON text; `options` as pydantic's (indent, include, exclude, ...)."""
-        return _ADAPTER.dump_json(self, **options).decode()
+        return _adapter().dump_json(self, **options).decode()
 
     @classmethod
     def model_validate(cls, data: Mapping[str, Any]) -> EvalRecord:
-        return _ADAPTER.validate_python(data)
+        return _adapter().validate_python(data)
 
     @classmethod
     def model_validate_json(cls, data: str | bytes) -> EvalRecord:
-        return _ADAPTER.validate_json(data)
+        return _adapter().validate_json(data)
 
     def print_eval(self, console: Any = None) -> None:
         """Print this evaluation as agno's `AgentAsJudgeEvaluation.print_eval` does, with the
@@ -167,7 +168,11 @@ class EvalRecord:
         (console or Console()).print(table)
 
 
-_ADAPTER: TypeAdapter[EvalRecord] = TypeAdapter(EvalRecord)
+@functools.cache
+def _adapter() -> TypeAdapter[EvalRecord]:
+    """The record's pydantic adapter, built on first use: building its validator costs several
+    milliseconds of import time that a process which never reads a record back does not need."""
+    return TypeAdapter(EvalRecord)
 
 
 # Column order of a record in stores; every field is one column.

@@ -2,11 +2,13 @@
 
 The classes a spec may name are the built-in evaluator classes, registered as they are defined
 (`Evaluator.__init_subclass__`): a spec can never name an arbitrary importable object, and this
-module never imports the package face.
+module never imports the package face. The package face loads its modules on first use, so the
+modules that define built-in evaluators are imported here before the registry is read.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +16,16 @@ from typing import Any
 from ..exceptions import NotRebuildable
 
 _classes: dict[str, type[Any]] = {}
+
+#: The modules of this folder that define evaluator classes a spec may name.
+_BUILTIN_MODULES = ("checks", "combine", "function", "llm", "rubric", "scorer", "session")
+
+
+def _registered() -> dict[str, type[Any]]:
+    """The registry, with every built-in evaluator module imported (each import is a no-op after the first)."""
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+    return _classes
 
 #: How an LLM evaluator reaches and retries its judge (`llm.JudgeConnection`'s fields but
 #: include_tool_calls, plus AgentAsJudgeEval's own): a worker never takes these from a job.
@@ -36,11 +48,11 @@ def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
         raise NotRebuildable("it was built from user code (a function, a model, a composite or a custom judge)")
     settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)
     if "class" in spec:
-        cls = _classes.get(spec["class"]) if isinstance(spec["class"], str) else None
+        cls = _registered().get(spec["class"]) if isinstance(spec["class"], str) else None
         if cls is None:
             raise NotRebuildable(f"its spec names {spec['class']!r}, which is not a judgehooks evaluator")
     else:
-        cls = _classes["AgentAsJudgeEval"]
+        cls = _registered()["AgentAsJudgeEval"]
         if not spec.get("model"):
             raise NotRebuildable("its judge is not a litellm model string")
     settings = {k: v for k, v in settings.items() if v is not None}
@@ -49,12 +61,12 @@ def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
 
 def rebuildable() -> tuple[str, ...]:
     """The names of the classes a spec may name."""
-    return tuple(sorted(_classes))
+    return tuple(sorted(_registered()))
 
 
 def takes_judge(name: str) -> bool:
     """Whether the evaluator class `name` grades with an LLM judge (it takes an `api_base`)."""
-    return "api_base" in inspect.signature(_classes[name]).parameters
+    return "api_base" in inspect.signature(_registered()[name]).parameters
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,7 @@ class JobRebuild:
     api_base: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.allow) - set(_classes))
+        unknown = sorted(set(self.allow) - set(_registered()))
         if unknown:
             raise ValueError(f"cannot rebuild {', '.join(unknown)}: not judgehooks evaluator classes "
                              f"(choose from {', '.join(rebuildable())})")
