@@ -46,12 +46,39 @@ def storable(text: str) -> str:
 def storable_data(value: Any) -> Any:
     """`storable` applied to every string in JSON-like data (dict keys and values, lists, tuples);
     other objects (a namedtuple, a model, a set) are returned as they are: the stores' JSON
-    fallback writes them whatever they hold."""
+    fallback writes them whatever they hold. Data with nothing to mend (almost all of it) is
+    returned as it is, after one walk that allocates nothing."""
+    return value if _is_storable(value) else _mend(value)
+
+
+def _is_storable(value: Any) -> bool:
+    """No string in `value` needs mending (the common cases are tested inline: this walks every
+    record's fields on the hot path)."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if not (type(key) is str and key.isascii()) and not _is_storable(key):
+                return False
+            kind = type(item)
+            if kind is str:
+                if not item.isascii() and storable(item) is not item:
+                    return False
+            elif item is not None and not _is_storable(item):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        return all(_is_storable(item) for item in value)
+    if isinstance(value, str):
+        return value.isascii() or storable(value) is value
+    return True
+
+
+def _mend(value: Any) -> Any:
     if isinstance(value, str):
         return storable(value)
     kind = type(value)
     if kind is dict:
-        return {storable_data(k): storable_data(v) for k, v in value.items()}
+        return {_mend(k): _mend(v) for k, v in value.items()}
     if kind is list or kind is tuple:
-        return kind(storable_data(v) for v in value)
+        return kind(_mend(v) for v in value)
     return value
