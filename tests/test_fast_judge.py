@@ -86,6 +86,16 @@ def test_cost_comes_from_litellm_prices_on_both_paths(make_agent, server):
     assert unpriced["cost_usd"] is None
 
 
+def test_cached_prompt_tokens_are_priced_as_litellm_prices_them(make_agent, server):
+    """A reply that says part of the prompt came from the provider's cache: the fast path prices
+    those tokens at litellm's cache-read rate, as litellm's own cost calculation does."""
+    full, _ = _both(make_agent, server, "q [[judge_tokens=4000]]", model="openai/gpt-4o-mini")
+    cached, _ = _both(make_agent, server, "q [[judge_tokens=4000]] [[judge_cached_tokens=3000]]",
+                      model="openai/gpt-4o-mini")
+    assert cached["prompt_tokens"] == full["prompt_tokens"] == 4000
+    assert 0 < cached["cost_usd"] < full["cost_usd"]  # the same tokens, most of them at the cheaper rate
+
+
 def test_a_500_is_the_same_error_on_both_paths(make_agent, server):
     record, bodies = _both(make_agent, server, "q [[judge_status=500]]", retries=1)
     assert (record["status"], record["error_type"], record["attempts"]) == ("error", "InternalServerError", 2)
@@ -214,3 +224,39 @@ async def test_a_litellm_callback_set_after_the_first_call_sends_later_calls_thr
     monkeypatch.setattr(litellm, "success_callback", [lambda *args: None])  # e.g. a user's logging
     reply = await judge.complete(request)
     assert through_litellm == ["openai/judge"] and reply.text
+
+
+def test_each_loops_clients_close_on_that_loop_as_it_shuts_down(server):
+    """A program that calls `asyncio.run` again and again (a script, a test suite) gets a client per
+    loop; each is closed by its own loop's shutdown, so nothing is left for the garbage collector to
+    close later on a loop that is already closed ("Task exception was never retrieved")."""
+    import subprocess
+    import sys
+
+    code = f"""
+import asyncio, gc, os
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from judgehooks import LiteLLMJudge
+from judgehooks._base.context import EvalContext
+from judgehooks._judges import openai_wire
+from judgehooks._judges.prompt import build_request
+
+judge = LiteLLMJudge("openai/judge", api_base={server.base_url!r}, api_key="test-key")
+request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
+clients = []
+
+async def one():
+    await judge.prepare()
+    reply = await judge.complete(request)
+    assert reply.text and judge.route is not None
+    clients.extend(openai_wire._CLIENTS[asyncio.get_running_loop()].values())
+
+for _ in range(3):
+    asyncio.run(one())
+    gc.collect()
+print(len(clients), len({{id(c) for c in clients}}), all(c.is_closed() for c in clients))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3", "3", "True"]
+    assert "Event loop is closed" not in out.stderr and "never retrieved" not in out.stderr, out.stderr

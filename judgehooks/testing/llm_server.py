@@ -29,7 +29,8 @@ makes the agent answer with the message itself, directives removed (e.g. a JSON 
 ``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
 A judge offered a ``final_result...`` tool (pydantic-ai's output tool, as pydantic-evals' `LLMJudge`
 asks) answers by calling it with ``reason``, ``pass`` and ``score``.
-``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds).
+``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds);
+``[[judge_cached_tokens=N]]`` reports N of them as read from the provider's prompt cache.
 ``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
@@ -255,6 +256,8 @@ class _StubApp:
         usage = _usage(text, content)
         if d.get("judge_tokens"):
             usage["prompt_tokens"] = int(d["judge_tokens"])
+        if d.get("judge_cached_tokens"):  # OpenAI's prompt caching: part of the prompt read from the cache
+            usage["prompt_tokens_details"] = {"cached_tokens": int(d["judge_cached_tokens"])}
         finish = "tool_calls" if output_tool is not None else "stop"
         return _Reply(200, _completion(request.get("model", "judge"), message, usage, finish))
 
