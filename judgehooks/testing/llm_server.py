@@ -253,7 +253,7 @@ class _StubApp:
                     "function": {"name": output_tool["name"], "arguments": json.dumps(
                         {k: v for k, v in args.items() if k in params} or args)}}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        usage = _usage(text, content)
+        usage: dict[str, Any] = _usage(text, content)
         if d.get("judge_tokens"):
             usage["prompt_tokens"] = int(d["judge_tokens"])
         if d.get("judge_cached_tokens"):  # OpenAI's prompt caching: part of the prompt read from the cache
