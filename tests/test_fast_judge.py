@@ -127,6 +127,47 @@ async def test_retry_after_and_error_types_reach_the_retry_policy_the_same(serve
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("peer", ["refuses", "hangs up"])
+async def test_a_connection_error_is_the_same_error_on_both_paths_and_no_timeout(peer):
+    """A port nobody listens on, and a server that accepts and closes at once: a connection error on
+    both paths (the SDK's aiohttp transport alone would report either as a timeout)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if peer == "refuses":
+        listener.close()
+    else:
+        listener.listen(16)
+
+        def hang_up() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+    request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
+    names = []
+    try:
+        for fast in (True, False):
+            judge = LiteLLMJudge("openai/judge", api_base=f"http://127.0.0.1:{port}/v1", api_key="test-key",
+                                 fast_path=fast, timeout=10)
+            await judge.prepare()
+            with pytest.raises(Exception) as caught:
+                await judge.complete(request)
+            assert (judge.route is not None) is fast
+            names.append(error_name(caught.value))
+    finally:
+        listener.close()
+    assert names[0] == names[1] and names[0] != "Timeout", names
+
+
+@pytest.mark.anyio
 async def test_a_timeout_is_the_same_error_on_both_paths(server):
     request = build_request(EvalContext(input="q [[judge_delay=3000]]", output="a"), criteria="c", mode="binary")
     errors = []

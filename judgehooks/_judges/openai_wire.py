@@ -170,6 +170,7 @@ def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRo
     def raise_mapped(exc: BaseException) -> None:
         import openai
 
+        exc = _connection_error_as_such(exc)
         original: BaseException = exc
         upstream = _bare(getattr(exc, "response", None))
         if not isinstance(exc, openai.APITimeoutError):
@@ -264,6 +265,20 @@ def _http_client(openai: Any, route: WireRoute) -> Any:
         return openai.DefaultAioHttpClient(timeout=route.timeout)
     except RuntimeError:  # the SDK found no aiohttp
         return None
+
+
+def _connection_error_as_such(exc: BaseException) -> BaseException:
+    """The SDK's aiohttp transport maps every aiohttp connection error (refused, reset, DNS, a server
+    that hangs up) to a ConnectTimeout, so the SDK raises APITimeoutError for them. Only a timeout is
+    one: the others become the APIConnectionError the default transport (and litellm) raises."""
+    import openai
+
+    root = getattr(exc.__cause__, "__cause__", None)
+    if not isinstance(exc, openai.APITimeoutError) or root is None or isinstance(root, TimeoutError):
+        return exc
+    error = openai.APIConnectionError(request=exc.request)
+    error.__cause__ = root
+    return error
 
 
 def _bare(upstream: Any) -> Any:
