@@ -6,6 +6,7 @@ which the core stores as an `error` record. `AgentAsJudgeEval` and `Rubric` both
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -87,7 +88,7 @@ class JudgeCall:
             attempts += 1
             try:
                 request = self.request(ctx)  # a fresh nonce per attempt
-                with anyio.fail_after(self.timeout):
+                async with asyncio.timeout(self.timeout):
                     reply = await self.judge.complete(request)
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
