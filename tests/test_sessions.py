@@ -373,7 +373,7 @@ def test_the_judge_runs_in_a_helper_process_with_run_in_background(make_session_
 @pytest.mark.parametrize(("setting", "message"), [
     ({"gate": True}, "nothing left to block|no run left to block"),
     ({"outbox": False}, "keeps each session's turns in the outbox file"),
-    ({"broker": "redis://127.0.0.1:6399/0", "run_in_background": True}, "does not publish to Redis workers yet"),
+    ({"broker": "redis://127.0.0.1:6399/0"}, "set run_in_background=True as well"),
     ({"idle_after": 0}, "idle_after"),
     ({"budget": 0}, "budget"),
     ({"transcript_unit": "words"}, "transcript_unit"),

@@ -20,7 +20,8 @@ import sqlite3
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import anyio.to_thread
 
@@ -34,6 +35,8 @@ from .sessionbook import Claim, SessionBook
 
 #: seconds before a window whose record the store refused is tried again
 STORE_RETRY_S = 30.0
+#: seconds before turns Redis could not take are forwarded again (broker=)
+FORWARD_RETRY_S = 1.0
 #: how often the clock folds the session book's WAL into its file (never on the hook path)
 CHECKPOINT_EVERY_S = 1.0
 
@@ -53,13 +56,36 @@ def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str) 
                                session_id=session_id, scope="session", run_ids=run_ids)
 
 
+class Relay(Protocol):
+    """Where a producer with broker= hands its sessions' turns (`judgehooks._grading.redis.sessions`)."""
+
+    async def push(self, claim: Claim) -> bool: ...
+
+    async def end(self, evaluator: str, session_id: str) -> bool: ...
+
+
+async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]], sample_rate: float,
+                       *, last_key: str) -> EvalRecord:
+    """The unsaved record of one window of turns as stored (JSON data): graded, or an `error` record
+    naming the turn that cannot be read back (`last_key` stands in for its last run in the id)."""
+    try:
+        read = [Turn.from_dict(t) for t in turns]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        ctx = SessionContext(input="", output="", session_id=session_id)
+        record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
+        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key]), scope="session")
+    ctx = SessionContext.of(read)
+    return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
+
+
 class SessionGrader:
     """The clock and the grading of one session evaluator (registered with the runtime for drain,
     exit and stats, and here for `end_session`)."""
 
     def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
-                 lease: float = 120.0) -> None:
+                 lease: float = 120.0, relay: Relay | None = None) -> None:
         self.pipeline = pipeline
+        self.relay = relay  # broker=: turns go on to Redis, graded by workers
         self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
         self.book = book
         self.idle_after = idle_after
@@ -71,7 +97,7 @@ class SessionGrader:
         self._event: asyncio.Event | None = None
         self._wake_at: float | None = None
         self._grading: dict[str, asyncio.Task[EvalRecord | None]] = {}
-        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0}
+        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0}
         _graders.add(self)
 
     @property
@@ -160,17 +186,13 @@ class SessionGrader:
         return as_session_record(await self.pipeline.grade(ctx, sample_rate), ctx, session_id)
 
     async def _grade(self, claim: Claim) -> EvalRecord | None:
-        """Grade one window and store its record; the turns are forgotten only once it is stored."""
-        try:
-            turns = [Turn.from_dict(t) for t in claim.turns]
-        except (KeyError, TypeError, ValueError) as exc:  # a turn the book cannot give back: an error record
-            ctx = SessionContext(input="", output="", session_id=claim.session_id)
-            record = make_record(ctx, self.pipeline.evaluator, Outcome(error=exc), latency_ms=0.0,
-                                 sample_rate=claim.sample_rate)
-            key = session_record_id(self.name, claim.session_id, [str(claim.last_seq)])
-            record = dataclasses.replace(record, id=key, scope="session")
-        else:
-            record = await self.grade_turns(claim.session_id, turns, claim.sample_rate)
+        """Grade one window and store its record; the turns are forgotten only once it is stored.
+        With a relay (broker=), hand the turns to Redis instead, where a worker grades them."""
+        if self.relay is not None:
+            await self._forward(claim)
+            return None
+        record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
+                                    last_key=str(claim.last_seq))
         error = await self.pipeline.deliver([record])
         if error is not None:
             self.count("store_errors")
@@ -179,6 +201,14 @@ class SessionGrader:
         self.book.finish(claim)
         self.count("graded")
         return record
+
+    async def _forward(self, claim: Claim) -> None:
+        assert self.relay is not None
+        if not await self.relay.push(claim):  # Redis is down: the turns stay in the book, tried again soon
+            self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
+            return
+        self.book.finish(claim)
+        self.count("forwarded")
 
     async def grade_now(self, session_id: str | None = None) -> list[EvalRecord]:
         """Grade what is due now (one session, or all), wait for it and for gradings in flight."""
@@ -194,7 +224,10 @@ class SessionGrader:
     async def end(self, session_id: str) -> list[EvalRecord]:
         """Grade a session at once (its open window), and wait for the record."""
         self.book.end(self.name, session_id)
-        return await self.grade_now(session_id)
+        records = await self.grade_now(session_id)
+        if self.relay is not None:  # the turns are in Redis now: make the session due there, for a worker
+            await self.relay.end(self.name, session_id)
+        return records
 
     # ---- the runtime's Drainable ------------------------------------------------------------
 
