@@ -203,6 +203,30 @@ def test_a_run_after_grading_starts_a_new_window_and_a_duplicate_turn_is_not_gra
     assert (one.run_ids, two.run_ids) == ([first.run_id], [later.run_id]) and one.id != two.id
 
 
+def test_a_session_whose_record_the_store_refuses_stays_in_redis_and_is_graded_later(make_producer, make_agent,
+                                                                                       redis_url, rds, server):
+    class DownAtFirst(judgehooks.MemoryStore):
+        failures = 6  # more than one delivery's write retries
+
+        async def write(self, records):
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("store down")
+            await super().write(records)
+
+    run_id = make_agent(make_producer()).run("question", session_id="s-s").run_id
+    assert judgehooks.drain(30)
+    member = member_of("conversation", "s-s")
+    store = DownAtFirst()
+    worker_ = in_process_worker(redis_url, store, server)
+    asyncio.run(serve_until(worker_, lambda: worker_.stats()["sessions_store_failed"] == 1))
+    assert store.records == [] and rds.zcard(keys_of(member)[2]) == 1  # its turn is kept
+    assert rds.zscore(DUE, member) >= time.time() + 20  # tried again after 30 s
+    rds.zadd(DUE, {member: 0})  # ... which this test does not wait for
+    asyncio.run(serve_until(worker_, lambda: len(store.records) == 1))
+    assert store.records[0].run_ids == [run_id] and rds.zcard(DUE) == 0
+
+
 def test_end_session_makes_the_session_due_in_redis_at_once(make_producer, make_agent, redis_url, rds, server):
     judge = make_producer(idle_after=3600)
     make_agent(judge).run("question", session_id="s-e")
@@ -260,6 +284,7 @@ def test_a_multi_turn_session_is_graded_once_through_two_workers(make_producer, 
     finally:
         outs = [stop_worker(w) for w in (a, b)]
     assert all(code == 0 for code, _ in outs), outs
+    assert sorted(" 1 session(s) graded" in out for _, out in outs) == [False, True], outs
 
 
 @pytest.mark.slow
