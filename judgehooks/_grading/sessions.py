@@ -43,16 +43,20 @@ CHECKPOINT_EVERY_S = 1.0
 _graders: weakref.WeakSet[SessionGrader] = weakref.WeakSet()
 
 
-def session_record_id(evaluator: str, session_id: str, run_ids: list[str]) -> str:
-    """One window's record id, from its first and last run: the same in every process that grades
-    the same turns, and a new one when a window is graded again with more turns."""
-    return record_id(evaluator, f"session\x1f{session_id}\x1f{run_ids[0]}\x1f{run_ids[-1]}")
+def session_record_id(evaluator: str, session_id: str, run_ids: list[str], version: str | None = None) -> str:
+    """One window's record id, from its first and last run and the evaluator version: the same in
+    every process that grades the same turns the same way, and a new one when a window is graded
+    again with more turns or under other criteria (`grade-sessions` after a change), so the store
+    keeps that record too instead of ignoring it as a duplicate."""
+    window = f"session\x1f{session_id}\x1f{run_ids[0]}\x1f{run_ids[-1]}"
+    return record_id(evaluator, window if version is None else f"{window}\x1f{version}")
 
 
 def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str) -> EvalRecord:
     """A graded window's record: scope "session", its run ids in order, its own id."""
     run_ids = ctx.run_ids
-    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids), run_id=None,
+    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids,
+                                                                      record.evaluator_version), run_id=None,
                                session_id=session_id, scope="session", run_ids=run_ids)
 
 
@@ -73,7 +77,8 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         ctx = SessionContext(input="", output="", session_id=session_id)
         record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
-        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key]), scope="session")
+        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key],
+                                                                       record.evaluator_version), scope="session")
     ctx = SessionContext.of(read)
     return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
 
