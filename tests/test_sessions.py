@@ -315,6 +315,27 @@ def test_judgehooks_resume_grades_a_dead_process_session_when_it_falls_due(serve
     assert len(SQLiteStore(db).query_sync(evaluator="crashy")) == 1
 
 
+def test_a_turn_the_outbox_refuses_is_a_skipped_record_given_to_on_drop_and_counted(make_session_judge, make_agent,
+                                                                                     store, tmp_path):
+    import sqlite3
+
+    dropped = []
+    judge = make_session_judge(on_drop=dropped.append)
+    agent = make_agent(judge)
+    first = agent.run("first", session_id="s-lost")
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:  # the outbox file now refuses every turn (a full disk)
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON session_turns BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    lost = agent.run("second", session_id="s-lost")
+    assert judgehooks.drain(30)
+    [record] = [r for r in store.records if r.status == "skipped"]
+    assert (record.run_id, record.session_id, record.scope, record.run_ids) == (lost.run_id, "s-lost", "session",
+                                                                                [lost.run_id])
+    assert "session turn not recorded" in record.reason and "disk full" in record.reason
+    assert dropped == [record] and judge.stats()["turns_lost"] == 1
+    [graded] = judgehooks.end_session("s-lost", judge)
+    assert graded.run_ids == [first.run_id]  # the turn the book took is still graded
+
+
 def test_a_window_graded_twice_is_one_stored_record(make_session_judge, make_agent, tmp_path):
     """A crash after the store took the record but before the book forgot the turns grades the
     window again: the record id is the window's, so the store keeps one."""

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
+from .._base.context import EvalContext
 from .._base.log import log
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord, record_id
@@ -102,7 +103,8 @@ class SessionGrader:
         self._event: asyncio.Event | None = None
         self._wake_at: float | None = None
         self._grading: dict[str, asyncio.Task[EvalRecord | None]] = {}
-        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0}
+        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0,
+                        "turns_lost": 0}
         _graders.add(self)
 
     @property
@@ -182,6 +184,14 @@ class SessionGrader:
     def _done(self, session_id: str, task: asyncio.Task[Any]) -> None:
         self._grading.pop(session_id, None)
         self._poke()  # a slot is free
+
+    def lost(self, ctx: EvalContext, sample_rate: float, why: str) -> None:
+        """A turn the book could not take (the hook path): like a run shed from a full queue, a
+        `skipped` record for its run, stored, given to `on_drop`, logged and counted (`turns_lost`)."""
+        self.count("turns_lost")
+        record = dataclasses.replace(self.pipeline.skipped(ctx, f"session turn not recorded: {why}", sample_rate),
+                                     scope="session", run_ids=[ctx.run_id or ""])
+        runtime.submit(self.pipeline.deliver, [record])  # drain() waits for it; the run never does
 
     # ---- grading ----------------------------------------------------------------------------
 

@@ -126,9 +126,11 @@ class SessionShell(HookShell):
             self.book.add_turn(wiring.pipeline.name, session_id, ctx.run_id or "", turn, due_at=due, sample_rate=rate,
                                spec=self._spec_text)
         except sqlite3.Error as exc:
-            # Nothing to grade it with later: said loudly, never silently (a full disk, a locked file).
+            # Nothing to grade it with later (a full disk, a locked file): said loudly, and the run
+            # gets a `skipped` record (stored, on_drop, stats["turns_lost"]), never only a log line.
             log.error("session_turn_lost", evaluator=wiring.pipeline.name, session_id=session_id, run_id=ctx.run_id,
                       error_type=type(exc).__name__, error=str(exc), outbox=self.book.path)
+            grader.lost(ctx, rate, f"the outbox file {self.book.path} refused it: {type(exc).__name__}: {exc}")
             return
         grader.count("turns")
         grader.arm(due)
