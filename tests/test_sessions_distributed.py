@@ -5,6 +5,7 @@ the loopback server and real SQLite."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -14,7 +15,17 @@ import pytest
 import redis
 import redis.asyncio
 from conftest import wait_for
-from test_distributed import JOB_KEY, rds, rebuilds, redis_url, serve_until, signed, start_worker, stop_worker
+from test_distributed import (
+    JOB_KEY,
+    DownAtFirst,
+    rds,
+    rebuilds,
+    redis_url,
+    serve_until,
+    signed,
+    start_worker,
+    stop_worker,
+)
 
 import judgehooks
 from judgehooks import SessionJudge, SQLiteStore
@@ -52,6 +63,13 @@ def in_process_worker(redis_url: str, store, server, **kw):
     os.environ.setdefault("OPENAI_API_KEY", "from-env")  # specs carry no secrets
     return Worker(redis_url, store, concurrency=4, reclaim_after=2, key=JOB_KEY,
                   rebuild=rebuilds(server, "SessionJudge"), **kw)
+
+
+def one_turn(make_producer, make_agent, session_id: str, text: str = "question") -> tuple[str, str]:
+    """One run of a session, forwarded to Redis: its run id and the session's member."""
+    run_id = make_agent(make_producer()).run(text, session_id=session_id).run_id
+    assert judgehooks.drain(30)
+    return run_id, member_of("conversation", session_id)
 
 
 # ---- the producer --------------------------------------------------------------------------------
@@ -96,10 +114,7 @@ def test_a_session_is_graded_once_in_order_by_a_worker_when_it_falls_due(make_pr
 
 
 def test_forged_and_malformed_entries_are_refused_and_never_graded(make_producer, make_agent, redis_url, rds, server):
-    agent = make_agent(make_producer())
-    real = agent.run("the real question", session_id="s-f").run_id
-    assert judgehooks.drain(30)
-    member = member_of("conversation", "s-f")
+    real, member = one_turn(make_producer, make_agent, "s-f", "the real question")
     _, state, turns, data, _, _ = keys_of(member)
     # An unsigned turn slipped into the real session, trying to pass it whatever it holds
     forged = json.loads(rds.hget(data, real))
@@ -133,10 +148,7 @@ def test_a_malformed_signed_turn_is_an_error_record(make_producer, make_agent, r
     from judgehooks._grading.redis.sessions import signed_text
     from judgehooks._grading.redis.signing import sign
 
-    agent = make_agent(make_producer())
-    run_id = agent.run("a question", session_id="s-m").run_id
-    assert judgehooks.drain(30)
-    member = member_of("conversation", "s-m")
+    run_id, member = one_turn(make_producer, make_agent, "s-m")
     _, _, _, data, sigs, _ = keys_of(member)
     entry = json.loads(rds.hget(data, run_id))
     entry["turn"] = {"run": {"not": "a run"}}
@@ -154,10 +166,7 @@ def test_a_malformed_signed_turn_is_an_error_record(make_producer, make_agent, r
 
 def test_a_session_every_worker_dies_on_ends_as_an_error_record_and_a_dead_letter(make_producer, make_agent,
                                                                                   redis_url, rds, server):
-    agent = make_agent(make_producer())
-    run_id = agent.run("the session that kills its workers", session_id="s-d").run_id
-    assert judgehooks.drain(30)
-    member = member_of("conversation", "s-d")
+    run_id, member = one_turn(make_producer, make_agent, "s-d", "the session that kills its workers")
     rds.hset(keys_of(member)[1], mapping={"claims": 3, "owner": "crashed", "lease_until": 0})  # three died holding it
     rds.zadd(DUE, {member: 0})
     store = judgehooks.MemoryStore()
@@ -205,18 +214,7 @@ def test_a_run_after_grading_starts_a_new_window_and_a_duplicate_turn_is_not_gra
 
 def test_a_session_whose_record_the_store_refuses_stays_in_redis_and_is_graded_later(make_producer, make_agent,
                                                                                        redis_url, rds, server):
-    class DownAtFirst(judgehooks.MemoryStore):
-        failures = 6  # more than one delivery's write retries
-
-        async def write(self, records):
-            if self.failures:
-                self.failures -= 1
-                raise ConnectionError("store down")
-            await super().write(records)
-
-    run_id = make_agent(make_producer()).run("question", session_id="s-s").run_id
-    assert judgehooks.drain(30)
-    member = member_of("conversation", "s-s")
+    run_id, member = one_turn(make_producer, make_agent, "s-s")
     store = DownAtFirst()
     worker_ = in_process_worker(redis_url, store, server)
     asyncio.run(serve_until(worker_, lambda: worker_.stats()["sessions_store_failed"] == 1))
@@ -225,6 +223,21 @@ def test_a_session_whose_record_the_store_refuses_stays_in_redis_and_is_graded_l
     rds.zadd(DUE, {member: 0})  # ... which this test does not wait for
     asyncio.run(serve_until(worker_, lambda: len(store.records) == 1))
     assert store.records[0].run_ids == [run_id] and rds.zcard(DUE) == 0
+
+
+def test_a_window_stored_before_its_worker_died_is_not_graded_nor_called_back_again(make_producer, make_agent,
+                                                                                    redis_url, rds, server):
+    _, member = one_turn(make_producer, make_agent, "s-once")
+    saved = {key: rds.dump(key) for key in keys_of(member)[1:5] if rds.exists(key)}
+    store = judgehooks.MemoryStore()
+    asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 1))
+    for key, value in saved.items():  # as if the worker died after storing the record, before forgetting the turns
+        rds.restore(key, 0, value, replace=True)
+    rds.zadd(DUE, {member: 0})
+    again = in_process_worker(redis_url, store, server)
+    asyncio.run(serve_until(again, lambda: rds.zcard(DUE) == 0))
+    assert len(store.records) == 1 and server.settings.counts["judge"] == 1
+    assert (again.stats()["sessions_already_stored"], again.stats()["sessions_graded"]) == (1, 0)
 
 
 def test_end_session_makes_the_session_due_in_redis_at_once(make_producer, make_agent, redis_url, rds, server):
@@ -266,13 +279,25 @@ def test_with_redis_down_turns_wait_in_the_outbox_and_go_out_when_it_is_back(mak
 
 # ---- worker processes ----------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def two_workers(redis_url: str, tmp_path, server):
+    """Two `judgehooks worker` processes grading into one SQLite file: its path, and (once they
+    stopped, each checked to exit 0) their closing lines."""
+    db = str(tmp_path / "shared.db")
+    procs = [worker(redis_url, db, name, tmp_path, server) for name in ("worker-a", "worker-b")]
+    outs: list[str] = []
+    try:
+        yield db, outs
+    finally:
+        stopped = [stop_worker(p) for p in procs]
+        outs += [out for _, out in stopped]
+    assert all(code == 0 for code, _ in stopped), stopped
+
+
 @pytest.mark.slow
 def test_a_multi_turn_session_is_graded_once_through_two_workers(make_producer, make_agent, redis_url, rds,
                                                                  tmp_path, server):
-    db = str(tmp_path / "shared.db")
-    a = worker(redis_url, db, "worker-a", tmp_path, server)
-    b = worker(redis_url, db, "worker-b", tmp_path, server)
-    try:
+    with two_workers(redis_url, tmp_path, server) as (db, outs):
         agent = make_agent(make_producer())
         runs = [agent.run(f"turn {i}", session_id="s-2w") for i in range(4)]
         assert judgehooks.drain(30)
@@ -281,10 +306,7 @@ def test_a_multi_turn_session_is_graded_once_through_two_workers(make_producer, 
         [record] = session_records(db)
         assert record.run_ids == [r.run_id for r in runs] and record.status == "passed"
         assert server.settings.counts["judge"] == 1 and rds.zcard(DUE) == 0
-    finally:
-        outs = [stop_worker(w) for w in (a, b)]
-    assert all(code == 0 for code, _ in outs), outs
-    assert sorted(" 1 session(s) graded" in out for _, out in outs) == [False, True], outs
+    assert sorted(" 1 session(s) graded" in out for out in outs) == [False, True], outs
 
 
 @pytest.mark.slow
@@ -319,11 +341,8 @@ def test_a_worker_killed_while_grading_a_session_leaves_it_to_the_other_which_gr
 @pytest.mark.slow
 def test_many_concurrent_sessions_are_each_graded_once_and_attributed(make_producer, make_agent, redis_url, rds,
                                                                       tmp_path, server):
-    db = str(tmp_path / "shared.db")
-    a = worker(redis_url, db, "worker-a", tmp_path, server)
-    b = worker(redis_url, db, "worker-b", tmp_path, server)
     sessions = 30
-    try:
+    with two_workers(redis_url, tmp_path, server) as (db, _):
         agent = make_agent(make_producer(), id="agent-c")
 
         async def converse(i: int) -> list[str]:
@@ -344,6 +363,3 @@ def test_many_concurrent_sessions_are_each_graded_once_and_attributed(make_produ
             record = by_session[f"c-{i}"]
             assert (record.run_ids, record.user_id, record.agent_id) == (runs[i], f"u-{i}", "agent-c")
         assert server.settings.counts["judge"] == sessions and rds.zcard(DUE) == 0
-    finally:
-        outs = [stop_worker(w) for w in (a, b)]
-    assert all(code == 0 for code, _ in outs), outs

@@ -31,6 +31,7 @@ from .._base.outcome import Outcome
 from .._base.record import EvalRecord, record_id
 from .._base.session import SessionContext, Turn
 from .._runtime import runtime
+from ..stores import BaseStore
 from .pipeline import Pipeline, make_record
 from .sessionbook import Claim, SessionBook
 
@@ -70,18 +71,38 @@ class Relay(Protocol):
 
 
 async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]], sample_rate: float,
-                       *, last_key: str) -> EvalRecord:
+                       *, last_key: str) -> EvalRecord | None:
     """The unsaved record of one window of turns as stored (JSON data): graded, or an `error` record
-    naming the turn that cannot be read back (`last_key` stands in for its last run in the id)."""
+    naming the turn that cannot be read back (`last_key` stands in for its last run in the id).
+    None when the store holds the window's record already: a process died between storing it and
+    forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
+    version = pipeline.evaluator.evaluator_version
     try:
         read = [Turn.from_dict(t) for t in turns]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         ctx = SessionContext(input="", output="", session_id=session_id)
+        if await _stored(pipeline, session_record_id(pipeline.name, session_id, [last_key], version)):
+            return None
         record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
-        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key],
-                                                                       record.evaluator_version), scope="session")
+        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
+                                   scope="session")
     ctx = SessionContext.of(read)
+    if await _stored(pipeline, session_record_id(pipeline.name, session_id, ctx.run_ids, version)):
+        return None
     return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
+
+
+async def _stored(pipeline: Pipeline, key: str) -> bool:
+    """Whether the store already holds record `key`; False when it cannot say (down, or a store
+    that cannot look records up): then the window is graded, and the store still keeps one record."""
+    store = pipeline.store
+    if not isinstance(store, BaseStore):
+        return False
+    try:
+        return bool(await store.records_by_id([key]))
+    except Exception as exc:
+        log.debug("session_record_lookup_failed", evaluator=pipeline.name, error_type=type(exc).__name__)
+        return False
 
 
 class SessionGrader:
@@ -104,7 +125,7 @@ class SessionGrader:
         self._wake_at: float | None = None
         self._grading: dict[str, asyncio.Task[EvalRecord | None]] = {}
         self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0,
-                        "turns_lost": 0}
+                        "turns_lost": 0, "already_stored": 0}
         _graders.add(self)
 
     @property
@@ -208,6 +229,10 @@ class SessionGrader:
             return None
         record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
                                     last_key=str(claim.last_seq))
+        if record is None:  # stored already (a crash after storing it): forget the turns, call nobody back
+            self.book.finish(claim)
+            self.count("already_stored")
+            return None
         error = await self.pipeline.deliver([record])
         if error is not None:
             self.count("store_errors")

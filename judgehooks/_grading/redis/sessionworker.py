@@ -102,7 +102,7 @@ class SessionClock:
         self.token = f"{broker.consumer_name}:{uuid.uuid4().hex[:8]}"
         self.running: dict[str, asyncio.Task[None]] = {}
         self.counts = {"sessions_graded": 0, "sessions_taken_over": 0, "sessions_dead_lettered": 0,
-                       "sessions_store_failed": 0}
+                       "sessions_store_failed": 0, "sessions_already_stored": 0}
 
     async def serve(self, stop: asyncio.Event, shutdown_timeout: float) -> None:
         """Take and grade due sessions until `stop`; then give running ones `shutdown_timeout`
@@ -200,6 +200,10 @@ class SessionClock:
                 await self.before(pipeline)
         record = await grade_window(pipeline, turns.session_id, turns.graded, turns.sample_rate,
                                     last_key=window.run_ids[-1])
+        if record is None:  # stored already (its worker died after storing it): not graded nor called back again
+            self.counts["sessions_already_stored"] += 1
+            await self.sessions.finish(window, window.run_ids)
+            return
         error: StoreError | None = await pipeline.deliver([record])
         if error is not None:  # not stored: the session waits, its turns kept, and is tried again
             self.counts["sessions_store_failed"] += 1
