@@ -404,21 +404,24 @@ def test_a_job_that_every_worker_dies_on_goes_to_the_dead_letter_stream_with_an_
     assert worker.broker.dead_lettered == 1 and rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}
 
 
+class DownAtFirst(judgehooks.MemoryStore):
+    """A store that refuses its first writes (more than one delivery's write retries), then takes them."""
+
+    failures = 6
+
+    async def write(self, records):
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("store down")
+        await super().write(records)
+
+
 def test_a_dead_letter_is_acked_only_once_its_error_record_is_stored(make_producer, make_agent, redis_url, rds,
                                                                      server):
     """A store that is down while a job is buried leaves the job pending; a later reclaim stores its
     record and only then moves it to the dead-letter stream: nothing is lost."""
     from judgehooks._grading.redis.broker import DEAD_STREAM
     from judgehooks._grading.redis.worker import Worker
-
-    class DownAtFirst(judgehooks.MemoryStore):
-        failures = 6  # more than one delivery's write retries
-
-        async def write(self, records):
-            if self.failures:
-                self.failures -= 1
-                raise ConnectionError("store down")
-            await super().write(records)
 
     doomed = make_agent(make_producer()).run("the job that kills its workers").run_id
     assert judgehooks.drain(30)

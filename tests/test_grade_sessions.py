@@ -71,6 +71,45 @@ def test_grade_sessions_over_an_agno_postgres_db(capsys, server, tmp_path, postg
     _graded_once_and_again(capsys, server, tmp_path, db, postgres_dsn)
 
 
+def test_grade_sessions_skips_only_sessions_graded_by_the_same_evaluator_version(capsys, server, tmp_path):
+    """Under one --name, a changed threshold or changed criteria is another evaluator version: the
+    sessions are graded again; the same settings again skip them."""
+    from agno.db.sqlite import SqliteDb
+
+    path = tmp_path / "agno.db"
+    converse(Agent(model=model(server), db=SqliteDb(db_file=str(path)), id="v-agent", telemetry=False), "v", 2)
+    url, store = f"sqlite:///{path}", str(tmp_path / "evals.db")
+    numeric = ("--name", "nightly", "--scoring-strategy", "numeric")
+    steps = [((*numeric, "--threshold", "7"), "graded 1"), ((*numeric, "--threshold", "7"), "graded 0"),
+             ((*numeric, "--threshold", "9"), "graded 1"), ((*numeric, "--threshold", "9"), "graded 0"),
+             ((*numeric, "--threshold", "9", "--criteria", "Stays polite."), "graded 1"),
+             ((*numeric, "--threshold", "9", "--criteria", "Stays polite."), "graded 0")]
+    for argv, said in steps:
+        code, out = grade(capsys, server, url, store, *argv)
+        assert code == 0 and said in out, (argv, out)
+    records = session_records(store)["v"]
+    assert len(records) == 3 and len({r.evaluator_version for r in records}) == 3
+    assert {r.evaluator for r in records} == {"nightly"} and sorted(r.threshold for r in records) == [7, 9, 9]
+    [polite] = [r for r in records if r.criteria == "Stays polite."]
+    assert "already graded by 'nightly' version " + polite.evaluator_version in out
+
+
+def test_records_from_before_versions_count_as_the_same_evaluator_when_their_criteria_match(capsys, server,
+                                                                                          tmp_path):
+    import sqlite3
+
+    from agno.db.sqlite import SqliteDb
+
+    path = tmp_path / "agno.db"
+    converse(Agent(model=model(server), db=SqliteDb(db_file=str(path)), id="o-agent", telemetry=False), "o", 1)
+    url, store = f"sqlite:///{path}", str(tmp_path / "evals.db")
+    assert "graded 1" in grade(capsys, server, url, store, "--name", "old")[1]
+    with sqlite3.connect(store) as conn:  # as a version without evaluator versions stored it
+        conn.execute("UPDATE eval_records SET evaluator_version = NULL")
+    assert "graded 0" in grade(capsys, server, url, store, "--name", "old")[1]
+    assert "graded 1" in grade(capsys, server, url, store, "--name", "old", "--criteria", "Other.")[1]
+
+
 def test_grade_sessions_reads_team_sessions_with_member_runs(capsys, server, tmp_path):
     from agno.db.sqlite import SqliteDb
 

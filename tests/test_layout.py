@@ -56,7 +56,8 @@ OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsons
             "regex", "openai",  # slow to import: loaded on first use (a Regex check, the fast judge client)
             "presidio_analyzer",
             # judgehooks' own modules that import the `redis` extra at their top
-            "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker")
+            "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker",
+            "judgehooks._grading.redis.sessions", "judgehooks._grading.redis.sessionworker")
 
 
 def _modules() -> dict[str, Path]:

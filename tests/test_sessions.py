@@ -315,19 +315,93 @@ def test_judgehooks_resume_grades_a_dead_process_session_when_it_falls_due(serve
     assert len(SQLiteStore(db).query_sync(evaluator="crashy")) == 1
 
 
-def test_a_window_graded_twice_is_one_stored_record(make_session_judge, make_agent, tmp_path):
-    """A crash after the store took the record but before the book forgot the turns grades the
-    window again: the record id is the window's, so the store keeps one."""
+def test_a_turn_the_outbox_refuses_is_a_skipped_record_given_to_on_drop_and_counted(make_session_judge, make_agent,
+                                                                                     store, tmp_path):
+    import sqlite3
+
+    dropped = []
+    judge = make_session_judge(on_drop=dropped.append)
+    agent = make_agent(judge)
+    first = agent.run("first", session_id="s-lost")
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:  # the outbox file now refuses every turn (a full disk)
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON session_turns BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    lost = agent.run("second", session_id="s-lost")
+    assert judgehooks.drain(30)
+    [record] = [r for r in store.records if r.status == "skipped"]
+    assert (record.run_id, record.session_id, record.scope, record.run_ids) == (lost.run_id, "s-lost", "session",
+                                                                                [lost.run_id])
+    assert "session turn not recorded" in record.reason and "disk full" in record.reason
+    assert dropped == [record] and judge.stats()["turns_lost"] == 1
+    [graded] = judgehooks.end_session("s-lost", judge)
+    assert graded.run_ids == [first.run_id]  # the turn the book took is still graded
+
+
+def test_a_window_whose_record_is_stored_already_is_not_graded_nor_called_back_again(make_session_judge, make_agent,
+                                                                                      tmp_path, server):
+    """A crash after the store took the record but before the book forgot the turns leaves the
+    window to grade again: its record id is the window's, found in the store, so the window is
+    forgotten without a second judge call, a second record or a second callback."""
     store = SQLiteStore(str(tmp_path / "twice.db"))
-    judge = make_session_judge(idle_after=300, store=store)
+    called_back = []
+    judge = make_session_judge(idle_after=300, store=store, on_record=called_back.append)
     run = make_agent(judge).run("once", session_id="s-twice")
     book = judge._shell.book
     [claim] = book.claim_due(judge.evaluator_name, now=10**10)
     first = runtime.call(judge._shell.grader._grade, claim)
     book.add_turn(judge.evaluator_name, "s-twice", run.run_id, claim.turns[0], due_at=0)  # as if never forgotten
-    [again] = judgehooks.end_session("s-twice", judge)
-    assert again.id == first.id and again.run_ids == [run.run_id]
+    assert judgehooks.end_session("s-twice", judge) == []
     assert [r.id for r in store.query_sync(evaluator=judge.evaluator_name)] == [first.id]
+    assert [r.id for r in called_back] == [first.id] and server.settings.counts["judge"] == 1
+    assert judge.stats()["already_stored"] == 1 and turns_waiting(judge) == 0
+
+
+def test_with_a_store_that_cannot_look_records_up_a_window_graded_again_calls_back_again(make_session_judge,
+                                                                                         make_agent):
+    class ProtocolStore:  # the `Store` protocol only: write and query, no records_by_id
+        def __init__(self):
+            self.by_id = {}
+
+        async def write(self, records):
+            for record in records:
+                self.by_id.setdefault(record.id, record)
+
+        async def query(self, **filters):
+            return list(self.by_id.values())
+
+        async def aclose(self):
+            pass
+
+    store, called_back = ProtocolStore(), []
+    # spill=False: no SpillingStore around it, which would look records up through its query
+    judge = make_session_judge(idle_after=300, store=store, on_record=called_back.append, spill=False)
+    run = make_agent(judge).run("again", session_id="s-again")
+    book = judge._shell.book
+    [claim] = book.claim_due(judge.evaluator_name, now=10**10)
+    first = runtime.call(judge._shell.grader._grade, claim)
+    book.add_turn(judge.evaluator_name, "s-again", run.run_id, claim.turns[0], due_at=0)  # as if never forgotten
+    [again] = judgehooks.end_session("s-again", judge)
+    assert again.id == first.id and list(store.by_id) == [first.id] and len(called_back) == 2
+
+
+def test_two_processes_grading_one_window_at_once_both_call_back_and_store_one_record(make_session_judge,
+                                                                                      make_agent, tmp_path):
+    """What at-most-once does not cover: a lease that ran out while its holder still graded (a
+    stalled process), so two graders ask the judge at the same time; the store keeps one record."""
+    store = SQLiteStore(str(tmp_path / "both.db"))
+    called_back = []
+    judge = make_session_judge(idle_after=300, store=store, on_record=called_back.append)
+    make_agent(judge).run("both", session_id="s-both")
+    book = judge._shell.book
+    [claim] = book.claim_due(judge.evaluator_name, now=10**10)
+    [same] = book.claim_due(judge.evaluator_name, now=10**10 + judge.lease + 1)  # after its lease ran out
+
+    async def both():
+        grader = judge._shell.grader
+        return await asyncio.gather(grader._grade(claim), grader._grade(same))
+
+    one, two = runtime.call(both)
+    assert one.id == two.id and len(store.query_sync(evaluator=judge.evaluator_name)) == 1
+    assert len(called_back) == 2
 
 
 # ---- the book's leases: one process grades each window ------------------------------------------
@@ -373,7 +447,7 @@ def test_the_judge_runs_in_a_helper_process_with_run_in_background(make_session_
 @pytest.mark.parametrize(("setting", "message"), [
     ({"gate": True}, "nothing left to block|no run left to block"),
     ({"outbox": False}, "keeps each session's turns in the outbox file"),
-    ({"broker": "redis://127.0.0.1:6399/0", "run_in_background": True}, "does not publish to Redis workers yet"),
+    ({"broker": "redis://127.0.0.1:6399/0"}, "set run_in_background=True as well"),
     ({"idle_after": 0}, "idle_after"),
     ({"budget": 0}, "budget"),
     ({"transcript_unit": "words"}, "transcript_unit"),

@@ -1,8 +1,9 @@
 """Grade whole conversations that agno stored (an agno SqliteDb or PostgresDb), once each.
 
 Each session is one `SessionJudge` record (scope "session", its run ids in order). Idempotent: a
-session whose last run is already covered by a record of the same evaluator and criteria is
-skipped, so the command can run again (e.g. nightly) and grade only what is new.
+session whose last run is already covered by a record of the same evaluator version (its
+`evaluator_version`: criteria, scoring, threshold, prompt, judge model) is skipped, so the
+command can run again (e.g. nightly) and grade only what is new, or all again under new criteria.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
                              max_concurrency=1)
     except (ValueError, TypeError) as exc:
         raise CommandError(str(exc), code=2) from None
-    covered = _covered(call(store.query, evaluator=judge.evaluator_name, limit=None), args.criteria)
+    covered = _covered(call(store.query, evaluator=judge.evaluator_name, limit=None), judge.evaluator_version,
+                       args.criteria)
     try:
         sessions = list(read_sessions(db, agent_id=args.agent_id, team_id=args.team_id, since=args.since))
     except Exception as exc:  # a missing table, a refused connection: name the db, not a traceback
@@ -71,18 +73,22 @@ def run(args: argparse.Namespace) -> int:
     graded = sum(statuses.values())
     summary = ", ".join(f"{statuses[s]} {s}" for s in ("passed", "failed", "error") if statuses[s])
     say(f"judgehooks grade-sessions: graded {graded} session(s){f' ({summary})' if summary else ''}, skipped "
-        f"{len(sessions) - len(todo)} already graded by {judge.evaluator_name!r}; records in {label_of(args.store)}")
+        f"{len(sessions) - len(todo)} already graded by {judge.evaluator_name!r} version {judge.evaluator_version}; "
+        f"records in {label_of(args.store)}")
     if statuses["unstored"]:
         say(f"judgehooks grade-sessions: {statuses['unstored']} record(s) could not be stored", file=sys.stderr)
         return 1
     return 0
 
 
-def _covered(records: list[EvalRecord], criteria: str) -> dict[str, set[str]]:
-    """Per session, the runs that session records of this evaluator, under these criteria, covered."""
+def _covered(records: list[EvalRecord], version: str, criteria: str) -> dict[str, set[str]]:
+    """Per session, the runs that session records of this evaluator version covered (a record from
+    before versions were stored counts when its criteria are these)."""
     found: dict[str, set[str]] = {}
     for record in records:
-        if record.scope == "session" and record.session_id is not None and record.criteria == criteria:
+        same = record.evaluator_version == version if record.evaluator_version is not None \
+            else record.criteria == criteria
+        if record.scope == "session" and record.session_id is not None and same:
             found.setdefault(record.session_id, set()).update(record.run_ids)
     return found
 

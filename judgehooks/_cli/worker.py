@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(their judge and callbacks); a job for any other evaluator ends as an error record")
     parser.add_argument("--concurrency", type=int, default=32, help="jobs graded at once (default 32)")
     parser.add_argument("--reclaim-after", type=float, default=30.0,
-                        help="seconds a dead worker's job stays idle before a live worker takes it (default 30)")
+                        help="seconds a dead worker's job stays idle, and a dead worker's session lease lasts, "
+                             "before a live worker takes it (default 30)")
     parser.add_argument("--shutdown-timeout", type=float, default=30.0,
                         help="on SIGTERM, seconds running jobs get to finish (default 30)")
     parser.add_argument("--rebuild", action="append", metavar="CLASS[,CLASS]",
@@ -147,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         stats = worker.stats()
         return (f"judgehooks worker {worker.consumer_name}: stopped; {stats['graded']} graded, "
                 f"{stats['reclaimed']} reclaimed from dead workers, {stats['dead_lettered']} dead-lettered, "
-                f"{stats['refused']} refused (kept in the {stats['refused_stream']} stream)")
+                f"{stats['refused']} refused (kept in the {stats['refused_stream']} stream); "
+                f"{stats['sessions_graded']} session(s) graded, {stats['sessions_taken_over']} taken over")
 
     restore = _handle_signals(lambda: loop.call_soon_threadsafe(stop.set), worker.shutdown_timeout, summary)
 

@@ -74,9 +74,6 @@ class SessionJudge(Evaluator, JudgeConnection):
         if settings.gate:
             raise ValueError("gate=True: a SessionJudge grades a conversation after it has ended, when there is no "
                              "run left to block; gate single runs with AgentAsJudgeEval(gate=True)")
-        if settings.broker is not None:
-            raise ValueError("broker=: SessionJudge does not publish to Redis workers yet; processes that share "
-                             "the outbox file (outbox=PATH) share its sessions, and exactly one grades each")
         if settings.outbox is False:
             raise ValueError("outbox=False: a SessionJudge keeps each session's turns in the outbox file until "
                              "the session is graded; give it a path, or leave it None (beside the store)")

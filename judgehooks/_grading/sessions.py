@@ -20,37 +20,89 @@ import sqlite3
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import anyio.to_thread
 
+from .._base.context import EvalContext
 from .._base.log import log
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord, record_id
 from .._base.session import SessionContext, Turn
 from .._runtime import runtime
+from ..stores import BaseStore
 from .pipeline import Pipeline, make_record
 from .sessionbook import Claim, SessionBook
 
 #: seconds before a window whose record the store refused is tried again
 STORE_RETRY_S = 30.0
+#: seconds before turns Redis could not take are forwarded again (broker=)
+FORWARD_RETRY_S = 1.0
 #: how often the clock folds the session book's WAL into its file (never on the hook path)
 CHECKPOINT_EVERY_S = 1.0
 
 _graders: weakref.WeakSet[SessionGrader] = weakref.WeakSet()
 
 
-def session_record_id(evaluator: str, session_id: str, run_ids: list[str]) -> str:
-    """One window's record id, from its first and last run: the same in every process that grades
-    the same turns, and a new one when a window is graded again with more turns."""
-    return record_id(evaluator, f"session\x1f{session_id}\x1f{run_ids[0]}\x1f{run_ids[-1]}")
+def session_record_id(evaluator: str, session_id: str, run_ids: list[str], version: str | None = None) -> str:
+    """One window's record id, from its first and last run and the evaluator version: the same in
+    every process that grades the same turns the same way, and a new one when a window is graded
+    again with more turns or under other criteria (`grade-sessions` after a change), so the store
+    keeps that record too instead of ignoring it as a duplicate."""
+    window = f"session\x1f{session_id}\x1f{run_ids[0]}\x1f{run_ids[-1]}"
+    return record_id(evaluator, window if version is None else f"{window}\x1f{version}")
 
 
 def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str) -> EvalRecord:
     """A graded window's record: scope "session", its run ids in order, its own id."""
     run_ids = ctx.run_ids
-    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids), run_id=None,
+    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids,
+                                                                      record.evaluator_version), run_id=None,
                                session_id=session_id, scope="session", run_ids=run_ids)
+
+
+class Relay(Protocol):
+    """Where a producer with broker= hands its sessions' turns (`judgehooks._grading.redis.sessions`)."""
+
+    async def push(self, claim: Claim) -> bool: ...
+
+    async def end(self, evaluator: str, session_id: str) -> bool: ...
+
+
+async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]], sample_rate: float,
+                       *, last_key: str) -> EvalRecord | None:
+    """The unsaved record of one window of turns as stored (JSON data): graded, or an `error` record
+    naming the turn that cannot be read back (`last_key` stands in for its last run in the id).
+    None when the store holds the window's record already: a process died between storing it and
+    forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
+    version = pipeline.evaluator.evaluator_version
+    try:
+        read = [Turn.from_dict(t) for t in turns]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        ctx = SessionContext(input="", output="", session_id=session_id)
+        if await _stored(pipeline, session_record_id(pipeline.name, session_id, [last_key], version)):
+            return None
+        record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
+        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
+                                   scope="session")
+    ctx = SessionContext.of(read)
+    if await _stored(pipeline, session_record_id(pipeline.name, session_id, ctx.run_ids, version)):
+        return None
+    return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
+
+
+async def _stored(pipeline: Pipeline, key: str) -> bool:
+    """Whether the store already holds record `key`; False when it cannot say (down, or a store
+    that cannot look records up): then the window is graded, and the store still keeps one record."""
+    store = pipeline.store
+    if not isinstance(store, BaseStore):
+        return False
+    try:
+        return bool(await store.records_by_id([key]))
+    except Exception as exc:
+        log.debug("session_record_lookup_failed", evaluator=pipeline.name, error_type=type(exc).__name__)
+        return False
 
 
 class SessionGrader:
@@ -58,8 +110,9 @@ class SessionGrader:
     exit and stats, and here for `end_session`)."""
 
     def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
-                 lease: float = 120.0) -> None:
+                 lease: float = 120.0, relay: Relay | None = None) -> None:
         self.pipeline = pipeline
+        self.relay = relay  # broker=: turns go on to Redis, graded by workers
         self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
         self.book = book
         self.idle_after = idle_after
@@ -71,7 +124,8 @@ class SessionGrader:
         self._event: asyncio.Event | None = None
         self._wake_at: float | None = None
         self._grading: dict[str, asyncio.Task[EvalRecord | None]] = {}
-        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0}
+        self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0,
+                        "turns_lost": 0, "already_stored": 0}
         _graders.add(self)
 
     @property
@@ -152,6 +206,14 @@ class SessionGrader:
         self._grading.pop(session_id, None)
         self._poke()  # a slot is free
 
+    def lost(self, ctx: EvalContext, sample_rate: float, why: str) -> None:
+        """A turn the book could not take (the hook path): like a run shed from a full queue, a
+        `skipped` record for its run, stored, given to `on_drop`, logged and counted (`turns_lost`)."""
+        self.count("turns_lost")
+        record = dataclasses.replace(self.pipeline.skipped(ctx, f"session turn not recorded: {why}", sample_rate),
+                                     scope="session", run_ids=[ctx.run_id or ""])
+        runtime.submit(self.pipeline.deliver, [record])  # drain() waits for it; the run never does
+
     # ---- grading ----------------------------------------------------------------------------
 
     async def grade_turns(self, session_id: str, turns: list[Turn], sample_rate: float = 1.0) -> EvalRecord:
@@ -160,17 +222,17 @@ class SessionGrader:
         return as_session_record(await self.pipeline.grade(ctx, sample_rate), ctx, session_id)
 
     async def _grade(self, claim: Claim) -> EvalRecord | None:
-        """Grade one window and store its record; the turns are forgotten only once it is stored."""
-        try:
-            turns = [Turn.from_dict(t) for t in claim.turns]
-        except (KeyError, TypeError, ValueError) as exc:  # a turn the book cannot give back: an error record
-            ctx = SessionContext(input="", output="", session_id=claim.session_id)
-            record = make_record(ctx, self.pipeline.evaluator, Outcome(error=exc), latency_ms=0.0,
-                                 sample_rate=claim.sample_rate)
-            key = session_record_id(self.name, claim.session_id, [str(claim.last_seq)])
-            record = dataclasses.replace(record, id=key, scope="session")
-        else:
-            record = await self.grade_turns(claim.session_id, turns, claim.sample_rate)
+        """Grade one window and store its record; the turns are forgotten only once it is stored.
+        With a relay (broker=), hand the turns to Redis instead, where a worker grades them."""
+        if self.relay is not None:
+            await self._forward(claim)
+            return None
+        record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
+                                    last_key=str(claim.last_seq))
+        if record is None:  # stored already (a crash after storing it): forget the turns, call nobody back
+            self.book.finish(claim)
+            self.count("already_stored")
+            return None
         error = await self.pipeline.deliver([record])
         if error is not None:
             self.count("store_errors")
@@ -179,6 +241,14 @@ class SessionGrader:
         self.book.finish(claim)
         self.count("graded")
         return record
+
+    async def _forward(self, claim: Claim) -> None:
+        assert self.relay is not None
+        if not await self.relay.push(claim):  # Redis is down: the turns stay in the book, tried again soon
+            self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
+            return
+        self.book.finish(claim)
+        self.count("forwarded")
 
     async def grade_now(self, session_id: str | None = None) -> list[EvalRecord]:
         """Grade what is due now (one session, or all), wait for it and for gradings in flight."""
@@ -194,7 +264,10 @@ class SessionGrader:
     async def end(self, session_id: str) -> list[EvalRecord]:
         """Grade a session at once (its open window), and wait for the record."""
         self.book.end(self.name, session_id)
-        return await self.grade_now(session_id)
+        records = await self.grade_now(session_id)
+        if self.relay is not None:  # the turns are in Redis now: make the session due there, for a worker
+            await self.relay.end(self.name, session_id)
+        return records
 
     # ---- the runtime's Drainable ------------------------------------------------------------
 

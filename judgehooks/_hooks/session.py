@@ -79,14 +79,22 @@ class SessionShell(HookShell):
     def _build(self) -> Wiring:
         # Never a background dispatcher: a session is graded by its clock, off the hook path already.
         # run_in_background still chose the judge (a helper process) when the evaluator was prepared.
-        settings = self.settings
+        # With broker= the turns go on to Redis (forwarded from the book), where workers grade them.
+        settings, broker = self.settings, self.settings.broker
+        if broker is not None:
+            settings = settings.replace("broker", None)
         if settings.run_in_background:
             settings = settings.replace("run_in_background", False)
         wiring = settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
         path = settings.outbox if isinstance(settings.outbox, (str, os.PathLike)) else outbox_path_for(wiring.store)
         self.book = SessionBook(path)
+        relay = None
+        if broker is not None:
+            from .._grading.redis.sessions import SessionRelay
+
+            relay = SessionRelay(broker, idle_after=self.evaluator.idle_after)
         self.grader = SessionGrader(wiring.pipeline, self.book, idle_after=self.evaluator.idle_after,
-                                    max_concurrency=settings.max_concurrency, lease=self.evaluator.lease)
+                                    max_concurrency=settings.max_concurrency, lease=self.evaluator.lease, relay=relay)
         self._spec_text = None if self._spec is None else json.dumps(self._spec)
         self.grader.start()
         return wiring
@@ -109,15 +117,20 @@ class SessionShell(HookShell):
         if rate is None:
             return
         wiring, grader = self.wiring, self.grader
-        due = time.time() + self.evaluator.idle_after
+        now = time.time()
+        # With a relay the book only holds turns until Redis has them: due (to be forwarded) at once;
+        # the session's own due time, `idle_after` after its last run, is kept in Redis.
+        due = now if grader.relay is not None else now + self.evaluator.idle_after
         try:
-            turn = Turn(ctx, members(run_output)).as_dict()
+            turn = {**Turn(ctx, members(run_output)).as_dict(), "at": now}
             self.book.add_turn(wiring.pipeline.name, session_id, ctx.run_id or "", turn, due_at=due, sample_rate=rate,
                                spec=self._spec_text)
         except sqlite3.Error as exc:
-            # Nothing to grade it with later: said loudly, never silently (a full disk, a locked file).
+            # Nothing to grade it with later (a full disk, a locked file): said loudly, and the run
+            # gets a `skipped` record (stored, on_drop, stats["turns_lost"]), never only a log line.
             log.error("session_turn_lost", evaluator=wiring.pipeline.name, session_id=session_id, run_id=ctx.run_id,
                       error_type=type(exc).__name__, error=str(exc), outbox=self.book.path)
+            grader.lost(ctx, rate, f"the outbox file {self.book.path} refused it: {type(exc).__name__}: {exc}")
             return
         grader.count("turns")
         grader.arm(due)

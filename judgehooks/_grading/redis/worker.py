@@ -39,6 +39,7 @@ from ...stores import Store
 from ..pipeline import Pipeline
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import FleetRateLimits
+from .sessionworker import SessionClock
 from .signing import job_key
 from .spend import shared as shared_spend
 
@@ -121,6 +122,9 @@ class Worker:
         # requests_per_minute holds for the whole fleet: each judge call waits its turn in Redis.
         self.limits = FleetRateLimits.of(self.broker.connection_pool, evaluators or {}, requests_per_minute)
         self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0}
+        # SessionJudge(broker=...) sessions: graded here once due, under a lease of reclaim_after seconds
+        self.sessions = SessionClock(self.broker, self._pipeline, self._failed, concurrency=concurrency,
+                                     lease=reclaim_after, max_deliveries=max_deliveries, before=self.limits.acquire)
 
     @property
     def signed_only(self) -> bool:
@@ -133,7 +137,7 @@ class Worker:
         return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
                 "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
                 "signed_only": self.signed_only,
-                "dead_lettered": self.broker.dead_lettered}
+                "dead_lettered": self.broker.dead_lettered, **self.sessions.counts}
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
         """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
@@ -185,14 +189,17 @@ class Worker:
         self.counts["graded"] += 1
         await context.ack()
 
+    def _failed(self, evaluator: str, why: str) -> Pipeline:
+        """The pipeline of a session no worker finished: its record is one `error` saying why."""
+        return Pipeline(evaluator=_Unavailable(evaluator, why, dead_letter=True), store=self.store)
+
     async def _dead_letter(self, data: bytes, deliveries: int) -> None:
         """A job no worker finished (the broker moved it to the dead-letter stream): its run gets one
         `error` record saying so, never just silence."""
         job = json.loads(self.broker.formatter.loads(data).kwargs["job"])
         why = (f"the job was delivered {deliveries} times and no worker finished it (each died or stopped while "
                f"grading it); it is kept in the Redis stream {DEAD_STREAM!r}")
-        failed = _Unavailable(str(job["evaluator"]), why, dead_letter=True)
-        await Pipeline(evaluator=failed, store=self.store).evaluate(context_from_dict(job["context"]),
+        await self._failed(str(job["evaluator"]), why).evaluate(context_from_dict(job["context"]),
                                                                     float(job.get("sample_rate", 1.0)))
 
     async def serve(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
@@ -207,14 +214,17 @@ class Worker:
         if ready is not None:
             ready()
         keep_alive = asyncio.create_task(self.broker.keep_alive())
+        sessions = asyncio.create_task(self.sessions.serve(stop, self.shutdown_timeout))
         try:
             await receiver.listen(stop)
+            await sessions
         finally:
             keep_alive.cancel()
+            sessions.cancel()
             left = list(receiver.running)
             for task in left:
                 task.cancel()
-            await asyncio.gather(keep_alive, *left, return_exceptions=True)
+            await asyncio.gather(keep_alive, sessions, *left, return_exceptions=True)
             if left:
                 log.warning("worker_left_jobs_pending", consumer=self.consumer_name, jobs=len(left),
                             note="unacked: reclaimed by a live worker")

@@ -1,0 +1,278 @@
+"""Open sessions in Redis, where every worker sees them (`SessionJudge(broker=...)`).
+
+A producer's hook writes each turn to its local session book (one short SQLite transaction, as
+without a broker); the judgehooks loop forwards the turns to Redis (`SessionRelay.push`) and only
+then forgets them, so Redis being down delays turns and loses none. In Redis, per session:
+
+- ``judgehooks:sessions:due`` (one sorted set for all): the session's member, scored by the later of
+  its due time and its lease: a worker takes a session once that score has passed;
+- ``judgehooks:session:<member>:state`` (hash): ``due_at`` (the latest turn's run time plus
+  ``idle_after``, so a turn delayed in transit never moves it earlier), the lease (``owner``,
+  ``lease_until``) and ``claims`` (how often it was taken and not finished);
+- ``...:turns`` (sorted set of run ids by run time), ``...:data`` and ``...:sigs`` (each turn's
+  entry and, with a job key, its HMAC); ``...:seen`` (run ids already taken in, kept
+  `SEEN_TTL` seconds), so a turn forwarded twice (a crash between Redis taking it and the book
+  forgetting it) is never graded twice, even after its window was graded.
+
+Each step is one Lua script, so two workers never both take a session. An entry carries its
+evaluator, session, spec and sampling inside the signed text: what Redis holds otherwise only
+decides when, never what, is graded. Everything read back is checked in `sessionworker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import ConnectionPool, Redis
+from redis.exceptions import RedisError
+
+from ..._base.log import log
+from ..sessionbook import Claim
+from . import redacted
+from .signing import job_key, sign
+
+DUE = "judgehooks:sessions:due"
+DEAD_STREAM = "judgehooks:sessions:dead"  # sessions no worker finished grading, with their entries
+PREFIX = "judgehooks:session:"
+#: how long a session remembers the runs it took in (seconds): a duplicate arriving later is ignored
+SEEN_TTL = 7 * 24 * 3600
+#: turns taken into one window at most (a Lua call's argument limit; the rest form the next window)
+MAX_WINDOW = 5000
+
+_APPEND = """
+local added = 0
+for i = 3, #ARGV, 5 do
+    if redis.call('SADD', KEYS[6], ARGV[i]) == 1 then
+        redis.call('ZADD', KEYS[3], ARGV[i + 1], ARGV[i])
+        redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 3])
+        if ARGV[i + 4] ~= '' then redis.call('HSET', KEYS[5], ARGV[i], ARGV[i + 4]) end
+        local due = tonumber(ARGV[i + 2])
+        local current = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '')
+        if current == nil or due > current then redis.call('HSET', KEYS[2], 'due_at', ARGV[i + 2]) end
+        added = added + 1
+    end
+end
+redis.call('EXPIRE', KEYS[6], ARGV[2])
+if added > 0 then
+    local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
+    local lease = tonumber(redis.call('HGET', KEYS[2], 'lease_until') or '') or 0
+    redis.call('ZADD', KEYS[1], math.max(due, lease), ARGV[1])
+end
+return added
+"""
+
+_CLAIM = """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return {0} end
+local ids = redis.call('ZRANGE', KEYS[3], 0, tonumber(ARGV[5]) - 1)
+if #ids == 0 then
+    redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+    redis.call('ZREM', KEYS[1], ARGV[1])
+    return {0}
+end
+local claims = (tonumber(redis.call('HGET', KEYS[2], 'claims') or '') or 0) + 1
+redis.call('HSET', KEYS[2], 'claims', claims, 'owner', ARGV[4], 'lease_until', ARGV[3])
+local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
+redis.call('ZADD', KEYS[1], math.max(due, tonumber(ARGV[3])), ARGV[1])
+return {1, claims, ids, redis.call('HMGET', KEYS[4], unpack(ids)), redis.call('HMGET', KEYS[5], unpack(ids))}
+"""
+
+# ARGV: member, owner token, lease_until, "1" to give the session back (the worker did not die: its
+# claim does not count toward dead-lettering) or "0" to renew the lease
+_LEASE = """
+if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[2], 'lease_until', ARGV[3])
+if ARGV[4] == '1' then
+    redis.call('HDEL', KEYS[2], 'owner')
+    local claims = (tonumber(redis.call('HGET', KEYS[2], 'claims') or '') or 1) - 1
+    redis.call('HSET', KEYS[2], 'claims', math.max(claims, 0))
+end
+local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
+redis.call('ZADD', KEYS[1], math.max(due, tonumber(ARGV[3])), ARGV[1])
+return 1
+"""
+
+_FINISH = """
+for i = 3, #ARGV do
+    redis.call('ZREM', KEYS[3], ARGV[i])
+    redis.call('HDEL', KEYS[4], ARGV[i])
+    redis.call('HDEL', KEYS[5], ARGV[i])
+end
+if redis.call('ZCARD', KEYS[3]) == 0 then
+    redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+    redis.call('ZREM', KEYS[1], ARGV[1])
+    return 0
+end
+if redis.call('HGET', KEYS[2], 'owner') == ARGV[2] then
+    redis.call('HDEL', KEYS[2], 'owner', 'lease_until')
+    redis.call('HSET', KEYS[2], 'claims', 0)
+    redis.call('ZADD', KEYS[1], tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0, ARGV[1])
+end
+return redis.call('ZCARD', KEYS[3])
+"""
+
+_END = """
+if redis.call('ZCARD', KEYS[3]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], 'due_at', ARGV[2])
+local lease = tonumber(redis.call('HGET', KEYS[2], 'lease_until') or '') or 0
+redis.call('ZADD', KEYS[1], math.max(tonumber(ARGV[2]), lease), ARGV[1])
+return 1
+"""
+
+
+def member_of(evaluator: str, session_id: str) -> str:
+    """A session's member in the due set (and the middle of its keys): 40 hex digits, whatever the ids hold."""
+    return hashlib.sha256(json.dumps([evaluator, session_id]).encode()).hexdigest()[:40]
+
+
+def is_member(text: str) -> bool:
+    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
+
+
+def keys_of(member: str) -> list[str]:
+    """The due set, then the session's state, turns, data, sigs and seen keys."""
+    base = PREFIX + member
+    return [DUE, f"{base}:state", f"{base}:turns", f"{base}:data", f"{base}:sigs", f"{base}:seen"]
+
+
+def signed_text(member: str, entry: str) -> bytes:
+    """What a turn's signature covers: its session's member and its whole entry, so a signed turn
+    cannot be moved into another session."""
+    return f"{member}\x1f{entry}".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A session taken by a worker: its turns' run ids in order, their raw entries and signatures."""
+
+    member: str
+    token: str
+    claims: int
+    run_ids: tuple[str, ...]
+    entries: tuple[bytes | None, ...]
+    sigs: tuple[bytes | None, ...]
+
+
+class RedisSessions:
+    """The scripts over one connection pool, for producers (push, end) and workers (claim, lease, finish)."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.redis = Redis(connection_pool=pool)
+        self._append = self.redis.register_script(_APPEND)
+        self._claim = self.redis.register_script(_CLAIM)
+        self._lease = self.redis.register_script(_LEASE)
+        self._finish = self.redis.register_script(_FINISH)
+        self._end = self.redis.register_script(_END)
+
+    async def push(self, member: str, turns: Sequence[tuple[str, float, float, str, bytes | None]]) -> int:
+        """Take in turns as (run_id, at, due_at, entry, sig): how many were new."""
+        args: list[Any] = [member, SEEN_TTL]
+        for run_id, at, due_at, entry, sig in turns:
+            args += [run_id, repr(at), repr(due_at), entry, sig or b""]
+        return int(await self._append(keys=keys_of(member), args=args))
+
+    async def end(self, member: str, now: float) -> bool:
+        return bool(await self._end(keys=keys_of(member)[:3], args=[member, repr(now)]))
+
+    async def due(self, now: float, limit: int) -> list[str]:
+        """Members whose due time (or lapsed lease) has passed, earliest first, as text (undecodable ones too)."""
+        found = await self.redis.zrangebyscore(DUE, "-inf", repr(now), start=0, num=limit)
+        return [m.decode("utf-8", "replace") if isinstance(m, bytes) else str(m) for m in found]
+
+    async def drop(self, member: str) -> None:
+        """Remove a member that names no session (not one of ours) from the due set."""
+        await self.redis.zrem(DUE, member)
+
+    async def claim(self, member: str, token: str, *, now: float, lease: float) -> Window | None:
+        reply = await self._claim(keys=keys_of(member)[:5], args=[member, repr(now), repr(now + lease), token,
+                                                                    MAX_WINDOW])
+        if not reply or int(reply[0]) != 1:
+            return None
+        _, claims, ids, entries, sigs = reply
+        return Window(member=member, token=token, claims=int(claims),
+                      run_ids=tuple(i.decode("utf-8", "replace") if isinstance(i, bytes) else str(i) for i in ids),
+                      entries=tuple(entries), sigs=tuple(sigs))
+
+    async def renew(self, window: Window, lease: float) -> bool:
+        """Hold the window `lease` seconds more: False when another worker has taken it over."""
+        args = [window.member, window.token, repr(time.time() + lease), "0"]
+        return bool(await self._lease(keys=keys_of(window.member)[:2], args=args))
+
+    async def give_back(self, window: Window, retry_at: float) -> None:
+        """Ungraded (the store was down, or this worker is stopping): due again at `retry_at`."""
+        await self._lease(keys=keys_of(window.member)[:2], args=[window.member, window.token, repr(retry_at), "1"])
+
+    async def finish(self, window: Window, run_ids: Sequence[str]) -> int:
+        """Forget these turns (their record is stored, or they were refused): how many turns are left."""
+        return int(await self._finish(keys=keys_of(window.member)[:5], args=[window.member, window.token, *run_ids]))
+
+
+class SessionRelay:
+    """The producer's side: forwards a session book's claims to Redis, signed when a job key is set."""
+
+    def __init__(self, broker_url: str, *, idle_after: float, key: str | bytes | None = None) -> None:
+        self.broker_url = broker_url
+        self.idle_after = idle_after
+        self.key = job_key(key)  # given, else $JUDGEHOOKS_JOB_KEY: turns are signed as jobs are
+        self._sessions: RedisSessions | None = None
+        self._loop: Any = None
+        self.down_since: float | None = None
+
+    def _connected(self) -> RedisSessions:
+        loop = asyncio.get_running_loop()
+        if self._sessions is None or self._loop is not loop:  # connections belong to one loop
+            pool = ConnectionPool.from_url(self.broker_url, max_connections=8, socket_connect_timeout=5)
+            self._sessions, self._loop = RedisSessions(pool), loop
+        return self._sessions
+
+    def entries(self, claim: Claim) -> tuple[str, list[tuple[str, float, float, str, bytes | None]]]:
+        """The claim's turns as Redis entries: each carries its evaluator, session, spec and sampling."""
+        member = member_of(claim.evaluator, claim.session_id)
+        out = []
+        for turn in claim.turns:
+            at = turn.get("at")
+            at = float(at) if isinstance(at, (int, float)) else time.time()
+            run_id = str((turn.get("run") or {}).get("run_id") or "")
+            entry = json.dumps({"evaluator": claim.evaluator, "session_id": claim.session_id, "run_id": run_id,
+                                "at": at, "sample_rate": claim.sample_rate, "spec": claim.spec, "turn": turn},
+                               ensure_ascii=False, default=str)
+            sig = None if self.key is None else sign(self.key, signed_text(member, entry))
+            out.append((run_id, at, at + self.idle_after, entry, sig))
+        return member, out
+
+    async def push(self, claim: Claim) -> bool:
+        """Hand a claim's turns to Redis: False (logged once per outage) when Redis cannot take them now."""
+        member, turns = self.entries(claim)
+        try:
+            await self._connected().push(member, turns)
+        except (RedisError, OSError) as exc:
+            self._down(exc)
+            return False
+        self._up()
+        return True
+
+    async def end(self, evaluator: str, session_id: str) -> bool:
+        """Make a session due now in Redis (`end_session`): a worker grades it."""
+        try:
+            return await self._connected().end(member_of(evaluator, session_id), time.time())
+        except (RedisError, OSError) as exc:
+            self._down(exc)
+            return False
+
+    def _down(self, exc: BaseException) -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
+                        error=str(exc), note="session turns wait in the outbox file; forwarding is retried")
+
+    def _up(self) -> None:
+        if self.down_since is not None:
+            log.info("broker_recovered", broker=redacted(self.broker_url),
+                     down_s=round(time.monotonic() - self.down_since, 3))
+            self.down_since = None

@@ -1,0 +1,223 @@
+"""The worker's session clock: takes due sessions from Redis and grades each window once.
+
+Beside its stream receiver, every `judgehooks worker` polls the due set. A due session is claimed
+in one Lua step (so two workers never both take it) under a lease of `lease` seconds (the worker's
+``--reclaim-after``), renewed every third of it while the worker grades: a live worker keeps its
+session however slow the judge, a killed one stops renewing, and once its lease lapses the next
+worker to look takes the session over. The window's record has an id derived from the session and
+its first and last run, so a window graded twice (a worker that stalled past its lease) is still
+one stored record. The turns are forgotten only once the record is stored.
+
+Everything read back is checked: with a job key, a turn whose signature is missing or wrong is
+moved to the refused stream (counted, logged) and never graded; an entry that is not a judgehooks
+turn of this session is refused the same way; a member of the due set that names no session is
+dropped. A session taken over `max_deliveries` times without being finished (it kills its workers)
+ends as one `error` record and its entries move to ``judgehooks:sessions:dead``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from ..._base.log import log
+from ...exceptions import StoreError
+from ..pipeline import Pipeline
+from ..sessions import STORE_RETRY_S, grade_window
+from .broker import JudgeStreamBroker
+from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text
+from .signing import refusal
+
+#: the pipeline grading an evaluator's sessions (by name and spec text), as for run jobs
+PipelineFor = Callable[[str, str | None], Pipeline]
+#: the pipeline whose every record is an `error` naming why (an evaluator name, why)
+FailedPipeline = Callable[[str, str], Pipeline]
+
+
+class Turns:
+    """A window's entries, checked: the turns to grade (in order), and what to refuse and why."""
+
+    def __init__(self, window: Window, key: bytes | None) -> None:
+        self.graded: list[dict[str, Any]] = []
+        self.refused: list[tuple[str, bytes, str]] = []  # run id, raw entry, why
+        self.evaluator: str | None = None
+        self.session_id: str | None = None
+        self.spec: str | None = None
+        self.sample_rate = 1.0
+        for run_id, raw, sig in zip(window.run_ids, window.entries, window.sigs, strict=True):
+            why, entry = self._check(window.member, key, raw, sig)
+            if why is not None or entry is None:
+                self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", why or "bad_turn"))
+            elif entry["run_id"] != run_id:
+                self.refused.append((run_id, raw or b"", "wrong_run"))
+            else:
+                self.graded.append(entry["turn"])
+
+    def _check(self, member: str, key: bytes | None, raw: Any, sig: Any) -> tuple[str | None, dict[str, Any] | None]:
+        if not isinstance(raw, bytes):
+            return "missing_turn", None
+        why = refusal(key, signed_text(member, raw.decode("utf-8", "replace")), sig if isinstance(sig, bytes) else None)
+        if why is not None:
+            return why, None
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            return "bad_turn", None
+        if not isinstance(entry, dict) or not isinstance(entry.get("turn"), dict) \
+                or not isinstance(entry.get("evaluator"), str) or not isinstance(entry.get("session_id"), str) \
+                or not isinstance(entry.get("run_id"), str) or not isinstance(entry.get("spec"), (str, type(None))):
+            return "bad_turn", None
+        if member_of(entry["evaluator"], entry["session_id"]) != member:  # filed under another session
+            return "wrong_session", None
+        rate = entry.get("sample_rate", 1.0)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+            return "bad_turn", None
+        self.evaluator, self.session_id, self.spec, self.sample_rate = (entry["evaluator"], entry["session_id"],
+                                                                        entry["spec"], float(rate))
+        return None, entry
+
+
+class SessionClock:
+    """Grades due sessions from Redis, `concurrency` at a time, for one worker."""
+
+    def __init__(self, broker: JudgeStreamBroker, pipeline_for: PipelineFor, failed: FailedPipeline, *,
+                 concurrency: int, lease: float, max_deliveries: int,
+                 before: Callable[[Pipeline], Awaitable[None]] | None = None) -> None:
+        self.broker = broker
+        self.sessions = RedisSessions(broker.connection_pool)
+        self.pipeline_for = pipeline_for
+        self.failed = failed
+        self.concurrency = concurrency
+        self.lease = lease
+        self.poll = min(1.0, lease / 4)
+        self.max_deliveries = max_deliveries
+        self.before = before
+        self.token = f"{broker.consumer_name}:{uuid.uuid4().hex[:8]}"
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self.counts = {"sessions_graded": 0, "sessions_taken_over": 0, "sessions_dead_lettered": 0,
+                       "sessions_store_failed": 0, "sessions_already_stored": 0}
+
+    async def serve(self, stop: asyncio.Event, shutdown_timeout: float) -> None:
+        """Take and grade due sessions until `stop`; then give running ones `shutdown_timeout`
+        seconds and hand the rest back (due at once, for another worker)."""
+        backoff = 0.1
+        while not stop.is_set():
+            try:
+                await self._take_due()
+                backoff = 0.1
+                wait = self.poll
+            except (RedisError, OSError) as exc:
+                log.warning("broker_unavailable", consumer=self.broker.consumer_name, error_type=type(exc).__name__,
+                            error=str(exc), retry_in_s=backoff)
+                wait, backoff = backoff, min(backoff * 2, 5.0)
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+            except TimeoutError:
+                pass
+        left = list(self.running.values())
+        if left:
+            _, pending = await asyncio.wait(left, timeout=shutdown_timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _take_due(self) -> None:
+        free = self.concurrency - len(self.running)
+        if free <= 0:
+            return
+        now = time.time()
+        for member in await self.sessions.due(now, free):
+            if member in self.running:
+                continue
+            if not is_member(member):  # not a session of ours: never a key built from it
+                await self.sessions.drop(member)
+                await self.broker.refuse(None, member.encode(), "bad_session", "a due-set member that names no session")
+                continue
+            window = await self.sessions.claim(member, self.token, now=now, lease=self.lease)
+            if window is None:  # another worker took it first, or it had no turns left
+                continue
+            if window.claims > 1:
+                self.counts["sessions_taken_over"] += 1
+                log.info("session_taken_over", consumer=self.broker.consumer_name, session=member,
+                         claims=window.claims)
+            task = asyncio.create_task(self._grade(window))
+            self.running[member] = task
+            task.add_done_callback(functools.partial(self._done, member))
+
+    def _done(self, member: str, _task: asyncio.Task[None]) -> None:
+        self.running.pop(member, None)
+
+    async def _grade(self, window: Window) -> None:
+        renewing = asyncio.create_task(self._renew(window))
+        try:
+            await self._grade_window(window)
+        except asyncio.CancelledError:  # stopping: hand the session back for another worker at once
+            await asyncio.shield(self._give_back(window, time.time()))
+            raise
+        except Exception:  # Redis went away mid-way: the lease lapses and the session is taken again
+            log.exception("session_grading_failed", consumer=self.broker.consumer_name, session=window.member)
+        finally:
+            renewing.cancel()
+
+    async def _renew(self, window: Window) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            try:
+                if not await self.sessions.renew(window, self.lease):
+                    log.warning("session_lease_lost", consumer=self.broker.consumer_name, session=window.member,
+                                note="another worker took it over; the record id keeps one stored record")
+                    return
+            except (RedisError, OSError):
+                continue
+
+    async def _give_back(self, window: Window, retry_at: float) -> None:
+        try:
+            await self.sessions.give_back(window, retry_at)
+        except (RedisError, OSError):  # its lease lapses instead
+            pass
+
+    async def _grade_window(self, window: Window) -> None:
+        turns = Turns(window, self.broker.job_key)
+        for run_id, raw, why in turns.refused:
+            await self.broker.refuse(None, raw, why, f"session turn {run_id!r} of {window.member}")
+        if not turns.graded or turns.evaluator is None or turns.session_id is None:
+            await self.sessions.finish(window, window.run_ids)  # nothing authentic to grade: all refused
+            return
+        if window.claims > self.max_deliveries:
+            pipeline = self.failed(turns.evaluator, (
+                f"the session was taken {window.claims} times and no worker finished grading it (each died or "
+                f"stopped while grading it); its turns are kept in the Redis stream {DEAD_STREAM!r}"))
+        else:
+            pipeline = self.pipeline_for(turns.evaluator, turns.spec)
+            if self.before is not None:
+                await self.before(pipeline)
+        record = await grade_window(pipeline, turns.session_id, turns.graded, turns.sample_rate,
+                                    last_key=window.run_ids[-1])
+        if record is None:  # stored already (its worker died after storing it): not graded nor called back again
+            self.counts["sessions_already_stored"] += 1
+            await self.sessions.finish(window, window.run_ids)
+            return
+        error: StoreError | None = await pipeline.deliver([record])
+        if error is not None:  # not stored: the session waits, its turns kept, and is tried again
+            self.counts["sessions_store_failed"] += 1
+            await self._give_back(window, time.time() + STORE_RETRY_S)
+            return
+        if window.claims > self.max_deliveries:
+            await self.sessions.redis.xadd(DEAD_STREAM, {
+                "session": window.member, "evaluator": turns.evaluator, "session_id": turns.session_id,
+                "claims": window.claims, "entries": json.dumps([e.decode("utf-8", "replace") for e in window.entries
+                                                                if isinstance(e, bytes)])[:1_000_000],
+                "dead_at": time.time()})
+            self.counts["sessions_dead_lettered"] += 1
+            log.error("session_dead_letter", consumer=self.broker.consumer_name, session=window.member,
+                      claims=window.claims, dead_stream=DEAD_STREAM)
+        else:
+            self.counts["sessions_graded"] += 1
+        await self.sessions.finish(window, window.run_ids)
