@@ -327,6 +327,28 @@ def test_background_callbacks_run_after_the_record_is_stored(make_bg, make_agent
     assert seen_in_store == [True]
 
 
+def test_a_job_the_outbox_refuses_is_graded_from_memory_and_counted(make_bg, make_agent, store, tmp_path):
+    """The outbox file refusing a job (a full disk) does not lose the evaluation nor break the
+    hook: it is graded from memory, stored once, and the refusal is logged and counted."""
+    import sqlite3
+
+    from structlog.testing import capture_logs
+
+    judge = make_bg(store=store)
+    agent = make_agent(judge)
+    first = agent.run("q")  # the outbox file exists from here on
+    assert judgehooks.drain(30)
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON eval_jobs BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    with capture_logs() as logs:
+        second = agent.run("q [[fail]]")
+        assert judgehooks.drain(30)
+    assert {r.run_id: r.status for r in store.records} == {first.run_id: "passed", second.run_id: "failed"}
+    [event] = [e for e in logs if e["event"] == "outbox_write_failed"]
+    assert event["run_id"] == second.run_id and "disk full" in event["error"]
+    assert judge.stats()["outbox_failures"] == 1 and judge.stats()["done"] == 2
+
+
 def test_background_with_a_dead_store_says_so_and_keeps_the_job(make_bg, make_agent, tmp_path):
     from structlog.testing import capture_logs
 
