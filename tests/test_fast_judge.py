@@ -221,7 +221,8 @@ def test_the_fast_path_can_be_turned_off(server, monkeypatch):
 
 
 def test_judge_processes_take_the_same_path(make_agent, server):
-    """The helper judge process rebuilds the judge from its settings, the fast path setting included."""
+    """The helper judge process rebuilds the judge from its settings, the fast path setting included,
+    and its replies say which path it took."""
     for fast in (True, False):
         store = MemoryStore()
         judge = _judge(server, fast)
@@ -230,6 +231,7 @@ def test_judge_processes_take_the_same_path(make_agent, server):
         [record] = store.records
         assert record.status == "failed"
         assert evaluator.judge._config["fast_path"] is fast
+        assert evaluator.judge.fast_path_taken is fast
 
 
 def test_litellm_callbacks_keep_calls_on_litellm(server, monkeypatch):

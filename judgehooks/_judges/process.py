@@ -158,6 +158,9 @@ class ProcessJudge(BaseJudge):
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
+        #: Whether the helper process sent its last answered call through the fast judge client
+        #: (None before the first answer): the helper says so in each reply.
+        self.fast_path_taken: bool | None = None
 
     def _ensure(self) -> _Child:
         return _child_for(self._config, self.processes)
@@ -172,5 +175,6 @@ class ProcessJudge(BaseJudge):
             raise JudgeProcessDied(error["message"])
         if error is not None:
             raise RemoteJudgeError(error["type"], error["message"], error.get("status"), error.get("retry_after"))
+        self.fast_path_taken = reply.get("fast") is True
         return JudgeReply(text=reply["text"], model=reply.get("model"), prompt_tokens=reply.get("prompt_tokens"),
                           completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"))

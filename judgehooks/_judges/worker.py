@@ -30,7 +30,7 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
             r = await judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                                     "cost_usd": r.cost_usd}
+                                     "cost_usd": r.cost_usd, "fast": judge.route is not None}
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
