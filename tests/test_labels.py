@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import judgehooks
-from judgehooks import AgnoDbStore, JsonlStore, MemoryStore, PostgresStore, SQLiteStore
+from judgehooks import JsonlStore, MemoryStore, PostgresStore, SQLiteStore
 from judgehooks._runtime import runtime
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -61,14 +61,6 @@ def test_a_label_names_what_is_wrong_with_it(make_judge, store):
     with pytest.raises(ValueError, match="score must be a finite number"):
         judgehooks.label(record.id, score=float("nan"), by="ann", store=store)
     assert runtime.call(store.read_labels) == []
-
-
-def test_the_agno_db_store_says_it_keeps_no_labels(tmp_path):
-    from agno.db.sqlite import SqliteDb
-
-    store = AgnoDbStore(SqliteDb(db_file=str(tmp_path / "agno.db")))
-    with pytest.raises(NotImplementedError, match="AgnoDbStore does not keep human labels"):
-        runtime.call(lambda: store.write_labels([judgehooks.Label(record_id="r", reviewer="a", passed=True)]))
 
 
 def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, tmp_path):
