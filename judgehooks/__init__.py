@@ -7,6 +7,7 @@ Importing this package does not import litellm (seconds); the first judge call d
 from __future__ import annotations
 
 from ._alerts.calibration import Calibration, acalibrate, calibrate
+from ._alerts.consistency import Consistency, aconsistency, consistency
 from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
 from ._alerts.windowed import QualityAlert, WindowedAlert
 from ._base.context import EvalContext, RunUsage, ToolCall
@@ -88,6 +89,7 @@ __all__ = (
     "Borderline",
     "Budget",
     "Calibration",
+    "Consistency",
     "Contains",
     "Criterion",
     "Ensemble",
@@ -149,11 +151,13 @@ __all__ = (
     "WindowedAlert",
     "__version__",
     "acalibrate",
+    "aconsistency",
     "add_judge",
     "adrain",
     "aend_session",
     "alabel",
     "calibrate",
+    "consistency",
     "drain",
     "end_session",
     "evaluator",
