@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from judgehooks import SQLiteStore
+from judgehooks._cli.consistency import render
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
@@ -40,6 +41,11 @@ def test_flip_rate_and_score_spread_and_an_unchanged_report(make_judge, server, 
     assert result["score_std_max"] == pytest.approx(1.299038, abs=1e-5)
     assert result["score_std_mean"] == pytest.approx(1.299038 / 3, abs=1e-5)
     assert result["rebuilt_version"] == result["version"] == ev.evaluator_version and result["notes"] == []
+    # the table prints the same numbers (the docs show this table, from the local model)
+    assert render(result).splitlines()[1:4] == [
+        "flip rate: 33.3% (1 of 3 record(s) got different verdicts)",
+        "agreement with the stored verdict: 88.9% of re-judgments",
+        "score standard deviation per record: mean 0.43, max 1.30"]
     stored = SQLiteStore(db).query_sync(limit=None)
     assert len(stored) == 12 and sum(r.rejudge_of is not None for r in stored) == 9
     after = json.loads(cli("report", "--store", str(db), "--since", "all", "--json").stdout)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import judgehooks
-from judgehooks import JsonlStore, MemoryStore, PostgresStore, SQLiteStore
+from judgehooks import AgnoDbStore, JsonlStore, MemoryStore, PostgresStore, SQLiteStore
 from judgehooks._runtime import runtime
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -28,8 +28,17 @@ def graded(make_judge, store, *prompts: str, **kw):
     return ev.run(cases=[{"input": p, "output": f"answer to {p}"} for p in prompts]).results
 
 
-@pytest.fixture(params=["sqlite", "jsonl", "memory", "postgres"])
+@pytest.fixture(params=["sqlite", "jsonl", "memory", "postgres", "agno-sqlite", "agno-postgres"])
 def any_store(request, tmp_path):
+    if request.param == "agno-sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return AgnoDbStore(SqliteDb(db_file=str(tmp_path / "agno.db")))
+    if request.param == "agno-postgres":
+        from agno.db.postgres import PostgresDb
+
+        dsn = request.getfixturevalue("postgres_dsn").replace("postgresql://", "postgresql+psycopg://", 1)
+        return AgnoDbStore(PostgresDb(db_url=dsn))
     if request.param == "sqlite":
         return SQLiteStore(tmp_path / "evals.db")
     if request.param == "jsonl":
