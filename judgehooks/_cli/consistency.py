@@ -61,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"consistency: cannot store the re-judged records in {label_of(args.store)}: "
                            f"{one_line(exc)}") from None
     data = result.to_json()
-    if not args.import_ and result.notes:
-        data["notes"] = [*result.notes, "--model and --api-base must name the judge that graded them"]
+    if not args.import_ and result.rebuilt_version != result.version:
+        data["notes"] = [f"the judge rebuilt here has version {result.rebuilt_version}, the records "
+                         f"{result.version}: a different model, prompt or setting; --model and --api-base must "
+                         "name the judge that graded them"]
     say(json.dumps(data, indent=2) if args.json else render(printable_strings(data)))
     return 0
 
