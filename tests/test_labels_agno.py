@@ -121,3 +121,18 @@ def test_rows_that_do_not_read_back_are_skipped_not_believed(make_judge, make_ag
     assert runtime.call(lambda: agno.query(limit=None)) == [record]
     assert [(lb.record_id, lb.reviewer) for lb in runtime.call(agno.read_labels)] == [(record.id, "ann")]
     assert runtime.call(lambda: agno.records_by_id(["r-1", "r-2", record.id])) == [record]
+
+
+def test_agno_store_urls_name_the_agno_db_they_open():
+    from agno.db.postgres import PostgresDb
+    from agno.db.sqlite import SqliteDb
+
+    from judgehooks.stores import store_from_url
+
+    postgres = store_from_url("agno+postgresql://judge@127.0.0.1:5432/evals")
+    assert isinstance(postgres, AgnoDbStore) and isinstance(postgres.db, PostgresDb)
+    assert postgres.db.db_url == "postgresql+psycopg://judge@127.0.0.1:5432/evals"
+    sqlite = store_from_url("agno+sqlite:///agno.db")
+    assert isinstance(sqlite.db, SqliteDb) and sqlite.path == "agno.db"
+    with pytest.raises(ValueError, match="an agno db URL is sqlite:///path.db or postgresql://"):
+        store_from_url("agno+mysql://host/db")
