@@ -15,6 +15,7 @@ from ._base.lazy import attach
 
 if TYPE_CHECKING:
     from ._alerts.calibration import Calibration, acalibrate, calibrate
+    from ._alerts.consistency import Consistency, aconsistency, consistency
     from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
     from ._alerts.windowed import QualityAlert, WindowedAlert
     from ._base.context import EvalContext, RunUsage, ToolCall
@@ -88,6 +89,7 @@ __version__ = "0.1.0"
 #: Where each public name lives: the module, relative to this package, that defines it.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "._alerts.calibration": ("Calibration", "acalibrate", "calibrate"),
+    "._alerts.consistency": ("Consistency", "aconsistency", "consistency"),
     "._alerts.notifiers": ("LogNotifier", "SlackNotifier", "WebhookNotifier"),
     "._alerts.windowed": ("QualityAlert", "WindowedAlert"),
     "._base.context": ("EvalContext", "RunUsage", "ToolCall"),
@@ -140,6 +142,7 @@ __all__ = (
     "Borderline",
     "Budget",
     "Calibration",
+    "Consistency",
     "Contains",
     "Criterion",
     "Ensemble",
@@ -201,11 +204,13 @@ __all__ = (
     "WindowedAlert",
     "__version__",
     "acalibrate",
+    "aconsistency",
     "add_judge",
     "adrain",
     "aend_session",
     "alabel",
     "calibrate",
+    "consistency",
     "drain",
     "end_session",
     "evaluator",

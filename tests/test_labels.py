@@ -28,8 +28,17 @@ def graded(make_judge, store, *prompts: str, **kw):
     return ev.run(cases=[{"input": p, "output": f"answer to {p}"} for p in prompts]).results
 
 
-@pytest.fixture(params=["sqlite", "jsonl", "memory", "postgres"])
+@pytest.fixture(params=["sqlite", "jsonl", "memory", "postgres", "agno-sqlite", "agno-postgres"])
 def any_store(request, tmp_path):
+    if request.param == "agno-sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return AgnoDbStore(SqliteDb(db_file=str(tmp_path / "agno.db")))
+    if request.param == "agno-postgres":
+        from agno.db.postgres import PostgresDb
+
+        dsn = request.getfixturevalue("postgres_dsn").replace("postgresql://", "postgresql+psycopg://", 1)
+        return AgnoDbStore(PostgresDb(db_url=dsn))
     if request.param == "sqlite":
         return SQLiteStore(tmp_path / "evals.db")
     if request.param == "jsonl":
@@ -61,14 +70,6 @@ def test_a_label_names_what_is_wrong_with_it(make_judge, store):
     with pytest.raises(ValueError, match="score must be a finite number"):
         judgehooks.label(record.id, score=float("nan"), by="ann", store=store)
     assert runtime.call(store.read_labels) == []
-
-
-def test_the_agno_db_store_says_it_keeps_no_labels(tmp_path):
-    from agno.db.sqlite import SqliteDb
-
-    store = AgnoDbStore(SqliteDb(db_file=str(tmp_path / "agno.db")))
-    with pytest.raises(NotImplementedError, match="AgnoDbStore does not keep human labels"):
-        runtime.call(lambda: store.write_labels([judgehooks.Label(record_id="r", reviewer="a", passed=True)]))
 
 
 def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, tmp_path):

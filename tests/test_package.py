@@ -49,7 +49,8 @@ def test_a_fresh_process_can_rebuild_every_builtin_evaluator_from_a_spec():
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
         "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "BaseJudge", "BaseStore",
-        "Borderline", "Budget", "Calibration", "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord",
+        "Borderline", "Budget", "Calibration", "Consistency", "Contains", "Criterion", "Ensemble", "EvalContext",
+        "EvalRecord",
         "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings",
         "IsJSON", "JSONSchema", "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest",
         "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "Label", "LabelMatch", "LiteLLMJudge",
@@ -58,7 +59,8 @@ def test_public_names_are_pinned():
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
-        "acalibrate", "add_judge", "adrain", "aend_session", "alabel", "calibrate", "drain", "end_session",
+        "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "calibrate", "consistency",
+        "drain", "end_session",
         "evaluator", "get_judge", "label", "lifespan", "list_judges", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:

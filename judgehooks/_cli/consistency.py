@@ -1,37 +1,38 @@
-"""Re-judge a sample of records K times: how often the verdict flips, how much the score moves."""
+"""Re-judge a sample of records K times: how often the verdict flips, how much the score moves.
+
+The judge is rebuilt from what the records say it was asked (an `AgentAsJudgeEval`'s criteria,
+mode, threshold and guidelines, with --model and --api-base), or taken from --import MODULE: the
+evaluator of that name the module defines, with the settings it was built with (any kind).
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import importlib
 import json
 import os
-import random
-import statistics
-import time
-import uuid
 from typing import Any
 
-from .._base.context import EvalContext
-from .._base.outcome import run_evaluator
-from .._base.record import EvalRecord, record_id
+from .._alerts.consistency import UNVERSIONED, aconsistency, graded_records
+from .._base.record import EvalRecord
+from .._evaluators.base import Evaluator
 from .._evaluators.llm import DEFAULT_MODEL, AgentAsJudgeEval
-from .._grading.pipeline import make_record
-from ..stores._base import iter_records, write_with_retry
 from .common import CommandError, add_store_argument, call, count, label_of, one_line, open_store, read
 from .terminal import printable_strings, say
-
-UNVERSIONED = "unversioned"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("--evaluator", required=True, metavar="NAME",
-                        help="the LLM evaluator whose records to re-judge")
+                        help="the evaluator whose records to re-judge")
     parser.add_argument("--version", metavar="V", help="its version (default: the newest record's)")
     parser.add_argument("--sample", type=count, default=20, metavar="N", help="records to re-judge (default 20)")
     parser.add_argument("--repeats", type=count, default=3, metavar="K", help="re-judgments per record (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
+    parser.add_argument("--import", dest="import_", metavar="MODULE",
+                        help="re-judge with the evaluator named NAME that MODULE defines at module level (any "
+                             "kind: Rubric, ScorerEval, a function), instead of rebuilding an LLM judge from the "
+                             "records")
     parser.add_argument("--model", help="the judge's litellm model string (default: $JUDGEHOOKS_MODEL or "
                                         f"{DEFAULT_MODEL}); criteria, mode, threshold and guidelines come from the "
                                         "records")
@@ -46,31 +47,70 @@ def run(args: argparse.Namespace) -> int:
     if args.sample < 1 or args.repeats < 1:
         raise CommandError("consistency: --sample and --repeats must be at least 1", code=2)
     store = open_store(args.store, must_exist=True)
-    records = read(label_of(args.store), _graded, store, args.evaluator)
-    if not records:
-        raise CommandError(f"consistency: no graded records of evaluator {args.evaluator!r}")
-    version = args.version or records[0].evaluator_version or UNVERSIONED
-    records = [r for r in records if (r.evaluator_version or UNVERSIONED) == version]
-    if not records:
-        raise CommandError(f"consistency: evaluator {args.evaluator!r} has no graded records of version {version!r}")
-    if not records[0].criteria:
-        raise CommandError(f"consistency: the records of {args.evaluator!r} name no criteria: only LLM judges "
-                           "(AgentAsJudgeEval) are re-judged from their records")
-    sample = random.Random(args.seed).sample(sorted(records, key=lambda r: r.id), min(args.sample, len(records)))
-    evaluator = _rebuild(sample[0], args, store)
+    if args.import_:
+        evaluator: Any = _imported(args.import_, args.evaluator)
+    else:
+        records = read(label_of(args.store), graded_records, store, args.evaluator)
+        evaluator = _rebuild(_of_version(records, args), args, store)
     try:
-        outcome = call(_rejudge, evaluator, sample, args.repeats, store)
+        result = call(aconsistency, evaluator, name=args.evaluator, version=args.version, sample=args.sample,
+                      repeats=args.repeats, seed=args.seed, store=store)
+    except LookupError as exc:
+        raise CommandError(f"consistency: {one_line(exc)}") from None
     except Exception as exc:
         raise CommandError(f"consistency: cannot store the re-judged records in {label_of(args.store)}: "
                            f"{one_line(exc)}") from None
-    result = summary(sample, outcome, args.evaluator, version, evaluator.evaluator_version, args.repeats)
-    say(json.dumps(result, indent=2) if args.json else render(printable_strings(result)))
+    data = result.to_json()
+    if not args.import_ and result.rebuilt_version != result.version:
+        data["notes"] = [f"the judge rebuilt here has version {result.rebuilt_version}, the records "
+                         f"{result.version}: a different model, prompt or setting; --model and --api-base must "
+                         "name the judge that graded them"]
+    say(json.dumps(data, indent=2) if args.json else render(printable_strings(data)))
     return 0
 
 
-async def _graded(store: Any, evaluator: str) -> list[EvalRecord]:
-    return [r async for r in iter_records(store, evaluator=evaluator)
-            if r.status in ("passed", "failed") and r.rejudge_of is None]
+def _of_version(records: list[EvalRecord], args: argparse.Namespace) -> EvalRecord:
+    """A record of the version to re-judge, checked to be an AgentAsJudgeEval's (the one kind whose
+    records say everything its judge was asked)."""
+    if not records:
+        raise CommandError(f"consistency: no graded records of evaluator {args.evaluator!r}")
+    version = args.version or records[0].evaluator_version or UNVERSIONED
+    record = next((r for r in records if (r.evaluator_version or UNVERSIONED) == version), None)
+    if record is None:
+        raise CommandError(f"consistency: evaluator {args.evaluator!r} has no graded records of version {version!r}")
+    why = rebuild_problem(record)
+    if why is not None:
+        raise CommandError(f"consistency: the records of {args.evaluator!r} cannot rebuild its judge: {why}; pass "
+                           "--import MODULE (a module that defines the evaluator at module level), or call "
+                           "judgehooks.consistency(evaluator, ...) from Python with the evaluator itself")
+    return record
+
+
+def rebuild_problem(record: EvalRecord) -> str | None:
+    """Why an evaluator cannot be rebuilt from `record`, or None when it is an AgentAsJudgeEval's."""
+    if isinstance(record.details.get("criteria"), list):
+        return ("they are a Rubric's, which keep its criteria's names and weights but not their descriptions "
+                "(the judge's prompt)")
+    if not record.criteria:
+        return ("they name no criteria: they come from a check, a ScorerEval, a function or a composite, whose "
+                "code or objects a record does not hold")
+    if not record.judge_model:
+        return "they name no judge model"
+    return None
+
+
+def _imported(module_name: str, evaluator: str) -> Any:
+    """The evaluator named `evaluator` that `module_name` defines at module level."""
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise CommandError(f"consistency: --import {module_name}: {type(exc).__name__}: {exc}", code=2) from None
+    found = {v.evaluator_name: v for v in vars(module).values() if isinstance(v, Evaluator)}
+    if evaluator not in found:
+        names = ", ".join(sorted(found)) or "none"
+        raise CommandError(f"consistency: --import {module_name} defines no evaluator named {evaluator!r} "
+                           f"(it defines: {names})", code=2)
+    return found[evaluator]
 
 
 def _rebuild(record: EvalRecord, args: argparse.Namespace, store: Any) -> AgentAsJudgeEval:
@@ -81,55 +121,6 @@ def _rebuild(record: EvalRecord, args: argparse.Namespace, store: Any) -> AgentA
         additional_guidelines=record.metadata.get("additional_guidelines"), name=record.evaluator,
         model=args.model or os.environ.get("JUDGEHOOKS_MODEL") or DEFAULT_MODEL, api_base=args.api_base,
         api_key=args.api_key, temperature=args.temperature, timeout=args.timeout, store=store)
-
-
-async def _rejudge(evaluator: AgentAsJudgeEval, sample: list[EvalRecord], repeats: int,
-                   store: Any) -> dict[str, list[EvalRecord]]:
-    """Each record judged `repeats` more times, stored marked with ``rejudge_of`` (one batch)."""
-    token = uuid.uuid4().hex  # this command's run: ids never collide with an earlier run's
-    found: dict[str, list[EvalRecord]] = {}
-    for original in sample:
-        ctx = EvalContext(input=original.input, output=original.output, run_id=original.run_id,
-                          agent_id=original.agent_id, agent_name=original.agent_name, team_id=original.team_id,
-                          team_name=original.team_name, metadata=dict(original.metadata))
-        for k in range(repeats):
-            started = time.perf_counter()
-            outcome = await run_evaluator(evaluator, ctx)
-            record = make_record(ctx, evaluator, outcome, latency_ms=(time.perf_counter() - started) * 1000)
-            found.setdefault(original.id, []).append(dataclasses.replace(
-                record, id=record_id(original.evaluator, f"rejudge:{token}:{original.id}", k),
-                rejudge_of=original.id))
-    await write_with_retry(store, [r for records in found.values() for r in records])
-    return found
-
-
-def summary(sample: list[EvalRecord], rejudged: dict[str, list[EvalRecord]], evaluator: str, version: str,
-            rebuilt: str, repeats: int) -> dict[str, Any]:
-    """Flip rate (binary verdicts) and score spread (numeric) over the original and its re-judgments."""
-    flipped = compared = agreeing = judged = errors = 0
-    spreads: list[float] = []
-    for original in sample:
-        again = rejudged.get(original.id, [])
-        errors += sum(r.status == "error" for r in again)
-        verdicts = [original.passed] + [r.passed for r in again if r.status in ("passed", "failed")]
-        judged += len(verdicts) - 1
-        agreeing += sum(v == original.passed for v in verdicts[1:])
-        if len(verdicts) > 1:
-            compared += 1
-            flipped += len(set(verdicts)) > 1
-        scores = [float(r.score) for r in [original, *again] if r.score is not None and r.status != "error"]
-        if original.mode == "numeric" and len(scores) > 1:
-            spreads.append(statistics.pstdev(scores))
-    notes = []
-    if rebuilt != version:
-        notes.append(f"the judge rebuilt here has version {rebuilt}, the records {version}: a different model, "
-                     "prompt or setting; --model and --api-base must name the judge that graded them")
-    return {"evaluator": evaluator, "version": version, "rebuilt_version": rebuilt, "records": len(sample),
-            "repeats": repeats, "rejudged": judged + errors, "errors": errors,
-            "flipped": flipped, "flip_rate": flipped / compared if compared else None,
-            "agreement": agreeing / judged if judged else None,
-            "score_std_mean": statistics.fmean(spreads) if spreads else None,
-            "score_std_max": max(spreads) if spreads else None, "notes": notes}
 
 
 def _pct(value: float | None) -> str:

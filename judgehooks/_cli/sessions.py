@@ -17,8 +17,9 @@ import anyio
 
 from .._base.record import EvalRecord
 from .._evaluators.session import SessionJudge
-from .._hooks.agnodb import StoredSession, open_agno_db, read_sessions
+from .._hooks.agnodb import StoredSession, read_sessions
 from .._runtime import runtime
+from ..stores._agno import open_agno_db
 from ..stores._sqlite import outbox_path_for
 from ..stores._url import redact
 from .common import CommandError, add_store_argument, call, clip, count, label_of, parse_time, store_at

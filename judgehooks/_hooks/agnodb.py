@@ -23,21 +23,6 @@ class StoredSession:
     turns: tuple[Turn, ...]
 
 
-def open_agno_db(url: str) -> Any:
-    """An agno db from a URL: ``sqlite:///path.db`` (SqliteDb) or ``postgresql://...`` (PostgresDb, psycopg 3)."""
-    scheme = url.partition("://")[0].lower()
-    if scheme == "sqlite":
-        from agno.db.sqlite import SqliteDb
-
-        return SqliteDb(db_url=url)
-    if scheme.split("+", 1)[0] in ("postgresql", "postgres"):
-        from agno.db.postgres import PostgresDb
-
-        return PostgresDb(db_url="postgresql+psycopg://" + url.partition("://")[2])
-    raise ValueError(f"an agno db URL is sqlite:///path.db or postgresql://user@host/db, got a {scheme or 'bare'!r} "
-                     "URL")
-
-
 def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None = None,
                   since: datetime | None = None, page_size: int = 100) -> Iterator[StoredSession]:
     """Every agent (or team) session in `db` with at least one run, oldest first, a page at a time."""

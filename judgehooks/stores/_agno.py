@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import anyio.to_thread
 
 from .._base.jsondata import storable
+from .._base.label import Label
 from .._base.record import EvalRecord, split_model
 from ..exceptions import StoreError
+from . import _agnorows
 from ._base import BaseStore, RecordFilter
+
+#: eval runs read per `get_eval_runs` call
+PAGE = 500
 
 
 def _evaluation(record: EvalRecord) -> dict[str, Any]:
@@ -44,6 +49,7 @@ def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
         "judged_component": record.agent_name or record.team_name,
         "latency_ms": record.latency_ms, "details": record.details,
         "trace_id": record.trace_id, "span_id": record.span_id,
+        "record": _agnorows.record_payload(record, bool(graded)),  # the whole record, read back by `query`
     }
 
 
@@ -86,6 +92,21 @@ def _unsupported(db: Any) -> str | None:
     return None
 
 
+def open_agno_db(url: str) -> Any:
+    """An agno db from a URL: ``sqlite:///path.db`` (SqliteDb) or ``postgresql://...`` (PostgresDb, psycopg 3)."""
+    scheme = url.partition("://")[0].lower()
+    if scheme == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_url=url)
+    if scheme.split("+", 1)[0] in ("postgresql", "postgres"):
+        from agno.db.postgres import PostgresDb
+
+        return PostgresDb(db_url="postgresql+psycopg://" + url.partition("://")[2])
+    raise ValueError(f"an agno db URL is sqlite:///path.db or postgresql://user@host/db, got a {scheme or 'bare'!r} "
+                     "URL")
+
+
 def _field(row: Any, name: str) -> Any:
     return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
 
@@ -94,6 +115,8 @@ class AgnoDbStore(BaseStore):
     """Writes each record as an agno `EvalRunRecord` (type agent_as_judge) into an agno db, so
     AgentOS lists it under `/eval-runs?agent_id=...`.
 
+    Each eval run also holds the whole record, so the store reads back (`query`, for `judgehooks
+    report`, `calibrate`, `review`); human labels are eval runs of their own (see `_agnorows`).
     Sync dbs run on a worker thread, async dbs are awaited: the event loop is never blocked.
     Idempotent on any db: the record id is the eval run id, an existing run is not inserted
     again (a racing duplicate insert is recognised by reading it back), and the owner
@@ -155,7 +178,64 @@ class AgnoDbStore(BaseStore):
         if records:
             await self._create(self._eval_run(records[0], run_id, batch_payload(run_id, records)), None)
 
+    async def _runs(self, **filters: Any) -> list[tuple[str, Any]]:
+        """(run id, eval_data) of every agent_as_judge eval run `filters` (get_eval_runs') match, a page at a time."""
+        from agno.db.schemas.evals import EvalType
+
+        found: dict[str, Any] = {}
+        page = 1
+        while True:
+            rows = await self._call("get_eval_runs", limit=PAGE, page=page, eval_type=[EvalType.AGENT_AS_JUDGE],
+                                    **filters)
+            for row in rows or []:
+                found.setdefault(str(_field(row, "run_id")), _field(row, "eval_data"))
+            if len(rows or []) < PAGE:
+                return list(found.items())
+            page += 1
+
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
-        raise NotImplementedError("AgnoDbStore is write-only; query the store it mirrors, or AgentOS")
+        """The records this store wrote (each eval run's ``eval_data["record"]``); filtered here but
+        for the agent and team, which agno filters. Eval runs agno wrote itself, offline batches and
+        rows written before records were kept hold no record and are not read."""
+        rows = await self._runs(agent_id=where.agent_id, team_id=where.team_id)
+        records = [r for run_id, data in rows if (r := _agnorows.record_of(run_id, data)) is not None]
+        return where.select(records, limit)
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        found = []
+        for record_id in sorted(set(ids)):
+            row = await self._call("get_eval_run", record_id, deserialize=False)
+            record = None if row is None else _agnorows.record_of(record_id, _field(row, "eval_data"))
+            if record is not None:
+                found.append(record)
+        return found
+
+    async def _label_rows(self) -> list[tuple[str, Label]]:
+        rows = await self._runs(model_id=_agnorows.LABEL_MODEL)
+        return [(run_id, label) for run_id, data in rows if (label := _agnorows.label_of(run_id, data)) is not None]
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        """Each label as an eval run of its own (agno's eval table has no labels and no update of
+        ``eval_data``); then the reviewer's earlier rows for the record go, so the last label written
+        is the one kept. A crash in between leaves both rows, and `read_labels` takes the newest."""
+        from agno.db.schemas.evals import EvalRunRecord, EvalType
+
+        if not labels:
+            return
+        written: dict[tuple[str, str], str] = {}
+        for label in labels:
+            run = EvalRunRecord(run_id=_agnorows.label_run_id(label), eval_type=EvalType.AGENT_AS_JUDGE,
+                                eval_data=_agnorows.label_payload(label), name=_agnorows.LABEL_NAME,
+                                model_id=_agnorows.LABEL_MODEL, model_provider=_agnorows.LABEL_PROVIDER)
+            await self._create(run, None)
+            written[(label.record_id, label.reviewer)] = run.run_id
+        stale = [run_id for run_id, label in await self._label_rows()
+                 if written.get((label.record_id, label.reviewer), run_id) != run_id]
+        if stale:
+            await self._call("delete_eval_runs", stale)
+
+    async def read_labels(self) -> list[Label]:
+        """Every label kept, the newest per (record, reviewer)."""
+        return _agnorows.newest(await self._label_rows())[0]
 
 

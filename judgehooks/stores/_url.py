@@ -10,6 +10,7 @@ from ._memory import MemoryStore
 from ._sqlite import SQLiteStore
 
 SUPPORTED = ("sqlite:///path.db", "postgresql://...", "jsonl:///path.jsonl", "memory://",
+             "agno+sqlite:///agno.db or agno+postgresql://... (an agno db's eval table)",
              "or a file path (.jsonl: JSONL, else SQLite)")
 
 
@@ -36,6 +37,8 @@ def store_from_url(url: str) -> Any:
         return _jsonl_store(_path(rest, "judgehooks.jsonl"))
     if scheme == "memory":
         return MemoryStore()
+    if scheme.startswith("agno+"):
+        return _agno_store(f"{scheme[5:]}://{rest}")
     raise ValueError(f"unsupported store URL scheme {scheme!r} in {redact(url)!r} "
                      f"(supported: {', '.join(SUPPORTED)})")
 
@@ -58,6 +61,22 @@ def _path(rest: str, default: str) -> str:
 
 def _jsonl_store(path: str) -> Any:
     return _optional("judgehooks.stores._jsonl", "JsonlStore", "pip install -U judgehooks")(path)
+
+
+def _agno_store(url: str) -> Any:
+    """An AgnoDbStore over the agno db `url` names (`path` set for a SQLite file, so a command can
+    refuse a file that is not there)."""
+    module = importlib.import_module("judgehooks.stores._agno")
+    try:
+        store = module.AgnoDbStore(module.open_agno_db(url))
+    except ImportError as exc:
+        postgres = url.lower().startswith("postgres")
+        fix = 'pip install "judgehooks[postgres]"' if postgres else "pip install -U judgehooks"
+        raise ImportError(f"AgnoDbStore is not available ({getattr(exc, 'name', None) or exc} is not installed): "
+                          f"{fix}") from exc
+    if url.lower().startswith("sqlite://"):
+        store.path = _path(url.partition("://")[2], "agno.db")
+    return store
 
 
 def _optional(module: str, name: str, fix: str) -> Any:
