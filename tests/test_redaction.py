@@ -314,3 +314,44 @@ def test_ids_tool_names_and_metadata_keys_are_kept_and_objects_are_redacted_as_t
     [call] = out.tool_calls
     assert (call.name, call.arguments, call.result) == ("lookup", {"who": ["[EMAIL]", 3]}, "[CARD]")
     assert out.metadata == {EMAIL: "key", "customer": "Customer([EMAIL])", "n": 2, "flag": True}
+
+
+# ---- the docs' comparison: what agno and pydantic-evals send their judge ----------------------------
+
+def test_agnos_pii_guardrail_masks_the_input_only_so_its_judge_reads_the_output_as_is(server):
+    from agno.agent import Agent
+    from agno.eval import AgentAsJudgeEval as AgnoEval
+    from agno.guardrails import PIIDetectionGuardrail
+    from conftest import model
+
+    judge = AgnoEval(criteria="The answer is helpful.", model=model(server), telemetry=False)
+    agent = Agent(model=model(server), pre_hooks=[PIIDetectionGuardrail(mask_pii=True)], post_hooks=[judge],
+                  instructions=f"[[answer=Write to {EMAIL}]]", telemetry=False)
+    agent.run("My card is 4111111111111111, who do I write to?")
+    sent = "\n".join(server.settings.judge_prompts)
+    assert "4111111111111111" not in sent and "****" in sent  # the input: masked by the guardrail
+    assert EMAIL in sent  # the answer: as the run has it
+
+
+def test_pydantic_evals_llm_judge_reads_the_output_as_is(server):
+    pytest.importorskip("pydantic_evals", reason="the comparison needs pydantic-evals (the dev extra)")
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_evals.evaluators import LLMJudge
+    from pydantic_evals.online import OnlineEvalConfig, OnlineEvaluator, wait_for_evaluations
+
+    results = []
+    judge = LLMJudge(rubric="The answer is helpful.", include_input=True,
+                     model=OpenAIChatModel("judge", provider=OpenAIProvider(base_url=server.base_url, api_key="k")))
+    config = OnlineEvalConfig(default_sink=lambda result, *rest: results.append(result), emit_otel_events=False)
+
+    @config.evaluate(OnlineEvaluator(evaluator=judge))
+    async def answer(question: str) -> str:
+        return f"Write to {EMAIL}"
+
+    async def call() -> None:
+        await answer("Who do I write to?")
+        await wait_for_evaluations(timeout=30)
+
+    asyncio.run(call())
+    assert results and EMAIL in "\n".join(server.settings.judge_prompts)  # no redaction setting exists to stop it
