@@ -2,6 +2,7 @@
 
     python benchmarks/bench_otel.py            # 3 repeats of 2,000 runs per row (~2 minutes)
     python benchmarks/bench_otel.py --quick    # 3 repeats of 500 runs
+    python benchmarks/bench_otel.py --pieces   # the inline path's pieces, timed in one process
 
 OpenTelemetry's tracer provider can be set once per process, so each measurement is a fresh child
 process, the three kinds alternated in the same run:
@@ -92,6 +93,63 @@ def child(mode: str, kind: str, n: int, base_url: str) -> dict[str, float]:
     return {"wall_ms": statistics.median(waits) * 1000, "cpu_ms": (time.process_time() - cpu) * 1000 / n}
 
 
+def pieces(repeats: int = 9, n: int = 1000) -> None:
+    """The event's pieces in this process with the SDK's provider: judgehooks' own part of the inline
+    path, the whole inline addition (with the SDK's add_event and the run span's end), and a background
+    record's short span. Minimum and median of `repeats` interleaved rounds of `n` calls, in us."""
+    import timeit
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from judgehooks._base.record import EvalRecord
+    from judgehooks._grading import tracing
+
+    class Discard(SpanExporter):
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Discard()))
+    trace.set_tracer_provider(provider)
+    tracer = trace.get_tracer("bench")
+
+    def record(ids: tuple[str, str] | tuple[None, None]) -> EvalRecord:
+        return EvalRecord(id="r", status="passed", evaluator="helpful", mode="binary", passed=True, reason="ok",
+                          run_id="run-1", trace_id=ids[0], span_id=ids[1])
+
+    deferred = record(("0" * 31 + "1", "0" * 15 + "1"))
+
+    def run_span_only() -> None:
+        with tracer.start_as_current_span("run"):
+            record((None, None))
+
+    def inline() -> None:
+        with tracer.start_as_current_span("run"):
+            found = tracing.current_span()
+            assert found is not None
+            with tracing.holding(found):
+                tracing.emit([record(found[:2])])
+
+    def own_part() -> None:
+        found = tracing.current_span()
+        with tracing.holding(found):
+            tracing._api()
+            tracing.event_attributes(deferred)
+
+    found: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        for name, fn in (("run span + record, no event", run_span_only), ("the same + judgehooks' event", inline),
+                         ("a background record's event (short span)", lambda: tracing.emit([deferred]))):
+            found.setdefault(name, []).append(timeit.timeit(fn, number=n) / n * 1e6)
+        with tracer.start_as_current_span("run"):
+            found.setdefault("judgehooks' own part (no SDK event)", []).append(
+                timeit.timeit(own_part, number=n) / n * 1e6)
+    table(f"The event's pieces (us per call; min and median of {repeats} rounds of {n})", ["piece", "min", "median"],
+          [[name, f"{min(v):.1f}", f"{statistics.median(v):.1f}"] for name, v in found.items()])
+
+
 def measure(mode: str, kind: str, n: int, base_url: str) -> dict[str, float]:
     done = subprocess.run([sys.executable, __file__, "--child", mode, kind, str(n), base_url],
                           capture_output=True, text=True, timeout=600, check=True)
@@ -107,7 +165,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--child", nargs=4, metavar=("MODE", "KIND", "N", "BASE_URL"))
+    parser.add_argument("--pieces", action="store_true", help="time the inline path's pieces in this process")
     args = parser.parse_args()
+    if args.pieces:
+        pieces()
+        return
     if args.child:
         mode, kind, n, base_url = args.child
         print(json.dumps(child(mode, kind, int(n), base_url)))

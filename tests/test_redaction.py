@@ -247,6 +247,45 @@ def test_presidio_adapter_masks_what_presidio_finds_with_its_entity_type(make_ju
     assert record.input == "iban [IBAN_CODE]?" and leaks("\n".join(server.settings.judge_prompts)) == []
 
 
+def _ner_presidio(tmp_path: Path):
+    """Presidio's named-entity path for real, without a spaCy model from a hub: a spaCy pipeline whose
+    `entity_ruler` tags a person and a city, saved to a folder and loaded by Presidio's NlpEngineProvider
+    exactly as a user loads `en_core_web_lg` (the folder's path in place of the model's name). Presidio's
+    SpacyRecognizer turns the pipeline's PERSON and GPE entities into PERSON and LOCATION results."""
+    pytest.importorskip("presidio_analyzer")
+    import spacy
+    from presidio_analyzer import AnalyzerEngine
+    from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([
+        {"label": "PERSON", "pattern": [{"LOWER": "ada"}, {"LOWER": "lovelace"}]},
+        {"label": "GPE", "pattern": [{"LOWER": "marylebone"}]},
+    ])
+    nlp.to_disk(tmp_path / "model")
+    engine = NlpEngineProvider(nlp_configuration={
+        "nlp_engine_name": "spacy", "models": [{"lang_code": "en", "model_name": str(tmp_path / "model")}],
+    }).create_engine()
+    return AnalyzerEngine(nlp_engine=engine, supported_languages=["en"])
+
+
+def test_presidio_masks_named_entities_from_the_spacy_pipeline(tmp_path, make_judge, store, server):
+    analyzer = _ner_presidio(tmp_path)
+    found = analyzer.analyze(text="Ada Lovelace lives in Marylebone.", language="en")
+    assert {(r.entity_type, r.recognition_metadata["recognizer_name"]) for r in found} == {
+        ("PERSON", "SpacyRecognizer"), ("LOCATION", "SpacyRecognizer")}  # the NER path, not a pattern
+    presidio = Presidio(analyzer=analyzer, entities=["PERSON", "LOCATION", "EMAIL_ADDRESS"])
+    assert presidio(f"Ada Lovelace lives in Marylebone, mail {EMAIL}") == (
+        "[PERSON] lives in [LOCATION], mail [EMAIL_ADDRESS]")
+    result = make_judge(redact=presidio).run(input="Where does Ada Lovelace live?",
+                                             output="ada lovelace lives in Marylebone.")
+    [record] = result.results
+    assert (record.input, record.output) == ("Where does [PERSON] live?", "[PERSON] lives in [LOCATION].")
+    assert record.redacted_by == "Presidio"
+    sent = "\n".join(server.settings.judge_prompts).lower()
+    assert "lovelace" not in sent and "marylebone" not in sent and "[person]" in sent
+
+
 def test_presidio_without_the_extra_says_how_to_install_it(monkeypatch):
     import sys
 
@@ -275,3 +314,44 @@ def test_ids_tool_names_and_metadata_keys_are_kept_and_objects_are_redacted_as_t
     [call] = out.tool_calls
     assert (call.name, call.arguments, call.result) == ("lookup", {"who": ["[EMAIL]", 3]}, "[CARD]")
     assert out.metadata == {EMAIL: "key", "customer": "Customer([EMAIL])", "n": 2, "flag": True}
+
+
+# ---- the docs' comparison: what agno and pydantic-evals send their judge ----------------------------
+
+def test_agnos_pii_guardrail_masks_the_input_only_so_its_judge_reads_the_output_as_is(server):
+    from agno.agent import Agent
+    from agno.eval import AgentAsJudgeEval as AgnoEval
+    from agno.guardrails import PIIDetectionGuardrail
+    from conftest import model
+
+    judge = AgnoEval(criteria="The answer is helpful.", model=model(server), telemetry=False)
+    agent = Agent(model=model(server), pre_hooks=[PIIDetectionGuardrail(mask_pii=True)], post_hooks=[judge],
+                  instructions=f"[[answer=Write to {EMAIL}]]", telemetry=False)
+    agent.run("My card is 4111111111111111, who do I write to?")
+    sent = "\n".join(server.settings.judge_prompts)
+    assert "4111111111111111" not in sent and "****" in sent  # the input: masked by the guardrail
+    assert EMAIL in sent  # the answer: as the run has it
+
+
+def test_pydantic_evals_llm_judge_reads_the_output_as_is(server):
+    pytest.importorskip("pydantic_evals", reason="the comparison needs pydantic-evals (the dev extra)")
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_evals.evaluators import LLMJudge
+    from pydantic_evals.online import OnlineEvalConfig, OnlineEvaluator, wait_for_evaluations
+
+    results = []
+    judge = LLMJudge(rubric="The answer is helpful.", include_input=True,
+                     model=OpenAIChatModel("judge", provider=OpenAIProvider(base_url=server.base_url, api_key="k")))
+    config = OnlineEvalConfig(default_sink=lambda result, *rest: results.append(result), emit_otel_events=False)
+
+    @config.evaluate(OnlineEvaluator(evaluator=judge))
+    async def answer(question: str) -> str:
+        return f"Write to {EMAIL}"
+
+    async def call() -> None:
+        await answer("Who do I write to?")
+        await wait_for_evaluations(timeout=30)
+
+    asyncio.run(call())
+    assert results and EMAIL in "\n".join(server.settings.judge_prompts)  # no redaction setting exists to stop it

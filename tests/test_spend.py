@@ -245,3 +245,90 @@ def test_with_redis_unreachable_a_call_is_admitted_uncounted_and_said_so():
         tickets = asyncio.run(attempt())
     assert all(t.admitted for t in tickets)
     assert [e["event"] for e in logs].count("spend_cap_unavailable") == 2
+
+
+# ---- shared through a SQLite file (spend_ledger=) --------------------------------------------------
+
+SHARED_APP = """
+import json, os, sys, time
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from agno.agent import Agent
+from agno.models.openai.like import OpenAILike
+from judgehooks import AgentAsJudgeEval, MemoryStore
+
+base, ledger, start, name = sys.argv[1:5]
+store = MemoryStore()
+judge = AgentAsJudgeEval(name="shared-cap", criteria="c", model=sys.argv[5], api_base=base, api_key="k",
+                         store=store, max_calls=int(sys.argv[6]), max_cost_usd=float(sys.argv[7]) or None,
+                         spend_ledger=ledger)
+agent = Agent(model=OpenAILike(id="agent", base_url=base, api_key="k"), post_hooks=[judge], telemetry=False)
+while not os.path.exists(start):  # both processes ready: run at the same time
+    time.sleep(0.01)
+for i in range(4):
+    agent.run(f"{name} q{i}")
+print(json.dumps([[r.status, r.reason] for r in store.records]))
+"""
+
+
+def _shared_processes(tmp_path: Path, server, model: str, max_calls: int, max_cost_usd: float) -> list[list]:
+    (tmp_path / "shared_app.py").write_text(SHARED_APP)
+    start = tmp_path / "start"
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "shared_app.py"), server.base_url,
+                               str(tmp_path / "spend.db"), str(start), f"p{i}", model, str(max_calls),
+                               str(max_cost_usd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}) for i in range(2)]
+    start.touch()
+    found = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        found += json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def test_two_processes_share_max_calls_through_a_sqlite_spend_ledger(tmp_path, server):
+    found = _shared_processes(tmp_path, server, "openai/judge", max_calls=3, max_cost_usd=0)
+    assert sorted(status for status, _ in found) == ["passed"] * 3 + ["skipped"] * 5
+    assert {reason for status, reason in found if status == "skipped"} == {"budget"}
+    with sqlite3.connect(tmp_path / "spend.db") as conn:
+        [(calls,)] = conn.execute("SELECT calls FROM judgehooks_spend").fetchall()
+    assert calls == 3
+
+
+def test_two_processes_share_max_cost_usd_through_a_sqlite_spend_ledger(tmp_path, server):
+    # the first priced call spends the whole cap: after it, neither process judges again this window
+    found = _shared_processes(tmp_path, server, PRICED, max_calls=100, max_cost_usd=1e-9)
+    graded = [f for f in found if f[0] == "passed"]
+    assert 1 <= len(graded) <= 2 and len(found) == 8  # calls already admitted when the cost lands still finish
+    assert all(f == ["skipped", "budget"] for f in found if f[0] != "passed")
+    with sqlite3.connect(tmp_path / "spend.db") as conn:
+        [(calls, cost)] = conn.execute("SELECT calls, cost_usd FROM judgehooks_spend").fetchall()
+    assert calls == len(graded) and cost > 1e-9
+
+
+def test_a_spend_ledger_value_that_is_not_a_number_counts_as_zero(make_judge, make_agent, store, tmp_path):
+    ledger = tmp_path / "spend.db"
+    judge = make_judge(name="forged-ledger", max_calls=2, spend_ledger=str(ledger))
+    agent = make_agent(judge)
+    agent.run("q0")
+    with sqlite3.connect(ledger) as conn:
+        conn.execute("UPDATE judgehooks_spend SET calls = 'many', cost_usd = x'00'")
+    for i in range(1, 4):  # counted from zero again: two more calls, then the cap
+        agent.run(f"q{i}")
+    assert statuses(store) == ["passed", "passed", "passed", "skipped"]
+
+
+def test_an_unusable_spend_ledger_admits_the_call_uncounted_and_says_so(make_judge, make_agent, store, tmp_path):
+    judge = make_judge(name="no-ledger", max_calls=1, spend_ledger=str(tmp_path / "missing-dir" / "spend.db"))
+    with capture_logs() as logs:
+        make_agent(judge).run("q0")
+        make_agent(judge).run("q1")
+    assert statuses(store) == ["passed", "passed"]
+    [warning, *_] = [e for e in logs if e["event"] == "spend_cap_unavailable"]
+    assert warning["error_type"] == "OperationalError" and warning["ledger"].endswith("spend.db")
+
+
+@pytest.mark.parametrize("value", ["", 3, b"spend.db"])
+def test_spend_ledger_must_be_a_file_path(make_judge, value):
+    with pytest.raises(TypeError, match="spend_ledger must be the path of a SQLite file"):
+        make_judge(name="bad-ledger", max_calls=1, spend_ledger=value)

@@ -4,7 +4,8 @@ Counts are kept per budget (the evaluator's name, or a `budget=` name several ev
 per judge model. A call is counted when it is admitted, its cost (the record's `cost_usd`) once it
 is known; a run that would pass a cap is not judged: its record is `skipped` with reason "budget".
 
-Where the counts live (a `Ledger`): in this process by default; in Redis for `judgehooks worker`
+Where the counts live (a `Ledger`): in this process by default; in a SQLite file that the processes
+of one machine share with `spend_ledger=` (`spend_file.SQLiteLedger`); in Redis for `judgehooks worker`
 processes grading an imported evaluator with `broker=`, so the whole fleet shares one count. Calls
 in flight when a cap is reached still finish, so the cost cap can be passed by what they cost.
 """

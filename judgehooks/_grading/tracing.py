@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from .._base.log import log
@@ -40,15 +40,38 @@ _lock = threading.Lock()
 _held: dict[str, tuple[Any, int]] = {}
 
 
+#: (the global tracer provider last seen, `opentelemetry.trace` if it traces else None, judgehooks'
+#: tracer from it): the provider is checked by identity on every call, and the ABC isinstance checks
+#: and `get_tracer` (which edits the warnings filters each time) run once per provider
+_seen: tuple[Any, Any, Any] = (None, None, None)
+
+
 def _api() -> Any:
     """`opentelemetry.trace` when the application imported it and set a tracer provider, else None."""
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
     provider = trace.get_tracer_provider()
+    seen = _seen
+    if seen[0] is not provider:
+        seen = _look(trace, provider)
+    return seen[1]
+
+
+def _look(trace: Any, provider: Any) -> tuple[Any, Any, Any]:
+    global _seen
     if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-        return None
-    return trace
+        _seen = (provider, None, None)
+    else:
+        _seen = (provider, trace, provider.get_tracer("judgehooks"))
+    return _seen
+
+
+def _tracer(trace: Any) -> Any:
+    """judgehooks' tracer from the global tracer provider (made once per provider)."""
+    provider = trace.get_tracer_provider()
+    seen = _seen if _seen[0] is provider else _look(trace, provider)
+    return seen[2] if seen[2] is not None else trace.get_tracer("judgehooks")
 
 
 def current_span() -> tuple[str, str, Any] | None:
@@ -64,22 +87,32 @@ def current_span() -> tuple[str, str, Any] | None:
     return format(found.trace_id, "032x"), format(found.span_id, "016x"), span
 
 
-@contextmanager
-def holding(found: tuple[str, str, Any] | None) -> Iterator[None]:
+def holding(found: tuple[str, str, Any] | None) -> AbstractContextManager[None]:
     """While inline grading runs: records of this span's run put their event on the span itself."""
-    if found is None:
-        yield
-        return
-    span_id, span = found[1], found[2]
-    with _lock:
-        _held[span_id] = (span, _held.get(span_id, (span, 0))[1] + 1)
-    try:
-        yield
-    finally:
+    return _NOT_HELD if found is None else _Hold(found[1], found[2])
+
+
+class _Hold:
+    """`holding`'s context manager: a class, not a generator, since it runs on every inline hook."""
+
+    __slots__ = ("span", "span_id")
+
+    def __init__(self, span_id: str, span: Any) -> None:
+        self.span_id, self.span = span_id, span
+
+    def __enter__(self) -> None:
         with _lock:
-            _, count = _held.pop(span_id, (span, 1))
+            held = _held.get(self.span_id)
+            _held[self.span_id] = (self.span, 1 if held is None else held[1] + 1)
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            _, count = _held.pop(self.span_id, (self.span, 1))
             if count > 1:
-                _held[span_id] = (span, count - 1)
+                _held[self.span_id] = (self.span, count - 1)
+
+
+_NOT_HELD = nullcontext()
 
 
 def event_attributes(record: EvalRecord) -> dict[str, Any]:
@@ -122,7 +155,7 @@ def _emit_one(trace: Any, record: EvalRecord) -> None:
     if held is not None and held[0].is_recording():
         held[0].add_event(EVENT, attributes)
         return
-    tracer = trace.get_tracer("judgehooks")
+    tracer = _tracer(trace)
     parent, links = None, None
     if record.trace_id is not None and record.span_id is not None:
         judged = trace.SpanContext(int(record.trace_id, 16), int(record.span_id, 16), is_remote=True,

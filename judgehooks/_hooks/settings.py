@@ -24,7 +24,8 @@ from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
 from .._grading.outbox import Outbox
 from .._grading.pipeline import Graded, Pipeline
 from .._grading.redis import check_url, require_extra
-from .._grading.spend import PERIODS, SpendCap
+from .._grading.spend import LOCAL, PERIODS, SpendCap
+from .._grading.spend_file import SQLiteLedger
 from .._grading.step import Step
 from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
 from ..stores._sqlite import outbox_path_for
@@ -71,6 +72,7 @@ class Deployment:
     max_calls: int | None = None  # judge calls per window `per`
     per: str = "hour"  # the cap's window: "minute", "hour" or "day" (fixed, in UTC)
     budget: str | None = None  # a name: evaluators naming the same budget share its counts (per judge model)
+    spend_ledger: str | os.PathLike[str] | None = None  # a SQLite file of the caps' counts, shared across processes
 
 
 #: Settings an assignment changes from the next run on, whatever was built: they are read per run.
@@ -131,6 +133,10 @@ class HookSettings(Deployment):
         if self.budget is not None and (not isinstance(self.budget, str) or not self.budget.strip()):
             raise ValueError(f"budget must be a non-empty name shared by the evaluators that spend it, "
                              f"got {self.budget!r}")
+        if self.spend_ledger is not None and (not isinstance(self.spend_ledger, (str, os.PathLike))
+                                              or not os.fspath(self.spend_ledger)):
+            raise TypeError(f"spend_ledger must be the path of a SQLite file that the processes sharing the caps "
+                            f"name, got {self.spend_ledger!r}")
         if self.redact is not None and not callable(self.redact):
             raise TypeError(f"redact must be a function from text to text (e.g. judgehooks.redact.PII), "
                             f"got {type(self.redact).__name__}")
@@ -192,7 +198,8 @@ class HookSettings(Deployment):
             judge = pipeline.judge
             pipeline = dataclasses.replace(pipeline, spend=SpendCap(
                 evaluator=pipeline.name, model=judge.model if judge is not None else "-", per=self.per,
-                max_cost_usd=self.max_cost_usd, max_calls=self.max_calls, budget=self.budget))
+                max_cost_usd=self.max_cost_usd, max_calls=self.max_calls, budget=self.budget,
+                ledger=LOCAL if self.spend_ledger is None else SQLiteLedger(self.spend_ledger)))
         # An offline batch is one agno eval run holding every case (as agno writes it), not one per case.
         offline = pipeline if agno is None else dataclasses.replace(pipeline, store=sink(False))
         dispatcher = None
