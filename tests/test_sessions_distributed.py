@@ -277,6 +277,35 @@ def test_with_redis_down_turns_wait_in_the_outbox_and_go_out_when_it_is_back(mak
         down.stop()
 
 
+def test_resume_leaves_a_broker_producers_unforwarded_turns_to_the_workers(make_producer, make_agent, tmp_path):
+    """`judgehooks resume` on a broker producer's outbox does not grade the turns Redis has not taken
+    yet as a partial window of its own: they are the workers' once the producer forwards them."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from judgehooks._grading.sessionbook import SessionBook
+
+    with socket.socket() as sock:  # a port where no Redis listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    outbox = str(tmp_path / "producer.outbox.db")
+    judge = make_producer(broker=f"redis://127.0.0.1:{port}/0", idle_after=0.1)
+    make_agent(judge).run("while redis is down", session_id="s-left")
+    time.sleep(1.0)
+    assert judge.stats()["turns_waiting"] == 1
+    db = str(tmp_path / "resumed.db")
+    env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
+                           "--outbox", outbox, "--timeout", "20"], capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert "open session turns for Redis workers (broker=)" in done.stderr, done.stderr
+    assert judgehooks.SQLiteStore(db).query_sync(evaluator="conversation") == []
+    assert sum(SessionBook(outbox).turns_waiting().values()) == 1
+
+
 # ---- worker processes ----------------------------------------------------------------------------
 
 @contextlib.contextmanager

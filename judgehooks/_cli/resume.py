@@ -60,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     for name, spec in [*specs.items(), *sessions.items()]:
         if name in known:
             continue
+        if name in sessions and isinstance(spec, dict) and spec.get("relay"):
+            say(f"judgehooks resume: evaluator {name!r} has open session turns for Redis workers (broker=); "
+                "they stay in the outbox until the application that constructs it runs again and forwards "
+                "them (or pass --import MODULE with that module)", file=sys.stderr)
+            continue
         # A session evaluator grades here, on its own clock; a job evaluator in the background.
         background = {} if name in specs else {"run_in_background": False}
         try:

@@ -95,13 +95,21 @@ class SessionShell(HookShell):
             relay = SessionRelay(broker, idle_after=self.evaluator.idle_after)
         self.grader = SessionGrader(wiring.pipeline, self.book, idle_after=self.evaluator.idle_after,
                                     max_concurrency=settings.max_concurrency, lease=self.evaluator.lease, relay=relay)
-        self._spec_text = None if self._spec is None else json.dumps(self._spec)
+        self._spec_text = self._book_spec()
         self.grader.start()
         return wiring
 
     def respec(self, spec: Mapping[str, Any] | None) -> None:
         super().respec(spec)
-        self._spec_text = None if self._spec is None else json.dumps(self._spec)
+        self._spec_text = self._book_spec()
+
+    def _book_spec(self) -> str | None:
+        """The spec stored with each turn; marked when the turns are Redis workers' to grade, so that
+        `judgehooks resume` never grades a broker producer's unforwarded turns as a partial window."""
+        if self._spec is None:
+            return None
+        relayed = getattr(getattr(self, "grader", None), "relay", None) is not None
+        return json.dumps({**self._spec, "relay": True} if relayed else self._spec)
 
     def record_turn(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                     metadata: Mapping[str, Any] | None) -> None:
