@@ -41,6 +41,21 @@ GOAL_MS = 0.05
 KINDS = ("no provider", "SDK, judgehooks silent", "SDK + events")
 
 
+def install_discarding_provider() -> None:
+    """The OTel SDK's tracer provider, batching spans to an exporter that discards them."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Discard(SpanExporter):
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Discard()))
+    trace.set_tracer_provider(provider)
+
+
 def child(mode: str, kind: str, n: int, base_url: str) -> dict[str, float]:
     """One measurement in this (fresh) process: median ms the caller waits per post_check call, and
     process CPU ms per run (hook, grading and emission)."""
@@ -53,16 +68,7 @@ def child(mode: str, kind: str, n: int, base_url: str) -> dict[str, float]:
     from judgehooks.testing import FakeJudge
 
     if kind != "no provider":
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-
-        class Discard(SpanExporter):
-            def export(self, spans):  # type: ignore[no-untyped-def]
-                return SpanExportResult.SUCCESS
-
-        provider = TracerProvider()
-        provider.add_span_processor(BatchSpanProcessor(Discard()))
-        trace.set_tracer_provider(provider)
+        install_discarding_provider()
     if kind == "SDK, judgehooks silent":
         from judgehooks._grading import tracing
 
@@ -100,19 +106,11 @@ def pieces(repeats: int = 9, n: int = 1000) -> None:
     import timeit
 
     from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
     from judgehooks._base.record import EvalRecord
     from judgehooks._grading import tracing
 
-    class Discard(SpanExporter):
-        def export(self, spans):  # type: ignore[no-untyped-def]
-            return SpanExportResult.SUCCESS
-
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(Discard()))
-    trace.set_tracer_provider(provider)
+    install_discarding_provider()
     tracer = trace.get_tracer("bench")
 
     def record(ids: tuple[str, str] | tuple[None, None]) -> EvalRecord:
