@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from ..._base.log import log
@@ -227,7 +227,10 @@ class SessionRelay:
     def _connected(self) -> RedisSessions:
         loop = asyncio.get_running_loop()
         if self._sessions is None or self._loop is not loop:  # connections belong to one loop
-            pool = ConnectionPool.from_url(self.broker_url, max_connections=8, socket_connect_timeout=5)
+            # Blocking: more forwards at once than connections wait for one (up to 20 s), where a plain
+            # pool raised "Too many connections" and a busy producer took Redis for down.
+            pool = BlockingConnectionPool.from_url(self.broker_url, max_connections=8, timeout=20,
+                                                   socket_connect_timeout=5)
             self._sessions, self._loop = RedisSessions(pool), loop
         return self._sessions
 
