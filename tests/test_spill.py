@@ -136,3 +136,23 @@ def test_judgehooks_resume_re_delivers_what_a_process_left_in_the_spill(tmp_path
     assert main(["resume", "--store", db]) == 0
     assert "re-delivered 2 spilled record(s), 0 still waiting" in capsys.readouterr().out
     assert sorted(r.id for r in SQLiteStore(db).query_sync()) == ["id-1", "id-2"]
+
+
+def test_a_column_another_connection_added_meanwhile_is_a_finished_migration(tmp_path):
+    """Two connections opening an older file at once both see a column missing; the second ALTER
+    fails with "duplicate column name", which means the migration is done (a full-suite run once
+    failed a spill test on exactly this race), while any other error still raises."""
+    import sqlite3
+
+    from judgehooks._base.sqlitefile import add_column
+
+    path = tmp_path / "old.db"
+    first, second = sqlite3.connect(path), sqlite3.connect(path)
+    first.execute("CREATE TABLE eval_spill (id TEXT)")
+    first.commit()
+    add_column(first, "eval_spill", "tries", "INTEGER NOT NULL DEFAULT 0")
+    first.commit()
+    add_column(second, "eval_spill", "tries", "INTEGER NOT NULL DEFAULT 0")
+    assert [row[1] for row in second.execute("PRAGMA table_info(eval_spill)")] == ["id", "tries"]
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        add_column(second, "missing", "tries", "INTEGER")

@@ -57,3 +57,13 @@ def connect_wal(path: str, timeout: float, *, autocheckpoint: bool = True, mode:
     if journal_limit is not None:
         conn.execute(f"PRAGMA journal_size_limit={int(journal_limit)}")
     return conn
+
+
+def add_column(conn: sqlite3.Connection, table: str, name: str, declaration: str) -> None:
+    """Migrate: add a column to `table`. Another connection (a thread, a process) opening the same
+    file may have added it between our look at the table and this statement: that is success."""
+    try:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+    except sqlite3.OperationalError as exc:
+        if "duplicate column name" not in str(exc):
+            raise

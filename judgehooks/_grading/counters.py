@@ -21,7 +21,6 @@ class Counters:
     retries: int = 0
     resumed: int = 0
     store_failures: int = 0
-    outbox_failures: int = 0  # jobs the outbox file refused: graded from memory, not crash-safe
     by_reason: dict[str, int] = field(default_factory=dict)
 
     def finished(self, record: EvalRecord | None) -> None:

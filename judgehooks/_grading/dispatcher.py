@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -149,15 +148,7 @@ class Dispatcher:
                   context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
         raw = json_bytes(job.context)
         size, text = len(raw), raw.decode()
-        try:
-            shed = self.budget.admit(job.id, size, None if self.outbox is None else partial(self.outbox.put, job, text))
-        except (sqlite3.Error, OSError) as exc:  # a full disk, a locked or unwritable outbox file
-            # Graded all the same, from memory: only a crash before it is graded could lose it now.
-            log.warning("outbox_write_failed", evaluator=self.pipeline.name, run_id=ctx.run_id,
-                        outbox=str(getattr(self.outbox, "path", "")), error=f"{type(exc).__name__}: {exc}")
-            with self._lock:
-                self.counters.outbox_failures += 1
-            shed = self.budget.admit(job.id, size, None)
+        shed = self.budget.admit(job.id, size, None if self.outbox is None else partial(self.outbox.put, job, text))
         with self._lock:
             self.counters.submitted += 1
         return job, shed
@@ -417,7 +408,8 @@ class Dispatcher:
                         evaluator=self.pipeline.name,
                         loop="app" if runtime.is_app_loop(self._loop) else "judgehooks",
                         oldest_pending_age_s=safe(self.outbox.oldest_age) if self.outbox is not None else None,
-                        outbox=None if self.outbox is None else self.outbox.path)
+                        outbox=None if self.outbox is None else self.outbox.path,
+                        outbox_failures=0 if self.outbox is None else self.outbox.refused)
         if self.pipeline.spend is not None:  # runs over a spend cap: skipped with reason "budget"
             counters.update(self.pipeline.spend.stats())
         if self._describe is not None:

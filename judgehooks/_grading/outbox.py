@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._base.jsondata import json_text
+from .._base.log import log
 from .._base.sqlitefile import checked_path, connect_wal
 
 _SCHEMA = (
@@ -78,6 +79,7 @@ class Outbox:
         self.stale_after = stale_after
         self.wal_limit = wal_limit
         self.owner = _new_owner()
+        self.refused = 0  # jobs the file refused (put): graded from memory, not crash-safe
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -117,13 +119,20 @@ class Outbox:
 
     def put(self, job: Job, context: str | None = None) -> None:
         """Persist one job (the hook path). Idempotent on the job id. `context`: the job's context
-        as JSON text, when the caller has it already."""
+        as JSON text, when the caller has it already. A file that refuses it (a full disk, a lock
+        held past the busy timeout) never fails the hook: the refusal is logged and counted
+        (`refused`), and the job is graded from memory, only without surviving a crash."""
         text = json_text(job.context) if context is None else context
-        with self._lock:
-            conn = self._connect()  # first: after a fork it gives this process its own owner id
-            conn.execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (job.id, job.evaluator, job.spec, text, job.sample_rate, job.created_at or time.time(),
-                          self.owner))
+        try:
+            with self._lock:
+                conn = self._connect()  # first: after a fork it gives this process its own owner id
+                conn.execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (job.id, job.evaluator, job.spec, text, job.sample_rate, job.created_at or time.time(),
+                              self.owner))
+        except (sqlite3.Error, OSError) as exc:
+            self.refused += 1
+            log.warning("outbox_write_failed", evaluator=job.evaluator, run_id=job.context.get("run_id"),
+                        outbox=self.path, error=f"{type(exc).__name__}: {exc}")
 
     def delete(self, ids: Sequence[str]) -> None:
         """Forget finished jobs: one short statement per chunk, so a put never waits long."""

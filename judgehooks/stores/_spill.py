@@ -30,7 +30,7 @@ from .._base.jsondata import record_json
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
-from .._base.sqlitefile import checked_path, connect_wal
+from .._base.sqlitefile import add_column, checked_path, connect_wal
 from .._runtime import runtime
 from . import _deadletter
 from ._base import BaseStore, RecordFilter, Store, refused, unstorable
@@ -75,7 +75,7 @@ class SpillFile:
             have = {row[1] for row in conn.execute("PRAGMA table_info(eval_spill)")}
             for name, declaration in _ADDED.items():
                 if name not in have:
-                    conn.execute(f"ALTER TABLE eval_spill ADD COLUMN {name} {declaration}")
+                    add_column(conn, "eval_spill", name, declaration)
             self._conn = conn
         return self._conn
 

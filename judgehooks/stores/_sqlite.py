@@ -15,7 +15,7 @@ import anyio.to_thread
 from .._base.jsondata import jsonable
 from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
-from .._base.sqlitefile import PRIVATE, check_mode, checked_path, connect_wal
+from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, connect_wal
 from . import _labels
 from ._base import BaseStore, RecordFilter
 
@@ -70,7 +70,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
     have = {row[1] for row in conn.execute(f"PRAGMA table_info({TABLE})")}
     for name in FIELDS:
         if name not in have:
-            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {name} {_TYPES.get(name, 'TEXT')}")
+            add_column(conn, TABLE, name, _TYPES.get(name, "TEXT"))
 
 
 class SQLiteStore(BaseStore):
