@@ -44,6 +44,10 @@ def test_a_fresh_process_can_rebuild_every_builtin_evaluator_from_a_spec():
     names = set(_fresh(code).split())
     for name in ("AgentAsJudgeEval", "Rubric", "ScorerEval", "SessionJudge", "Regex", "Contains", "Ensemble"):
         assert name in names, name
+    every_module = ("import importlib, pkgutil, judgehooks._evaluators as e; "
+                    "[importlib.import_module(f'{e.__name__}.{m.name}') for m in pkgutil.iter_modules(e.__path__)]; "
+                    + code)
+    assert names == set(_fresh(every_module).split())  # a new evaluator module is in spec._BUILTIN_MODULES
 
 
 def test_public_names_are_pinned():
