@@ -404,6 +404,35 @@ def test_two_processes_grading_one_window_at_once_both_call_back_and_store_one_r
     assert len(called_back) == 2
 
 
+def test_a_turn_that_came_while_its_session_was_graded_is_graded_next_not_a_lease_later(make_session_judge,
+                                                                                        make_agent, store):
+    """The clock may run between a window being finished and its task's done callback. It must not
+    take the session then: that lease would be nobody's to grade (and with broker=, the turn would
+    reach Redis only after the workers graded the session without it)."""
+    judge = make_session_judge(idle_after=300)
+    agent = make_agent(judge)
+    agent.run("first", session_id="s-race")
+    book, grader = judge._shell.book, judge._shell.grader
+    [claim] = book.claim_due(judge.evaluator_name, now=10**10)  # the window being graded
+    second = agent.run("second", session_id="s-race")  # a turn comes meanwhile
+    book.end(judge.evaluator_name, "s-race")  # and the session is due
+
+    async def finish_then_clock() -> None:
+        window = asyncio.get_running_loop().create_future()
+        grader._grading["s-race"] = window  # the window's task, its done callback not run yet
+        try:
+            book.finish(claim)  # the window's turns forgotten; the second turn stays
+            await grader._start_due()  # the clock looks before the done callback
+        finally:
+            del grader._grading["s-race"]
+            window.cancel()
+
+    runtime.call(finish_then_clock)
+    assert judgehooks.drain(30)
+    [record] = session_records(store, "s-race")
+    assert record.run_ids == [second.run_id] and turns_waiting(judge) == 0
+
+
 # ---- the book's leases: one process grades each window ------------------------------------------
 
 def _dead_pid() -> int:

@@ -327,7 +327,7 @@ def two_workers(redis_url: str, tmp_path, server):
 def test_a_multi_turn_session_is_graded_once_through_two_workers(make_producer, make_agent, redis_url, rds,
                                                                  tmp_path, server):
     with two_workers(redis_url, tmp_path, server) as (db, outs):
-        agent = make_agent(make_producer())
+        agent = make_agent(make_producer(idle_after=3))  # the workers are live: turns must fall in one window
         runs = [agent.run(f"turn {i}", session_id="s-2w") for i in range(4)]
         assert judgehooks.drain(30)
         wait_for(lambda: len(session_records(db)) == 1, timeout=60)
@@ -372,7 +372,10 @@ def test_many_concurrent_sessions_are_each_graded_once_and_attributed(make_produ
                                                                       tmp_path, server):
     sessions = 30
     with two_workers(redis_url, tmp_path, server) as (db, _):
-        agent = make_agent(make_producer(), id="agent-c")
+        # A session is idle once `idle_after` passes between its turns; with 30 sessions' runs on two
+        # busy cores, one turn's run alone can take longer than a second, which would rightly end its
+        # session's window early. Ten seconds keeps each session's two turns in one window.
+        agent = make_agent(make_producer(idle_after=10), id="agent-c")
 
         async def converse(i: int) -> list[str]:
             return [(await agent.arun(f"s{i} turn {t}", session_id=f"c-{i}", user_id=f"u-{i}")).run_id

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,9 +120,11 @@ class SessionBook(Outbox):
         return owner != self.owner and host == HOST and pid.isdigit() and not _pid_alive(int(pid))
 
     def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
-                  session_id: str | None = None, lease: float | None = None) -> list[Claim]:
+                  session_id: str | None = None, lease: float | None = None,
+                  busy: Collection[str] = ()) -> list[Claim]:
         """Take up to `limit` sessions that are due (for `evaluator`, or every evaluator), oldest
-        first, for `lease` seconds (default: the book's)."""
+        first, for `lease` seconds (default: the book's). Sessions in `busy` (the caller is grading
+        a window of theirs) are left as they are: turns that came meanwhile are claimed after."""
         now = time.time() if now is None else now
         lease = self.lease if lease is None else lease
         sql = ("SELECT evaluator, session_id, sample_rate, lease_owner, lease_until, spec FROM session_state "
@@ -140,7 +142,7 @@ class SessionBook(Outbox):
                 for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
                     if len(claims) >= limit:
                         break
-                    if not self._lapsed(owner, until, now):
+                    if sid in busy or not self._lapsed(owner, until, now):
                         continue
                     rows = conn.execute("SELECT seq, turn FROM session_turns WHERE evaluator = ? AND session_id = ? "
                                         "ORDER BY seq", (name, sid)).fetchall()

@@ -191,11 +191,12 @@ class SessionGrader:
         free = self.max_concurrency - len(self._grading)
         if free <= 0 and session_id is None:
             return []
-        claims = self.book.claim_due(self.name, limit=max(free, 1), session_id=session_id, lease=self.lease)
+        # A session we are grading is not claimed: between its window being finished and its task's
+        # done callback, a claim would take a lease that nobody grades, for a whole lease.
+        claims = self.book.claim_due(self.name, limit=max(free, 1), session_id=session_id, lease=self.lease,
+                                     busy=set(self._grading))
         tasks = []
         for claim in claims:
-            if claim.session_id in self._grading:  # ours already, still grading: its turns end up in a record
-                continue
             task = asyncio.get_running_loop().create_task(self._grade(claim))
             self._grading[claim.session_id] = task
             task.add_done_callback(functools.partial(self._done, claim.session_id))
