@@ -342,11 +342,20 @@ def test_a_job_the_outbox_refuses_is_graded_from_memory_and_counted(make_bg, mak
         conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON eval_jobs BEGIN SELECT RAISE(ABORT, 'disk full'); END")
     with capture_logs() as logs:
         second = agent.run("q [[fail]]")
+        third = agent.run("q")
         assert judgehooks.drain(30)
-    assert {r.run_id: r.status for r in store.records} == {first.run_id: "passed", second.run_id: "failed"}
-    [event] = [e for e in logs if e["event"] == "outbox_write_failed"]
-    assert event["run_id"] == second.run_id and "disk full" in event["error"]
-    assert judge.stats()["outbox_failures"] == 1 and judge.stats()["done"] == 2
+        with sqlite3.connect(tmp_path / "outbox.db") as conn:
+            conn.execute("DROP TRIGGER refuse")  # the disk has room again
+        fourth = agent.run("q")
+        assert judgehooks.drain(30)
+    assert {r.run_id: r.status for r in store.records} == {first.run_id: "passed", second.run_id: "failed",
+                                                           third.run_id: "passed", fourth.run_id: "passed"}
+    # one warning per outage, not one per run; the rest at debug level; one line when it is over
+    warned = [e for e in logs if e["event"] == "outbox_write_failed" and e["log_level"] == "warning"]
+    assert [(e["run_id"], "disk full" in e["error"]) for e in warned] == [(second.run_id, True)]
+    assert [e["run_id"] for e in logs if e["event"] == "outbox_write_failed"] == [second.run_id, third.run_id]
+    assert [e["refused"] for e in logs if e["event"] == "outbox_write_recovered"] == [2]
+    assert judge.stats()["outbox_failures"] == 2 and judge.stats()["done"] == 4
 
 
 def test_background_with_a_dead_store_says_so_and_keeps_the_job(make_bg, make_agent, tmp_path):

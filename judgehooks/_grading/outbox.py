@@ -80,6 +80,7 @@ class Outbox:
         self.wal_limit = wal_limit
         self.owner = _new_owner()
         self.refused = 0  # jobs the file refused (put): graded from memory, not crash-safe
+        self._refusing = 0  # refusals since the file last took a job: one warning per such outage
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -121,7 +122,9 @@ class Outbox:
         """Persist one job (the hook path). Idempotent on the job id. `context`: the job's context
         as JSON text, when the caller has it already. A file that refuses it (a full disk, a lock
         held past the busy timeout) never fails the hook: the refusal is logged and counted
-        (`refused`), and the job is graded from memory, only without surviving a crash."""
+        (`refused`), and the job is graded from memory, only without surviving a crash. A full disk
+        refuses every job: one warning per outage, the rest at debug level, and one line when the
+        file takes jobs again."""
         text = json_text(job.context) if context is None else context
         try:
             with self._lock:
@@ -131,8 +134,15 @@ class Outbox:
                               self.owner))
         except (sqlite3.Error, OSError) as exc:
             self.refused += 1
-            log.warning("outbox_write_failed", evaluator=job.evaluator, run_id=job.context.get("run_id"),
-                        outbox=self.path, error=f"{type(exc).__name__}: {exc}")
+            self._refusing += 1
+            say = log.warning if self._refusing == 1 else log.debug
+            say("outbox_write_failed", evaluator=job.evaluator, run_id=job.context.get("run_id"), outbox=self.path,
+                error=f"{type(exc).__name__}: {exc}", note="graded from memory; further refusals are counted in "
+                "stats()['outbox_failures'] and logged at debug level until the file takes a job again")
+            return
+        if self._refusing:
+            log.info("outbox_write_recovered", outbox=self.path, refused=self._refusing)
+            self._refusing = 0
 
     def delete(self, ids: Sequence[str]) -> None:
         """Forget finished jobs: one short statement per chunk, so a put never waits long."""
