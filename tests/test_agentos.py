@@ -68,10 +68,20 @@ def test_agentos_lists_every_verdict_with_agent_and_user(kind, make_judge, make_
                                 data={"message": prompt, "stream": "false", "user_id": "user-7"})
             assert reply.status_code == 200, reply.text
         assert judgehooks.drain(60)
-        listed = client.get("/eval-runs", params={"agent_id": "os-agent", "limit": 50}).json()["data"]
+        # drain() returns once every record is written to both stores (ours first, then agno's db)
+        ours = sorted(r.status for r in store.records)
+        assert ours == ["error", "failed", "passed"], [(r.id, r.status, r.error_type) for r in store.records]
+        # AgentOS reads on its own event loop and connection; give its read a few tries to see the rows
+        deadline = time.monotonic() + 10
+        while True:
+            listed = client.get("/eval-runs", params={"agent_id": "os-agent", "limit": 50}).json()["data"]
+            if len(listed) >= len(ours) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         other = client.get("/eval-runs", params={"agent_id": "someone-else"}).json()["data"]
     by_status = {run["eval_data"]["status"]: run for run in listed}
-    assert sorted(by_status) == ["error", "failed", "passed"] and other == []
+    seen = [(run["id"], run["eval_data"]["status"]) for run in listed]
+    assert sorted(by_status) == ["error", "failed", "passed"] and other == [], (seen, ours)
     assert {r.id for r in store.records} == {run["id"] for run in listed}  # same ids as our own store
     for run in listed:
         assert (run["agent_id"], run["user_id"], run["eval_type"]) == ("os-agent", "user-7", "agent_as_judge")
