@@ -275,6 +275,7 @@ class SpillingStore(BaseStore):
             await anyio.to_thread.run_sync(self.spill.remove, stored)
             with self._lock:
                 self.redelivered += len(stored)
+            log.info("spill_redelivered", store=self.key, records=len(stored), one_at_a_time=True)
         buried = 0
         for seq, record, error in bad:
             if not (stored or refused(error)):
