@@ -54,34 +54,37 @@ def test_records_wait_while_down_and_arrive_in_order_when_back(tmp_path):
     judgehooks_loop(spilling.aclose)
 
 
-class BlippingStore(MemoryStore):
-    """Fails the writes whose call numbers (from 1) are in `fail_calls`, as a pool's stale connections do."""
+class BlippingStore(SwitchableStore):
+    """A SwitchableStore whose next writes fail or not as `blips` says, as a pool's stale connections do."""
 
-    def __init__(self, fail_calls: set[int]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.calls, self.fail_calls = 0, fail_calls
+        self.blips: list[bool] = []
 
     async def write(self, records):
-        self.calls += 1
-        if self.calls in self.fail_calls:
+        if self.blips and self.blips.pop(0):
             raise ConnectionError("server closed the connection unexpectedly")
         await super().write(records)
 
 
 def test_records_redelivered_one_at_a_time_are_logged_as_redelivered(tmp_path):
-    # Back from an outage, the first batch write and one single write hit stale connections: the
-    # batch is then written one record at a time, and every record re-delivered says so in the log.
-    inner = BlippingStore(fail_calls=set())
+    inner = BlippingStore()
     spilling = SpillingStore(inner, tmp_path / "outbox.db", batch_size=3, retry_interval=0.01, max_interval=0.05)
     judgehooks_loop = judgehooks._runtime.runtime.call
-    inner.fail_calls = {1, 2, 3, 4, 5}  # the three writes that spill, then the batch, then its first single
+    inner.down = True
     with capture_logs() as logs:
         for i in range(3):
             judgehooks_loop(spilling.write, [rec(i)])
+        assert spilling.stats()["spill_pending"] == 3
+        # Back up, the batch of three hits a stale connection, then one at a time: id-0 goes in,
+        # id-1 hits another, id-2 goes in; id-1 follows in the next batch.
+        inner.blips = [True, False, True]
+        inner.down = False
         assert spilling.wait(30)
-    assert sorted(r.id for r in inner.records) == ["id-0", "id-1", "id-2"]
+    assert inner.arrived == ["id-0", "id-2", "id-1"]
     assert spilling.stats()["redelivered"] == 3
-    assert sum(e["records"] for e in logs if e["event"] == "spill_redelivered") == 3
+    events = [e for e in logs if e["event"] == "spill_redelivered"]
+    assert [(e["records"], e.get("one_at_a_time", False)) for e in events] == [(2, True), (1, False)]
     judgehooks_loop(spilling.aclose)
 
 

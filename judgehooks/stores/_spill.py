@@ -248,11 +248,15 @@ class SpillingStore(BaseStore):
                 await anyio.sleep(interval)
                 interval = min(interval * 2, self.max_interval)
                 continue
-            await anyio.to_thread.run_sync(self.spill.remove, [seq for seq, _ in batch])
-            with self._lock:
-                self.redelivered += len(batch)
-            log.info("spill_redelivered", store=self.key, records=len(batch), after_failures=failures)
+            await self._redelivered([seq for seq, _ in batch], after_failures=failures)
             interval, failures = self.retry_interval, 0
+
+    async def _redelivered(self, seqs: list[int], **event: Any) -> None:
+        """These rows' records are in the store: out of the spill, counted, logged."""
+        await anyio.to_thread.run_sync(self.spill.remove, seqs)
+        with self._lock:
+            self.redelivered += len(seqs)
+        log.info("spill_redelivered", store=self.key, records=len(seqs), **event)
 
     async def _isolate(self, batch: list[tuple[int, EvalRecord]], exc: Exception) -> bool:
         """The batch failed: one record at a time, so a record the store refuses holds up no other.
@@ -272,10 +276,7 @@ class SpillingStore(BaseStore):
                         break  # the store is down, not picky
                     bad.append((seq, record, failure))
         if stored:
-            await anyio.to_thread.run_sync(self.spill.remove, stored)
-            with self._lock:
-                self.redelivered += len(stored)
-            log.info("spill_redelivered", store=self.key, records=len(stored), one_at_a_time=True)
+            await self._redelivered(stored, one_at_a_time=True)
         buried = 0
         for seq, record, error in bad:
             if not (stored or refused(error)):
