@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import anyio
 import pytest
 from conftest import rec
 from structlog.testing import capture_logs
@@ -65,6 +66,31 @@ anyio.run(main)
     assert [p.wait(60) for p in procs] == [0, 0, 0]
     ids = [EvalRecord.model_validate_json(line).id for line in path.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 3 * 20 * 10
+
+
+def test_a_record_still_being_appended_by_another_process_is_not_taken_for_a_torn_line(tmp_path):
+    """A new writer decides about a torn last line under the writers' lock: it waits for the other
+    process's write to finish instead of ending that record early (the race that emptied a line)."""
+    import fcntl
+    import os
+    import threading
+
+    from judgehooks._base.jsondata import record_json
+
+    path = tmp_path / "evals.jsonl"
+    line = (record_json(rec(1, output="x" * 50_000)) + "\n").encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another writer, half way through copying its record in
+    os.write(fd, line[:1000])
+    writer = threading.Thread(target=anyio.run, args=(JsonlStore(path).write, [rec(2)]))
+    writer.start()
+    writer.join(0.3)
+    assert writer.is_alive(), "the new writer appended while another held the lock"
+    os.write(fd, line[1000:])
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    writer.join(10)
+    assert [json.loads(text)["id"] for text in path.read_text().split("\n")[:-1]] == ["id-1", "id-2"]
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -1,8 +1,9 @@
-"""What the SQLite store, the outbox and the JSONL store share: path checks, files created
-private (0600: they hold users' inputs and answers), and WAL connections."""
+"""What the SQLite store, the outbox and the JSONL stores share: path checks, files created
+private (0600: they hold users' inputs and answers), WAL connections and locked line appends."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 from pathlib import Path
@@ -67,3 +68,25 @@ def add_column(conn: sqlite3.Connection, table: str, name: str, declaration: str
     except sqlite3.OperationalError as exc:
         if "duplicate column name" not in str(exc):
             raise
+
+
+def append_lines(fd: int, data: bytes, *, end_torn_line: bool, fsync: bool = False) -> None:
+    """Append whole lines to `fd` (opened ``O_RDWR | O_APPEND``) under an exclusive `flock`.
+
+    Every writer of a lines file holds the lock for its whole write, so concurrent processes never
+    interleave inside a line, and `end_torn_line` (a crash's torn last line gets a newline first)
+    never mistakes a record that another process is still copying in for a torn line.
+    """
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        if end_torn_line:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+        view = memoryview(data)
+        while view:  # write() may be short on some filesystems; finish the batch
+            view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)

@@ -1,8 +1,10 @@
 """JsonlStore: one JSON object per line, appended, for log shippers (Vector, Fluent Bit, Filebeat).
 
-A batch is appended with one write() to a file opened O_APPEND, so concurrent writers never
-interleave inside a line. A crash can leave at most a torn last line: the next writer ends it
-with a newline first, and readers skip lines that are not whole JSON objects.
+A batch is appended with one write() to a file opened O_APPEND, under an exclusive advisory lock
+(`flock`) that every writer takes, so concurrent writers never interleave inside a line. A crash can
+leave at most a torn last line: the next writer to open the file ends it with a newline first,
+deciding under that same lock, so a record another process is still copying in is never taken for
+a torn line. Readers skip lines that are not whole JSON objects.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .._base.jsondata import record_json
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
-from .._base.sqlitefile import PRIVATE, check_mode, checked_path, create_file
+from .._base.sqlitefile import PRIVATE, append_lines, check_mode, checked_path, create_file
 from . import _labels
 from ._base import BaseStore, RecordFilter
 
@@ -41,6 +43,7 @@ class JsonlStore(BaseStore):
         self.mode = check_mode(mode, "JsonlStore")
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._tail_checked = False
         self._pid = os.getpid()
 
     def __repr__(self) -> str:
@@ -50,24 +53,15 @@ class JsonlStore(BaseStore):
         if self._fd is None or self._pid != os.getpid():
             self._pid = os.getpid()
             create_file(self.path, self.mode)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, self.mode)
-            size = os.fstat(fd).st_size
-            if size:
-                with open(self.path, "rb") as fh:
-                    fh.seek(size - 1)
-                    if fh.read(1) != b"\n":  # a torn line from a crash: end it, keep it out of our lines
-                        os.write(fd, b"\n")
-            self._fd = fd
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, self.mode)
+            self._tail_checked = False  # this process has yet to end a torn last line left by a crash
         return self._fd
 
     def _append(self, data: bytes) -> None:
         with self._lock:
             fd = self._open()
-            view = memoryview(data)
-            while view:  # write() may be short on some filesystems; finish the batch
-                view = view[os.write(fd, view):]
-            if self.fsync:
-                os.fsync(fd)
+            append_lines(fd, data, end_torn_line=not self._tail_checked, fsync=self.fsync)
+            self._tail_checked = True
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         if records:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._base.label import Label
 from .._base.log import log
-from .._base.sqlitefile import create_file
+from .._base.sqlitefile import append_lines, create_file
 
 COLUMNS = ("record_id", "reviewer", "passed", "score", "note", "created_at")
 #: the ids a `records_by_id` query asks for at once (SQLite allows 32766 parameters; stay well under)
@@ -65,20 +65,12 @@ def labels_path(path: str) -> str:
 
 
 def append_labels(path: str, labels: Sequence[Label], mode: int) -> None:
-    """Append labels as JSON lines, in one write (a torn last line from a crash is ended first)."""
+    """Append labels as JSON lines, in one locked write (a torn last line from a crash is ended first)."""
     create_file(path, mode)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    data = "".join(json.dumps(label.data(), ensure_ascii=False) + "\n" for label in labels).encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
     try:
-        size = os.fstat(fd).st_size
-        data = "".join(json.dumps(label.data(), ensure_ascii=False) + "\n" for label in labels).encode()
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        append_lines(fd, data, end_torn_line=True)
     finally:
         os.close(fd)
 
