@@ -384,5 +384,5 @@ def _supervise(args: argparse.Namespace) -> int:
         server.stop()
 
 
-if __name__ == "__main__":  # pragma: no cover - exercised by tests/test_local_model.py as a process
+if __name__ == "__main__":  # pragma: no cover - exercised by tests/integrations/test_local_model.py as a process
     raise SystemExit(main())

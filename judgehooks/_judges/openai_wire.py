@@ -8,7 +8,7 @@ per-call cost calculation (about 3x the client CPU, measured in ``benchmarks/ben
 
 Errors keep litellm's types and messages: an SDK error is wrapped as litellm's openai handler
 wraps it and mapped by litellm's own `exception_type`, so retries, Retry-After and the stored
-``error_type`` are the same on both paths (``tests/test_fast_judge.py`` runs both side by side).
+``error_type`` are the same on both paths (``tests/judges/test_fast_judge.py`` runs both side by side).
 
 A model goes the slow way, through ``litellm.acompletion``, when anything makes litellm do more
 than send the request: another provider, extra ``litellm_kwargs``, litellm callbacks or global

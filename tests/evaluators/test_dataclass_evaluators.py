@@ -149,7 +149,7 @@ def test_a_users_type_checker_accepts_the_deployment_keywords_and_catches_a_typo
         "check = Regex('^ok', flags='i', store=MemoryStore(), on_fail=page, run_in_background=False)\n"
         "judge = AgentAsJudgeEval(criteria='c', store=MemoryStore(), on_error=page, max_queue=10)\n"
         "bad = Regex('^ok', stor=MemoryStore())\n")
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([str(Path(sys.executable).parent / "mypy"), "--cache-dir", str(tmp_path / "cache"),
                           "--follow-imports=silent", str(user)], capture_output=True, text=True,
                          env={**__import__("os").environ, "MYPYPATH": str(repo)})

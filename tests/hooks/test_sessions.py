@@ -586,7 +586,7 @@ def test_processes_sharing_an_outbox_grade_each_session_once(server, tmp_path, f
 def test_the_sessions_example_runs_as_written_on_the_scripted_server(tmp_path):
     from pathlib import Path
 
-    example = Path(__file__).resolve().parent.parent / "examples" / "sessions.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "sessions.py"
     done = subprocess.run([sys.executable, str(example), "--scripted"], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert done.returncode == 0, done.stderr[-2000:]

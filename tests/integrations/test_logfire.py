@@ -24,7 +24,7 @@ import pytest
 
 from judgehooks._grading.tracing import EVENT, SPAN_NAME
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOGFIRE_PATH = os.environ.get("JUDGEHOOKS_TEST_LOGFIRE_PATH", "")
 
 if not (LOGFIRE_PATH and (Path(LOGFIRE_PATH) / "logfire").is_dir()) and importlib.util.find_spec("logfire") is None:

@@ -48,7 +48,7 @@ def label_rows(db) -> list[str]:
 @pytest.mark.parametrize("kind", ["SqliteDb", "PostgresDb"])
 def test_live_records_read_back_and_a_label_is_one_row_per_record_and_reviewer(kind, make_judge, make_agent, store,
                                                                                tmp_path, request):
-    # (tests/test_labels.py runs the label sequence every store shares on agno dbs too)
+    # (tests/alerts/test_labels.py runs the label sequence every store shares on agno dbs too)
     db = agno_db(kind, tmp_path, request)
     first, second = live_records(make_judge, make_agent, store, db, "q1 [[score=9]]", "q2 [[score=3]]")
     agno = AgnoDbStore(db)

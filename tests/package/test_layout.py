@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "judgehooks"
+PACKAGE = Path(__file__).resolve().parents[2] / "judgehooks"
 
 #: layer of each top-level part of the package; an import must point to a lower layer or its own folder
 LAYERS = {

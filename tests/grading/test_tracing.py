@@ -23,7 +23,7 @@ from judgehooks import SQLiteStore  # noqa: E402
 from judgehooks._base.context import context_from_dict, context_to_dict  # noqa: E402
 from judgehooks._grading.tracing import EVENT, SPAN_NAME  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUN_SPAN = "support_bot.run"  # as openinference-instrumentation-agno names it; here the test opens it
 
 

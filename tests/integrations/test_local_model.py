@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _demo import assert_the_demo_shows_the_product
 from agno.agent import Agent
 
 import judgehooks
@@ -38,7 +39,7 @@ from judgehooks.local import (
     model_file,
 )
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def fake_server(tmp_path: Path, body: str) -> tuple[str, Path]:
@@ -282,8 +283,6 @@ def test_local_model_server_runs_xllamacpp_in_a_child_process_stopped_by_pid(mon
 
 @pytest.mark.slow
 def test_the_quickstart_shows_the_product_with_the_local_model(local, tmp_path):
-    from test_examples import assert_the_demo_shows_the_product
-
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", BASE_URL_ENV: local.base_url}
     env.pop("JUDGEHOOKS_MODEL", None)
     done = subprocess.run([sys.executable, str(EXAMPLES / "quickstart.py")], capture_output=True, text=True,
