@@ -8,7 +8,7 @@ import re
 
 def assert_the_demo_shows_the_product(out: str) -> None:
     """A pass, a failure with its alert, a blocked answer with the fallback, an error with on_error,
-    and the report, each with its reason: what tests/judges/test_local_model.py and .ci/run also check."""
+    and the report, each with its reason: what tests/integrations/test_local_model.py and .ci/run also check."""
     assert "-> passed  mentions-the-key-fact: the answer mentions 'Paris'" in out
     assert ("ALERT (on_fail): support-bot failed mentions-the-key-fact on 'Who wrote Romeo and Juliet?'\n"
             "     -> failed  mentions-the-key-fact: the answer does not mention 'Shakespeare'") in out

@@ -9,6 +9,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import gc
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,41 @@ from agno.models.openai.like import OpenAILike
 from agno.team import Team
 
 from judgehooks import AgentAsJudgeEval, EvalRecord, MemoryStore
+from judgehooks._judges.litellm import load_litellm
 from judgehooks.testing import StubLLMServer
+
+# The per-test gc.collect() below walks every tracked object. agno and litellm make that heap large
+# (about 0.5 s a walk), so import litellm now and freeze what the imports made: later collections
+# walk only what tests created. (judgehooks imports litellm lazily; the tests that prove so run a
+# fresh interpreter.)
+load_litellm()
+gc.collect()
+gc.freeze()
+
+#: the repository's root (tests run in a directory of their own: see _own_working_directory)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection imported too (test modules, agno.os, fastapi, ...), for the same reason."""
+    gc.collect()
+    gc.freeze()
+
+
+def worker_index() -> int:
+    """0, 1, 2, ... for pytest-xdist's workers gw0, gw1, ...; 0 without xdist."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_working_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each test process works in a directory of its own: a file a test leaves in the working
+    directory (./judgehooks.db, say) never lands in the repository or in another worker's way."""
+    before = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    yield
+    os.chdir(before)
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +69,11 @@ def _fresh_server(server: StubLLMServer) -> None:
     yield
     # openai's AsyncClient.__del__ schedules aclose() on whatever loop is running when it is
     # collected; collect this test's clients now, while no loop runs, not inside the next test.
+    # Then freeze what survived (session fixtures, caches), so the next collection walks only what
+    # the next test makes: an object frozen here that dies later is freed by its reference count,
+    # or, in a cycle, never collected at all (so never finalised on a running loop either).
     gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture
@@ -106,12 +145,14 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
 
 @pytest.fixture(scope="session")
 def redis_base() -> str:
-    """$JUDGEHOOKS_TEST_REDIS_URL (what .ci/run exports), else a redis-server started here."""
+    """$JUDGEHOOKS_TEST_REDIS_URL (what .ci/run exports), else a redis-server started here (per worker)."""
     from judgehooks.testing import RedisServer
 
     url = os.environ.get("JUDGEHOOKS_TEST_REDIS_URL")
     if url:
-        yield url
+        # One server, one logical database per pytest-xdist worker: a test's FLUSHDB and the fixed
+        # stream names never reach another worker's tests.
+        yield f"{url.rsplit('/', 1)[0]}/{1 + worker_index() % 15}"
         return
     try:
         server = RedisServer().start()

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from _runner import run_cli
 
 import judgehooks
 from judgehooks import EvalRecord, Label, SQLiteStore
 from judgehooks._alerts.agreement import Confusion, kappa_interval, ranks, rogan_gladen, spearman
 from judgehooks._runtime import runtime
 
-ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 START = datetime(2026, 11, 1, tzinfo=UTC)
 
 # (judge passed, human passed) for 10 labelled records: tp=4, fp=1, fn=2, tn=3
@@ -105,15 +102,14 @@ def test_the_statistics_on_their_own():
 
 def test_the_command_prints_a_table_and_json_with_the_same_numbers(tmp_path):
     binary_store(tmp_path / "evals.db").close()
-    args = [sys.executable, "-m", "judgehooks._cli", "calibrate", "--store", str(tmp_path / "evals.db"),
-            "--evaluator", "facts"]
-    text = subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=120)
-    data = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, env=ENV, timeout=120).stdout)
+    args = ["calibrate", "--store", str(tmp_path / "evals.db"), "--evaluator", "facts"]
+    text = run_cli(*args)
+    data = json.loads(run_cli(*args, "--json").stdout)
     assert text.returncode == 0, text.stderr
     assert data["kappa"] == pytest.approx(0.4) and data["confusion"] == {"tp": 4, "fp": 1, "fn": 2, "tn": 3}
     assert "Cohen's kappa   0.400  95% CI" in text.stdout
     assert "accuracy        70.0%  judge and people agree" in text.stdout
     assert "judge pass            4            1" in text.stdout
     assert "note: n=10 labelled records is too small to conclude anything" in text.stdout
-    missing = subprocess.run([*args[:-1], "nobody"], capture_output=True, text=True, env=ENV, timeout=120)
+    missing = run_cli(*args[:-1], "nobody")
     assert missing.returncode == 1 and "calibrate: no graded records of evaluator 'nobody'" in missing.stderr

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from _runner import CliResult, run_cli
 
 from judgehooks import SQLiteStore
 from judgehooks._cli.consistency import render
@@ -16,9 +17,8 @@ from judgehooks._cli.consistency import render
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=180, env=ENV)
+def cli(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 def test_flip_rate_and_score_spread_and_an_unchanged_report(make_judge, server, tmp_path):

@@ -4,22 +4,17 @@ JSONL with every bad line named; `judgehooks review` driven by a scripted stdin.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from _runner import CliResult, run_cli
 
 import judgehooks
 from judgehooks import AgnoDbStore, JsonlStore, MemoryStore, PostgresStore, SQLiteStore
 from judgehooks._runtime import runtime
 
-ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
-
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=120, env=ENV, input=stdin)
+def cli(*args: str, stdin: str | None = None) -> CliResult:
+    return run_cli(*args, stdin=stdin)
 
 
 def graded(make_judge, store, *prompts: str, **kw):

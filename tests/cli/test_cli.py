@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _runner import CliResult, run_cli
 from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 from agno.team import Team
@@ -27,9 +28,8 @@ from judgehooks.stores import MemoryStore, iter_records, store_from_url
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, env=ENV)
+def cli(*args: str, cwd: Path | None = None, **_: object) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 def judge_settings(server, store, **extra):

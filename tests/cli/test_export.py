@@ -4,19 +4,15 @@ and `pydantic_evals.Dataset.from_file`."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import warnings
+
+from _runner import CliResult, run_cli
 
 from judgehooks import SQLiteStore
 
-ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=180, env=ENV)
+def cli(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 def failures(make_judge, db):

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from _runner import CliResult, run_cli
 
 import judgehooks
 from judgehooks import (
@@ -39,9 +40,8 @@ def judge(**kw):
     return AgentAsJudgeEval(**settings)
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=120, env=ENV)
+def cli(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 # ---- the hash -------------------------------------------------------------------------------------

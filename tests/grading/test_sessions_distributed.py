@@ -14,7 +14,7 @@ import time
 import pytest
 import redis
 import redis.asyncio
-from conftest import wait_for
+from conftest import ROOT, wait_for
 from test_distributed import (
     JOB_KEY,
     DownAtFirst,
@@ -297,7 +297,7 @@ def test_resume_leaves_a_broker_producers_unforwarded_turns_to_the_workers(make_
     assert judge.stats()["turns_waiting"] == 1
     db = str(tmp_path / "resumed.db")
     env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "PYTHONPATH": os.getcwd()}
+           "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
                            "--outbox", outbox, "--timeout", "20"], capture_output=True, text=True, timeout=300,
                           env=env)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from _runner import run_cli
 from structlog.testing import capture_logs
 
 import judgehooks
@@ -202,17 +203,14 @@ def test_report_shows_judge_cost_per_evaluator_per_day(make_judge, make_agent, t
     agent = make_agent(priced, unpriced)
     for i in range(3):
         agent.run(f"q{i}")
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "report", "--store", f"sqlite:///{db}",
-                           "--since", "all", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    done = run_cli("report", "--store", f"sqlite:///{db}", "--since", "all", "--json")
     rows = {r["evaluator"]: r for r in json.loads(done.stdout)["judge_cost"]}
     today = time.strftime("%Y-%m-%d", time.gmtime())
     assert rows["report-priced"]["day"] == today and rows["report-priced"]["calls"] == 2
     assert rows["report-priced"]["cost_usd"] > 0 and rows["report-priced"]["over_budget"] == 1
     unpriced_row = rows["report-unpriced"]
     assert (unpriced_row["calls"], unpriced_row["cost_usd"], unpriced_row["unpriced"]) == (3, 0, 3)
-    text = subprocess.run([sys.executable, "-m", "judgehooks._cli", "report", "--store", f"sqlite:///{db}",
-                           "--since", "all"], capture_output=True, text=True, timeout=120, env=env).stdout
+    text = run_cli("report", "--store", f"sqlite:///{db}", "--since", "all").stdout
     assert "judge cost per evaluator per day (UTC):" in text
     [line] = [ln for ln in text.splitlines() if "report-priced" in ln and today in ln]
     assert line.split()[2:] == ["2", f"{rows['report-priced']['cost_usd']:.4f}", "0", "1"]

@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import wait_for
+from conftest import ROOT, wait_for
 
 import judgehooks
 from judgehooks import EvalRecord, SessionJudge, SQLiteStore
@@ -268,7 +268,7 @@ def _crash(tmp_path, server, idle: float, *, exit_cleanly: bool = False) -> tupl
     script.write_text(cleanly if exit_cleanly else CRASHER)
     db, outbox = str(tmp_path / "evals.db"), str(tmp_path / "outbox.db")
     done = subprocess.run([sys.executable, str(script), server.base_url, db, outbox, str(idle)], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == (0 if exit_cleanly else -signal.SIGKILL), done.stderr
     return db, outbox, done.stdout.split()
 
@@ -301,7 +301,7 @@ def test_a_crash_between_turns_loses_no_turn(make_agent, server, tmp_path):
 def test_judgehooks_resume_grades_a_dead_process_session_when_it_falls_due(server, tmp_path):
     db, outbox, before = _crash(tmp_path, server, idle=1.0)
     env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "PYTHONPATH": os.getcwd()}
+           "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
                            "--outbox", outbox, "--timeout", "120"], capture_output=True, text=True, timeout=300,
                           env=env)
@@ -563,7 +563,7 @@ def test_processes_sharing_an_outbox_grade_each_session_once(server, tmp_path, f
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     db, outbox, go, sessions = str(tmp_path / "evals.db"), str(tmp_path / "outbox.db"), tmp_path / "go", 8
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     args = [sys.executable, str(script), server.base_url, db, outbox, str(go), str(sessions)]
     workers = [subprocess.Popen([*args, fate], stdout=subprocess.PIPE, text=True, env=env) for fate in fates]
     go.touch()

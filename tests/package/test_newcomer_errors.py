@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _runner import CliResult, run_cli
 
 from judgehooks import AgentAsJudgeEval, EvalRecord, SQLiteStore
 from judgehooks._base.result import AgentAsJudgeResult
@@ -63,9 +61,8 @@ def test_pass_rate_is_none_not_zero_when_nothing_was_graded(make_judge):
 
 # ---- the command line ---------------------------------------------------------------------------
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=180, cwd=cwd, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+def cli(*args: str, cwd: Path | None = None, **_: object) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 def test_grade_exits_non_zero_and_prints_the_first_error_when_every_case_errored(server, tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from _runner import CliResult, run_cli
 from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 
@@ -23,9 +24,8 @@ STEERING = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u20
 TITLE, CLEAR, RED, CSI8, RLO = "\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "\x1b[31m", "\x9b2J", "\u202e"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=120, env=ENV)
+def cli(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 # ---- 10. terminal escapes -----------------------------------------------------------------------

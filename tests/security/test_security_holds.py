@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _runner import CliResult, run_cli
 from agno.media import Image
 from agno.run.agent import RunOutput
 from agno.run.base import RunStatus
@@ -37,9 +38,8 @@ API_KEY = "sk-live-" + uuid.uuid4().hex  # unique: any occurrence anywhere is a 
 TOKEN = "T0KEN" + uuid.uuid4().hex
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=120, env=ENV)
+def cli(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 def every_byte_under(folder: Path) -> bytes:

@@ -4,23 +4,18 @@ record and reviewer, and read back with the records by `calibrate`, `review` and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from _runner import CliResult, run_cli
 
 import judgehooks
 from judgehooks import AgnoDbStore, EvalRecord
 from judgehooks._runtime import runtime
 from judgehooks.stores._agnorows import LABEL_MODEL
 
-ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
-
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgehooks._cli", *args], capture_output=True, text=True,
-                          timeout=120, env=ENV, input=stdin)
+def cli(*args: str, stdin: str | None = None) -> CliResult:
+    return run_cli(*args, stdin=stdin)
 
 
 def agno_db(kind: str, tmp_path, request):
