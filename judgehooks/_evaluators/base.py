@@ -41,7 +41,7 @@ from .._base.record import Mode
 from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_name
 from .._grading.pipeline import Pipeline
-from .._hooks.hooklist import MARKER
+from .._hooks.hooklist import MARKER, RunInBackground
 from .._hooks.settings import Deployment, HookSettings
 from .._hooks.shell import HookShell
 from ..stores import Store
@@ -347,9 +347,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
             """Where this evaluator's records go (the default SQLite store when none was given)."""
             return self._shell.wiring.store
 
-        @property
-        def run_in_background(self) -> bool:
-            return self._shell.settings.run_in_background
+        run_in_background = RunInBackground()
 
     @property
     def _pipeline(self) -> Pipeline:

@@ -18,6 +18,7 @@ from .._base.record import EvalRecord
 from .._base.validate import check_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._hooks.gate import DEFAULT_FALLBACK
+from .._hooks.hooklist import RunInBackground
 from .._hooks.sampling import SampleRate
 from .._hooks.settings import HookSettings
 from .._judges.agno import AgnoJudge, evaluator_agent
@@ -334,3 +335,8 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
 
 
 _OWN_AGENT_CODE = AgentAsJudgeEval.get_evaluator_agent.__code__
+
+
+# agno's field, read as agno reads it, except by agno's hook normaliser: see RunInBackground. Set after the
+# class is built, so the dataclass keeps the plain field (default False) that agno's signature has.
+AgentAsJudgeEval.run_in_background = RunInBackground()  # type: ignore[assignment]

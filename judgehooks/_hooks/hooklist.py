@@ -62,3 +62,37 @@ def ensure_dual_hooks(owner: Any) -> None:
     if not hooks or isinstance(hooks, DualHookList) or not getattr(owner, "_hooks_normalised", False):
         return
     owner.post_hooks = DualHookList(dual_entry(hook) for hook in list.__iter__(hooks))
+
+
+def _read_by_agnos_normaliser() -> bool:
+    """Whether the attribute being read is read by agno's `normalize_post_hooks`/`normalize_pre_hooks`
+    (the frame two up: this helper, then the descriptor's __get__, then agno's code)."""
+    frame = sys._getframe(2)
+    return frame.f_code.co_name in ("normalize_post_hooks", "normalize_pre_hooks") \
+        and frame.f_globals.get("__name__") == "agno.utils.hooks"
+
+
+class RunInBackground:
+    """An evaluator's ``run_in_background``, as agno's `BaseEval` field reads and assigns it, except
+    that agno's hook normaliser reads it as False.
+
+    agno turns a `BaseEval` with ``run_in_background=True`` into a hook that AgentOS runs as a
+    FastAPI background task, after the response is sent (AgentOS normalises the hooks of a fresh
+    copy of the agent on every request). Our hook only snapshots the run and hands it to our own
+    durable queue, in about a millisecond; called after the response, that hand-off could be lost
+    with the process, and `drain()` called on receiving the response could miss it. So agno always
+    calls us inline, and "in the background" means our queue: the job is in the outbox before the
+    response leaves."""
+
+    def __get__(self, obj: Any, objtype: type[Any] | None = None) -> Any:
+        if obj is None:
+            return False  # the class default, as agno's field has it
+        if _read_by_agnos_normaliser():
+            return False
+        shell = obj.__dict__.get("_shell")
+        if shell is not None:
+            return shell.settings.run_in_background
+        return obj.__dict__.get("_run_in_background", False)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["_run_in_background"] = value  # until the hook's settings are built from it
