@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -14,11 +15,14 @@ class RateLimiter:
     _by_model: dict[str, RateLimiter] = {}
     _lock = threading.Lock()
 
-    def __init__(self, requests_per_minute: float) -> None:
+    def __init__(self, requests_per_minute: float, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> None:
+        """`clock` and `sleep` are the wall clock unless a test brings its own."""
         if requests_per_minute <= 0:
             raise ValueError(f"requests_per_minute must be > 0, got {requests_per_minute!r}")
         self.interval = 60.0 / requests_per_minute
         self._next = 0.0
+        self._clock, self._sleep = clock, sleep
 
     @classmethod
     def for_model(cls, model: str, requests_per_minute: float | None) -> RateLimiter | None:
@@ -31,8 +35,8 @@ class RateLimiter:
             return limiter
 
     async def acquire(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         slot = max(now, self._next)
         self._next = slot + self.interval
         if slot > now:
-            await anyio.sleep(slot - now)
+            await self._sleep(slot - now)
