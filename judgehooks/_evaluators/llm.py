@@ -222,6 +222,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         fallback: str = DEFAULT_FALLBACK,
         repair: int = 0,
         gate_on_error: str = "block",
+        gate_on_skip: str = "block",
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
@@ -245,7 +246,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
             max_queue=max_queue, max_queue_bytes=max_queue_bytes, overload=overload, block_timeout=block_timeout,
             on_drop=on_drop, outbox=outbox,
             requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
-            gate_on_error=gate_on_error, on_record=on_record, spill=spill, broker=broker)
+            gate_on_error=gate_on_error, gate_on_skip=gate_on_skip, on_record=on_record, spill=spill, broker=broker)
 
     def check(self) -> None:
         """agno's checks, with agno's messages, and the judge connection's: at construction and
