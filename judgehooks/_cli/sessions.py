@@ -22,7 +22,7 @@ from .._runtime import runtime
 from ..stores._agno import open_agno_db
 from ..stores._sqlite import outbox_path_for
 from ..stores._url import redact
-from .common import CommandError, add_store_argument, call, clip, count, label_of, parse_time, store_at
+from .common import CommandError, add_store_argument, call, clip, count, finite, label_of, parse_time, store_at
 from .terminal import say
 
 
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=count, default=100_000, metavar="CHARS",
                         help="longest transcript shown whole, in characters (default 100000)")
     parser.add_argument("--concurrency", type=count, default=8, help="sessions graded at once (default 8)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call (default 60)")
+    parser.add_argument("--timeout", type=finite, default=60.0, help="seconds per judge call (default 60)")
 
 
 def run(args: argparse.Namespace) -> int:

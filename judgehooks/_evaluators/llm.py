@@ -15,7 +15,7 @@ from typing import Any, Literal
 from .._base.context import EvalContext
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord
-from .._base.validate import check_number
+from .._base.validate import check_number, check_optional_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.hooklist import RunInBackground
@@ -113,6 +113,7 @@ class JudgeConnection:
         check_number("timeout", self.timeout, minimum=0, allow_equal=False)
         check_number("retries", self.retries, minimum=0, allow_equal=True, integer=True)
         check_number("retry_backoff", self.retry_backoff, minimum=0, allow_equal=True)
+        check_optional_number("temperature", self.temperature, minimum=0)
 
     def connect(self, settings: HookSettings, *, evaluator_agent: Any = None,
                 judge_processes: int | None = None) -> Judge:
