@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._base.validate import check_finite
 from ._runtime import runtime
 from .exceptions import LocalModelUnavailable
 
@@ -174,6 +175,7 @@ class LocalModelServer:
             _check_int("threads", threads, 1)
         if isinstance(startup_timeout, bool) or not isinstance(startup_timeout, (int, float)) or startup_timeout <= 0:
             raise ValueError(f"startup_timeout must be a number of seconds > 0, got {startup_timeout!r}")
+        check_finite("startup_timeout", startup_timeout)
         if isinstance(extra_args, str) or not all(isinstance(a, str) for a in extra_args):
             raise TypeError(f"extra_args must be a list of strings, got {extra_args!r}")
         if model_path is not None and not Path(model_path).is_file():

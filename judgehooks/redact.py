@@ -235,6 +235,10 @@ class Presidio:
 
     def __init__(self, *, entities: Sequence[str] | None = None, language: str = "en",
                  score_threshold: float = 0.5, analyzer: Any = None) -> None:
+        # a range check NaN fails too (every comparison with NaN is false): judgehooks.redact imports nothing
+        if isinstance(score_threshold, bool) or not isinstance(score_threshold, (int, float)) \
+                or not 0 <= score_threshold <= 1:
+            raise ValueError(f"score_threshold must be a number from 0 to 1, got {score_threshold!r}")
         if analyzer is None:
             try:
                 from presidio_analyzer import AnalyzerEngine  # optional extra: pip install 'judgehooks[pii]'

@@ -20,6 +20,7 @@ import anyio
 
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
+from .._base.validate import check_finite
 from .._runtime import runtime
 
 _MAX_RETRY_AFTER = 30.0
@@ -50,6 +51,7 @@ def _check(name: str, value: Any, *, minimum: float, integer: bool = False, stri
     if bad or value < minimum or (strict and value == minimum):
         raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} "
                          f"{'>' if strict else '>='} {minimum}, got {value!r}")
+    check_finite(name, value)
 
 
 def describe(item: Any) -> dict[str, Any]:

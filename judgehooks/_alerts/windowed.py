@@ -20,6 +20,7 @@ from typing import Any
 from .._base.callbacks import wrap_callback
 from .._base.log import log
 from .._base.record import EvalRecord
+from .._base.validate import check_finite
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,8 @@ class WindowedAlert:
                              "the alert could never fire")
         if isinstance(cooldown, bool) or not isinstance(cooldown, (int, float)) or cooldown < 0:
             raise ValueError(f"cooldown must be a number of seconds >= 0, got {cooldown!r}")
+        check_finite("minutes", minutes)
+        check_finite("cooldown", cooldown)
         self._notify = wrap_callback("notify", notify)
         self.notify, self.threshold, self.last_n, self.minutes = notify, float(threshold), last_n, minutes
         self.min_evaluations, self.cooldown, self._clock = min_evaluations, float(cooldown), clock

@@ -57,9 +57,14 @@ class SessionContext(EvalContext):
         if not turns:
             raise ValueError("a session context needs at least one turn")
         first, last = turns[0].run, turns[-1].run
+        # Redacted turns make a redacted session; one whose text a redactor withheld makes the
+        # session's record a RedactionError, as a run's would be, rather than a verdict on a gap.
+        redacted_by = next((t.run.redacted_by for t in reversed(turns) if t.run.redacted_by), None)
+        redaction_error = next((t.run.redaction_error for t in turns if t.run.redaction_error), None)
         return cls(input=first.input, output=last.output, run_id=None, session_id=last.session_id,
                    user_id=last.user_id, agent_id=last.agent_id, agent_name=last.agent_name, team_id=last.team_id,
-                   team_name=last.team_name, metadata={}, turns=tuple(turns))
+                   team_name=last.team_name, metadata={}, turns=tuple(turns), redacted_by=redacted_by,
+                   redaction_error=redaction_error)
 
     @property
     def run_ids(self) -> list[str]:

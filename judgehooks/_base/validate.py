@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
-def check_number(name: str, value: Any, *, minimum: float, allow_equal: bool, integer: bool = False) -> None:
+def check_finite(name: str, value: Any) -> None:
+    """Refuse NaN and infinity by name. Every comparison with NaN is false, so a NaN timeout, cap or
+    delay passes a plain range check and switches its control off; infinity does too. Every number
+    setting goes through here (`check_number` calls it first)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r} (NaN and infinity are refused: "
+                         f"they would switch this setting's control off)")
+
+
+def check_number(name: str, value: Any, *, minimum: float | None = None, allow_equal: bool = True,
+                 integer: bool = False, maximum: float | None = None) -> None:
+    """A finite number (an integer if `integer`) in [minimum, maximum], minimum excluded unless
+    `allow_equal`."""
     bad_type = isinstance(value, bool) or not isinstance(value, int if integer else (int, float))
-    if bad_type or value < minimum or (value == minimum and not allow_equal):
+    if not bad_type:
+        check_finite(name, value)
+    low = minimum is not None and (value < minimum or (value == minimum and not allow_equal)) if not bad_type else False
+    if bad_type or low or (maximum is not None and value > maximum):
+        bounds = [f">= {minimum}" if allow_equal else f"> {minimum}"] if minimum is not None else []
+        bounds += [f"<= {maximum}"] if maximum is not None else []
         kind = "an integer" if integer else "a number"
-        bound = f">= {minimum}" if allow_equal else f"> {minimum}"
-        raise ValueError(f"{name} must be {kind} {bound}, got {value!r}")
+        raise ValueError(f"{name} must be {' '.join([kind, ' and '.join(bounds)]).rstrip()}, got {value!r}")
+
+
+def check_optional_number(name: str, value: Any, **bounds: Any) -> None:
+    """`check_number`, with None allowed (the setting is off)."""
+    if value is not None:
+        check_number(name, value, **bounds)
 
 
 def check_name(name: Any, owner: str = "name") -> None:

@@ -4,6 +4,7 @@ time windows, record filters, and calling the async stores from the command's th
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from collections.abc import Awaitable, Callable
@@ -128,6 +129,18 @@ def count(value: str) -> int:
         number = -1
     if number < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
+
+
+def finite(value: str) -> float:
+    """An argparse type: a finite number (argparse's `float` takes "nan" and "inf", and a NaN
+    timeout or rate switches its control off)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"expected a finite number (not NaN or infinity), got {value!r}")
     return number
 
 

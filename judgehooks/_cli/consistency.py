@@ -17,7 +17,7 @@ from .._alerts.consistency import UNVERSIONED, aconsistency, graded_records
 from .._base.record import EvalRecord
 from .._evaluators.base import Evaluator
 from .._evaluators.llm import DEFAULT_MODEL, AgentAsJudgeEval
-from .common import CommandError, add_store_argument, call, count, label_of, one_line, open_store, read
+from .common import CommandError, add_store_argument, call, count, finite, label_of, one_line, open_store, read
 from .terminal import printable_strings, say
 
 
@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "records")
     parser.add_argument("--api-base", help="judge endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", help="judge API key (default: the provider's environment variable)")
-    parser.add_argument("--temperature", type=float, help="the judge's sampling temperature, as it graded the records")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call (default 60)")
+    parser.add_argument("--temperature", type=finite, help="the judge's sampling temperature, as it graded the records")
+    parser.add_argument("--timeout", type=finite, default=60.0, help="seconds per judge call (default 60)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

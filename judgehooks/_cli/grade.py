@@ -19,7 +19,7 @@ from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
 from ..stores._base import BaseStore, RecordFilter, Store
 from .cases import MAX_LINE_BYTES, CaseError, read_cases
-from .common import CommandError, add_store_argument, check_store, clip, label_of, store_at
+from .common import CommandError, add_store_argument, check_store, clip, finite, label_of, store_at
 from .terminal import say
 
 # Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=int, help="numeric pass mark, 1-10 (default 7)")
     parser.add_argument("--name", help="evaluator name stored on every record")
     parser.add_argument("--concurrency", type=int, help="judge calls at once (default 8)")
-    parser.add_argument("--timeout", type=float, help="seconds per judge call (default 60)")
+    parser.add_argument("--timeout", type=finite, help="seconds per judge call (default 60)")
     parser.add_argument("--retries", type=int, help="retries per case on transient judge errors (default 2)")
     parser.add_argument("--evaluator", metavar="MODULE:ATTR",
                         help="grade with an AgentAsJudgeEval defined in code (or a function returning one); "

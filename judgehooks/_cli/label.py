@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..stores._human import aimport_labels, alabel
-from .common import CommandError, add_store_argument, call, label_of, one_line, open_store
+from .common import CommandError, add_store_argument, call, finite, label_of, one_line, open_store
 from .terminal import say
 
 
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verdict = parser.add_mutually_exclusive_group()
     verdict.add_argument("--pass", dest="passed", action="store_const", const=True, help="the output passes")
     verdict.add_argument("--fail", dest="passed", action="store_const", const=False, help="the output fails")
-    parser.add_argument("--score", type=float, metavar="N", help="your score, on the evaluator's scale")
+    parser.add_argument("--score", type=finite, metavar="N", help="your score, on the evaluator's scale")
     parser.add_argument("--note", metavar="TEXT", help="why (kept with the label)")
     parser.add_argument("--by", metavar="NAME", help="who labels (default: your login name)")
     parser.add_argument("--import", dest="import_file", metavar="FILE",

@@ -16,7 +16,7 @@ from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
 from ..stores._spill import SpillFile, SpillingStore, store_key
 from ..stores._sqlite import outbox_path_for
-from .common import add_store_argument, open_store
+from .common import add_store_argument, finite, open_store
 from .terminal import say
 
 
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                          "or ./judgehooks.outbox.db")
     parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
                         help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+    parser.add_argument("--timeout", type=finite, default=600.0, help="seconds to wait (default 600)")
     parser.add_argument("--concurrency", type=int, default=32)
 
 

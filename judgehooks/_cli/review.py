@@ -17,6 +17,7 @@ from .common import (
     add_store_argument,
     count,
     filters_of,
+    finite,
     label_of,
     open_store,
     parse_time,
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", default="failed,borderline", metavar="KINDS",
                         help="which records, comma-separated: failed, borderline (numeric scores within --margin "
                              "of the threshold), sample (--sample random graded records) (default failed,borderline)")
-    parser.add_argument("--margin", type=float, default=1.0, metavar="POINTS",
+    parser.add_argument("--margin", type=finite, default=1.0, metavar="POINTS",
                         help="how near the threshold a borderline score is (default 1)")
     parser.add_argument("--sample", type=count, default=10, metavar="N",
                         help="records in the sample queue (default 10)")

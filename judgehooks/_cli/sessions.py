@@ -9,9 +9,11 @@ command can run again (e.g. nightly) and grade only what is new, or all again un
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections import Counter
+from typing import Any
 
 import anyio
 
@@ -19,10 +21,11 @@ from .._base.record import EvalRecord
 from .._evaluators.session import SessionJudge
 from .._hooks.agnodb import StoredSession, read_sessions
 from .._runtime import runtime
+from ..redact import PII
 from ..stores._agno import open_agno_db
 from ..stores._sqlite import outbox_path_for
 from ..stores._url import redact
-from .common import CommandError, add_store_argument, call, clip, count, label_of, parse_time, store_at
+from .common import CommandError, add_store_argument, call, clip, count, finite, label_of, parse_time, store_at
 from .terminal import say
 
 
@@ -46,7 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=count, default=100_000, metavar="CHARS",
                         help="longest transcript shown whole, in characters (default 100000)")
     parser.add_argument("--concurrency", type=count, default=8, help="sessions graded at once (default 8)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per judge call (default 60)")
+    parser.add_argument("--timeout", type=finite, default=60.0, help="seconds per judge call (default 60)")
+    parser.add_argument("--redact", metavar="REDACTOR",
+                        help="redact every turn before the judge or the store sees it: PII (judgehooks.redact.PII) "
+                             "or package.module:name of a function from text to text")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,13 +66,14 @@ def run(args: argparse.Namespace) -> int:
                              name=args.name, model=args.model, api_base=args.api_base,
                              api_key=args.api_key or os.environ.get("JUDGEHOOKS_API_KEY"), timeout=args.timeout,
                              transcript_budget=args.budget, store=store, outbox=outbox_path_for(store),
-                             max_concurrency=1)
+                             max_concurrency=1, redact=_redactor(args.redact))
     except (ValueError, TypeError) as exc:
         raise CommandError(str(exc), code=2) from None
     covered = _covered(call(store.query, evaluator=judge.evaluator_name, limit=None), judge.evaluator_version,
                        args.criteria)
     try:
-        sessions = list(read_sessions(db, agent_id=args.agent_id, team_id=args.team_id, since=args.since))
+        sessions = list(read_sessions(db, agent_id=args.agent_id, team_id=args.team_id, since=args.since,
+                                      redact=judge.hook_settings.redact))
     except Exception as exc:  # a missing table, a refused connection: name the db, not a traceback
         raise CommandError(f"cannot read sessions from {redact(args.agno_db)!r}: {clip(str(exc), 300)}") from None
     todo = [s for s in sessions if s.turns[-1].run.run_id not in covered.get(s.session_id, set())]
@@ -80,6 +87,26 @@ def run(args: argparse.Namespace) -> int:
         say(f"judgehooks grade-sessions: {statuses['unstored']} record(s) could not be stored", file=sys.stderr)
         return 1
     return 0
+
+
+def _redactor(spec: str | None) -> Any:
+    """--redact: None, PII, or package.module:name of a redactor (a function from text to text)."""
+    if spec is None:
+        return None
+    if spec.upper() == "PII":
+        return PII
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CommandError(f"grade-sessions: --redact must be PII or package.module:name, got {spec!r}", code=2)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: a redactor defined next to the app
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise CommandError(f"grade-sessions: --redact {spec!r}: {exc}", code=2) from None
+    return found
 
 
 def _covered(records: list[EvalRecord], version: str, criteria: str) -> dict[str, set[str]]:

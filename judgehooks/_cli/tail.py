@@ -18,6 +18,7 @@ from .common import (
     call,
     count,
     filters_of,
+    finite,
     label_of,
     one_line,
     open_store,
@@ -36,9 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the last N records first (default 10)")
     parser.add_argument("-f", "--follow", action=argparse.BooleanOptionalAction, default=True,
                         help="keep printing new records until Ctrl-C (default); --no-follow prints the last N")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+    parser.add_argument("--interval", type=finite, default=1.0, metavar="SECONDS",
                         help="seconds between polls (default 1)")
-    parser.add_argument("--lookback", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--lookback", type=finite, default=60.0, metavar="SECONDS",
                         help="re-read this many seconds before the newest record seen, so records stored late "
                              "(batched background writes, retries) are not missed (default 60)")
     parser.add_argument("--json", action="store_true", help="one JSON record per line")

@@ -28,7 +28,7 @@ from .._evaluators.spec import JobRebuild
 from .._grading.redis import check_url, redacted, require_extra
 from .._grading.redis.signing import GENERATE, JOB_KEY_ENV, job_key
 from .._runtime import runtime
-from .common import CommandError, add_store_argument, store_at
+from .common import CommandError, add_store_argument, finite, store_at
 from .terminal import say
 
 
@@ -41,10 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="import MODULE and grade with the judgehooks evaluators it defines at module level "
                              "(their judge and callbacks); a job for any other evaluator ends as an error record")
     parser.add_argument("--concurrency", type=int, default=32, help="jobs graded at once (default 32)")
-    parser.add_argument("--reclaim-after", type=float, default=30.0,
+    parser.add_argument("--reclaim-after", type=finite, default=30.0,
                         help="seconds a dead worker's job stays idle, and a dead worker's session lease lasts, "
                              "before a live worker takes it (default 30)")
-    parser.add_argument("--shutdown-timeout", type=float, default=30.0,
+    parser.add_argument("--shutdown-timeout", type=finite, default=30.0,
                         help="on SIGTERM, seconds running jobs get to finish (default 30)")
     parser.add_argument("--rebuild", action="append", metavar="CLASS[,CLASS]",
                         help="also grade jobs of other evaluators of these judgehooks classes (e.g. AgentAsJudgeEval,"
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--imported-only", action="store_true",
                         help="grade only with --import'ed evaluators: the default (kept for existing command lines)")
     parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
-    parser.add_argument("--requests-per-minute", type=float, metavar="N",
+    parser.add_argument("--requests-per-minute", type=finite, metavar="N",
                         help="judge calls per minute per judge model, shared by every worker on this Redis, for "
                              "evaluators that set no requests_per_minute of their own (default: no limit)")
     parser.add_argument("--max-deliveries", type=int, default=5, metavar="N",

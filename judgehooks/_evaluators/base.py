@@ -39,7 +39,7 @@ from .._base.context import EvalContext
 from .._base.outcome import Outcome, run_evaluator
 from .._base.record import Mode
 from .._base.result import AgentAsJudgeResult
-from .._base.validate import check_name
+from .._base.validate import check_finite, check_name
 from .._grading.pipeline import Pipeline
 from .._hooks.hooklist import MARKER, RunInBackground
 from .._hooks.settings import Deployment, HookSettings
@@ -178,6 +178,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         threshold = self.threshold
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
             raise TypeError(f"threshold must be a number or None, got {threshold!r}")
+        check_finite("threshold", threshold)
 
     def _derive_mode(self) -> None:
         """Evaluators whose class is binary grade numerically once they have a threshold."""

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from .._base.context import EvalContext
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord
-from .._base.validate import check_number
+from .._base.validate import check_number, check_optional_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._hooks.gate import DEFAULT_FALLBACK
 from .._hooks.hooklist import RunInBackground
@@ -113,6 +113,7 @@ class JudgeConnection:
         check_number("timeout", self.timeout, minimum=0, allow_equal=False)
         check_number("retries", self.retries, minimum=0, allow_equal=True, integer=True)
         check_number("retry_backoff", self.retry_backoff, minimum=0, allow_equal=True)
+        check_optional_number("temperature", self.temperature, minimum=0)
 
     def connect(self, settings: HookSettings, *, evaluator_agent: Any = None,
                 judge_processes: int | None = None) -> Judge:
@@ -222,6 +223,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         fallback: str = DEFAULT_FALLBACK,
         repair: int = 0,
         gate_on_error: str = "block",
+        gate_on_skip: str = "block",
         on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
         spill: str | os.PathLike[str] | bool | None = None,
@@ -245,7 +247,7 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
             max_queue=max_queue, max_queue_bytes=max_queue_bytes, overload=overload, block_timeout=block_timeout,
             on_drop=on_drop, outbox=outbox,
             requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
-            gate_on_error=gate_on_error, on_record=on_record, spill=spill, broker=broker)
+            gate_on_error=gate_on_error, gate_on_skip=gate_on_skip, on_record=on_record, spill=spill, broker=broker)
 
     def check(self) -> None:
         """agno's checks, with agno's messages, and the judge connection's: at construction and

@@ -17,6 +17,7 @@ from .._base.outcome import Outcome
 from .._base.record import EvalRecord
 from .._base.session import SessionContext, Turn
 from .._base.validate import check_choice, check_number
+from .._hooks.redaction import redact_turn
 from .._hooks.session import SessionShell
 from .._hooks.settings import HookSettings
 from .._judges.litellm import LiteLLMJudge
@@ -116,6 +117,9 @@ class SessionJudge(Evaluator, JudgeConnection):
         (store, callbacks, log); the error when the store could not take it."""
         shell = self._shell
         assert isinstance(shell, SessionShell)
+        redact = shell.settings.redact
+        if redact is not None:  # turns the caller built (read_sessions redacts its own): as the hook's are
+            turns = [t if t.run.redacted_by is not None else redact_turn(t, redact) for t in turns]
         record = await shell.grader.grade_turns(session_id, list(turns))
         return record, await shell.wiring.pipeline.deliver([record])
 

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from .._base.session import Turn
-from .session import member_of, members
-from .snapshot import snapshot_run
+from .redaction import Redactor
+from .session import member_of, members, snapshot_turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +24,10 @@ class StoredSession:
 
 
 def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None = None,
-                  since: datetime | None = None, page_size: int = 100) -> Iterator[StoredSession]:
-    """Every agent (or team) session in `db` with at least one run, oldest first, a page at a time."""
+                  since: datetime | None = None, page_size: int = 100,
+                  redact: Redactor | None = None) -> Iterator[StoredSession]:
+    """Every agent (or team) session in `db` with at least one run, oldest first, a page at a time;
+    each turn redacted by `redact` as the live hook's are (the same snapshot)."""
     from agno.db.base import SessionType
 
     kind = SessionType.TEAM if team_id is not None else SessionType.AGENT
@@ -35,7 +37,7 @@ def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None =
         found = db.get_sessions(session_type=kind, component_id=team_id or agent_id, start_timestamp=start,
                                 limit=page_size, page=page, sort_by="created_at", sort_order="asc")
         for session in found:
-            turns = _turns(session)
+            turns = _turns(session, redact)
             if turns:
                 yield StoredSession(session_id=str(session.session_id), turns=turns)
         if len(found) < page_size:
@@ -43,7 +45,7 @@ def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None =
         page += 1
 
 
-def _turns(session: Any) -> tuple[Turn, ...]:
+def _turns(session: Any, redact: Redactor | None) -> tuple[Turn, ...]:
     runs = list(getattr(session, "runs", None) or ())
     children: dict[str, list[Any]] = {}
     for run in runs:
@@ -54,7 +56,6 @@ def _turns(session: Any) -> tuple[Turn, ...]:
     for run in runs:
         if getattr(run, "parent_run_id", None):
             continue
-        ctx = snapshot_run(run, user_id=getattr(session, "user_id", None))
         found = members(run) or tuple(member_of(child) for child in children.get(run.run_id or "", ()))
-        turns.append(Turn(run=ctx, members=found))
+        turns.append(snapshot_turn(run, user_id=getattr(session, "user_id", None), redact=redact, team_members=found))
     return tuple(turns)

@@ -20,6 +20,12 @@ unchecked: with ``gate_on_error="block"`` (the default: a gate is a safety contr
 closed) an `error` record shows the fallback like a failed one, without repair attempts (there is no
 reason to repair with); ``"allow"`` lets the answer through (fails open, as every gate did before
 this setting existed).
+
+A `skipped` record is no verdict either: a spend cap reached (reason "budget") or a queue that shed
+the job. If it passed the gate, anyone who can flood requests could use up `max_calls` and have every
+later answer delivered unchecked for the rest of the window. So ``gate_on_skip="block"`` (the
+default) treats it like an error; ``"allow"`` delivers the answer. `Gate.decide` is the one verdict
+policy: the original verdict and every repair attempt's go through it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 
@@ -39,6 +45,8 @@ from .._runtime import runtime
 
 DEFAULT_FALLBACK = "Sorry, I can't give a reliable answer to that right now. Please try again or rephrase."
 GATE_ON_ERROR = ("block", "allow")
+GATE_ON_SKIP = ("block", "allow")
+Decision = Literal["pass", "fail", "block"]
 
 REPAIR_PROMPT = ("{input}\n\nA reviewer rejected the previous answer to this request, for this reason: {reason}\n"
                  "Answer the request again, fixing that.")
@@ -58,14 +66,18 @@ class Gate:
     fallback: str = DEFAULT_FALLBACK
     repair: int = 0
     on_error: str = "block"
+    on_skip: str = "block"
 
     @classmethod
     def configure(cls, *, gate: Any, fallback: Any, repair: Any, run_in_background: bool,
-                  on_error: Any = "block") -> Gate | None:
+                  on_error: Any = "block", on_skip: Any = "block") -> Gate | None:
         """Validate the evaluator's gate settings; None when neither gate nor repair is asked for."""
         if on_error not in GATE_ON_ERROR:
             raise ValueError(f"gate_on_error must be one of {', '.join(map(repr, GATE_ON_ERROR))} (what a gate does "
                              f"when the judge gives no verdict), got {on_error!r}")
+        if on_skip not in GATE_ON_SKIP:
+            raise ValueError(f"gate_on_skip must be one of {', '.join(map(repr, GATE_ON_SKIP))} (what a gate does "
+                             f"when the evaluation was skipped: a spend cap reached or a shed job), got {on_skip!r}")
         if not isinstance(gate, bool):
             raise TypeError(f"gate must be True or False, got {gate!r}")
         if isinstance(repair, bool) or not isinstance(repair, int) or repair < 0:
@@ -77,26 +89,36 @@ class Gate:
         if run_in_background:
             raise ValueError("gate=True and repair=N need the verdict before the run returns, so they work inline "
                              "only: use them with run_in_background=False")
-        return cls(fallback=fallback, repair=repair, on_error=on_error)
+        return cls(fallback=fallback, repair=repair, on_error=on_error, on_skip=on_skip)
 
     def stands_aside(self, owner: Any) -> bool:
         """True inside this gate's own re-run of `owner`: the repair loop grades that run itself."""
         return (id(self), id(owner)) in _REPAIRING.get()
 
+    def decide(self, record: EvalRecord | None) -> Decision:
+        """The one verdict policy: "pass" delivers the answer, "fail" repairs then blocks, "block"
+        blocks at once. Only `passed` is a verdict for the answer; no verdict (an `error`, no record,
+        or a `skipped` one: a spend cap reached, a shed job) blocks unless its setting says "allow"."""
+        if record is None or record.status == "error":
+            return "pass" if self.on_error == "allow" else "block"
+        if record.status == "skipped":
+            return "pass" if self.on_skip == "allow" else "block"
+        return "fail" if record.status == "failed" else "pass"
+
     async def enforce(self, record: EvalRecord | None, run_output: Any, owner: Any, snapshot: Snapshot,
                       grade: Grade, on_loop: bool) -> None:
-        """After the verdict: pass a `passed` (or `skipped`) one; on `failed` try repairs, then block;
-        on no verdict (`error`, or no record) block unless `on_error="allow"`.
+        """After the verdict, as `decide` says: pass the answer; on "fail" try repairs, then block;
+        on "block" show the fallback at once (there is no reason to repair with).
 
         `on_loop` says we run on the judgehooks loop (the sync hook): re-run with `owner.run` on a
         worker thread and grade directly. Otherwise we run on the caller's loop (the async hook):
         re-run with `owner.arun` and grade on the judgehooks loop."""
-        if record is None or record.status == "error":
-            if self.on_error == "block":
-                self.block(run_output, record, record)
+        decision = self.decide(record)
+        if decision == "block":
+            self.block(run_output, record, record)
+        if decision != "fail":
             return
-        if record.status != "failed":
-            return
+        assert record is not None  # "fail" is a failed record
         last = record
         if self.repair:
             token = _REPAIRING.set(_REPAIRING.get() | {(id(self), id(owner))})
@@ -106,7 +128,7 @@ class Gate:
                     if outcome is None:
                         break
                     last, content = outcome
-                    if last.status == "passed" or (last.status != "failed" and self.on_error == "allow"):
+                    if self.decide(last) == "pass":
                         _show(run_output, content)
                         log.info("gate_repaired", evaluator=record.evaluator, run_id=record.run_id,
                                  attempt=attempt, attempt_run_id=last.run_id, status=last.status)

@@ -26,6 +26,7 @@ from .._grading.sessionbook import SessionBook
 from .._grading.sessions import SessionGrader
 from ..stores._sqlite import outbox_path_for
 from .hooklist import ensure_dual_hooks
+from .redaction import Redactor, redact_turn
 from .settings import HookSettings, Wiring
 from .shell import HookShell
 from .snapshot import snapshot_run
@@ -52,6 +53,18 @@ def members(run_output: Any) -> tuple[Member, ...]:
 
     collect(run_output)
     return tuple(found)
+
+
+def snapshot_turn(run_output: Any, *, redact: Redactor | None, agent: Any = None, team: Any = None,
+                  user_id: str | None = None, metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
+                  team_members: tuple[Member, ...] | None = None) -> Turn:
+    """The one snapshot of a session turn, for every session path (the hook, the Redis relay that
+    forwards the book's turns, `grade-sessions`): the run and its members' runs, redacted together
+    by `redact` before the session book, Redis, the judge or a store sees them. `team_members`:
+    the member runs when they are not in the run (an agno db stores them apart)."""
+    turn = Turn(snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                             with_tools=with_tools), members(run_output) if team_members is None else team_members)
+    return turn if redact is None else redact_turn(turn, redact)
 
 
 class Idle(Graded, Protocol):
@@ -117,8 +130,9 @@ class SessionShell(HookShell):
         owner = agent if agent is not None else team
         if owner is not None:
             ensure_dual_hooks(owner)
-        ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                           with_tools=self.needs_tools)
+        turn_snapshot = snapshot_turn(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                                      with_tools=self.needs_tools, redact=self.settings.redact)
+        ctx = turn_snapshot.run
         session_id = ctx.session_id or ctx.run_id or ""
         # Decided on the session, not the run: a sampled session has every turn, the others none.
         rate = 1.0 if self.sampler.always else self.sampler.decide(dataclasses.replace(ctx, run_id=session_id))
@@ -130,7 +144,7 @@ class SessionShell(HookShell):
         # the session's own due time, `idle_after` after its last run, is kept in Redis.
         due = now if grader.relay is not None else now + self.evaluator.idle_after
         try:
-            turn = {**Turn(ctx, members(run_output)).as_dict(), "at": now}
+            turn = {**turn_snapshot.as_dict(), "at": now}
             self.book.add_turn(wiring.pipeline.name, session_id, ctx.run_id or "", turn, due_at=due, sample_rate=rate,
                                spec=self._spec_text)
         except sqlite3.Error as exc:

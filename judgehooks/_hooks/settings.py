@@ -64,6 +64,7 @@ class Deployment:
     fallback: str = DEFAULT_FALLBACK
     repair: int = 0
     gate_on_error: str = "block"  # a gate with no verdict (judge error): "block" shows the fallback, "allow" the answer
+    gate_on_skip: str = "block"  # a gate over a spend cap or with a shed job (`skipped`): as gate_on_error
     print_summary: bool = False
     print_results: bool = False
     file_path_to_save_results: str | None = None
@@ -77,7 +78,8 @@ class Deployment:
 
 #: Settings an assignment changes from the next run on, whatever was built: they are read per run.
 LIVE_SETTINGS = frozenset({"on_fail", "on_error", "on_record", "sample_rate", "when", "gate", "fallback", "repair",
-                           "print_summary", "print_results", "file_path_to_save_results", "redact"})
+                           "gate_on_error", "gate_on_skip", "print_summary", "print_results",
+                           "file_path_to_save_results", "redact"})
 #: Settings only a background dispatcher reads: they change until one runs. The others (store, db,
 #: spill, outbox, broker, run_in_background) decide what is built, and change until it is.
 DISPATCH_SETTINGS = frozenset({"on_drop", "max_queue", "overload", "block_timeout", "requests_per_minute",
@@ -143,7 +145,8 @@ class HookSettings(Deployment):
         for name in ("on_fail", "on_error", "on_record", "on_drop"):
             wrap_callback(name, getattr(self, name))  # validates: a callback that is not callable fails here
         gate = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
-                              run_in_background=self.run_in_background, on_error=self.gate_on_error)
+                              run_in_background=self.run_in_background, on_error=self.gate_on_error,
+                              on_skip=self.gate_on_skip)
         self.gate_config = gate
         self._sealed = True
 

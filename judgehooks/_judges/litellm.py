@@ -12,6 +12,7 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from .._base.record import Mode
+from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
 from .openai_wire import WireRoute, fast_path_enabled, litellm_configured, resolve_route
@@ -54,6 +55,8 @@ class LiteLLMJudge(BaseJudge):
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, temperature: float | None = None, structured_output: bool = True,
                  litellm_kwargs: Mapping[str, Any] | None = None, fast_path: bool = True) -> None:
+        check_number("timeout", timeout, minimum=0, allow_equal=False)
+        check_optional_number("temperature", temperature, minimum=0)
         self.model = model
         self.structured_output = structured_output
         self.fast_path = fast_path

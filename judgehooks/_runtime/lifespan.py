@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 
 from .._base.log import log
+from .._base.validate import check_finite
 from .core import runtime
 
 
@@ -37,6 +38,7 @@ async def lifespan(*, drain_timeout: float | None = 30.0) -> AsyncIterator[None]
     if drain_timeout is not None and (isinstance(drain_timeout, bool) or not isinstance(drain_timeout, (int, float))
                                       or drain_timeout < 0):
         raise ValueError(f"drain_timeout must be a number >= 0 or None, got {drain_timeout!r}")
+    check_finite("drain_timeout", drain_timeout)
     loop = asyncio.get_running_loop()
     runtime.host_on(loop)
     try:

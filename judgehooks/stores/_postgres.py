@@ -20,6 +20,7 @@ from .._base.label import Label
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._base.text import lazy_pattern
+from .._base.validate import check_finite
 from .._runtime import runtime
 from . import _labels
 from ._base import BaseStore, RecordFilter
@@ -113,8 +114,9 @@ class PostgresStore(BaseStore):
             raise ValueError(f"PostgresStore needs integers 0 <= min_size <= max_size and max_size >= 1, "
                              f"got min_size={min_size!r}, max_size={max_size!r}")
         for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-            if not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"PostgresStore {name} must be a number of seconds > 0, got {value!r}")
+            check_finite(f"PostgresStore {name}", value)
         _import_psycopg()
         self.dsn = dsn
         self.table = table

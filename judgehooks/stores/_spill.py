@@ -31,6 +31,7 @@ from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import add_column, checked_path, connect_wal
+from .._base.validate import check_number
 from .._runtime import runtime
 from . import _deadletter
 from ._base import BaseStore, RecordFilter, Store, refused, unstorable
@@ -156,6 +157,8 @@ class SpillingStore(BaseStore):
             raise ValueError(f"SpillingStore batch_size must be an integer >= 1, got {batch_size!r}")
         if isinstance(max_tries, bool) or not isinstance(max_tries, int) or max_tries < 1:
             raise ValueError(f"SpillingStore max_tries must be an integer >= 1, got {max_tries!r}")
+        check_number("SpillingStore retry_interval", retry_interval, minimum=0, allow_equal=False)
+        check_number("SpillingStore max_interval", max_interval, minimum=0, allow_equal=False)
         if not (0 < retry_interval <= max_interval):
             raise ValueError(f"SpillingStore needs 0 < retry_interval <= max_interval, "
                              f"got retry_interval={retry_interval!r}, max_interval={max_interval!r}")

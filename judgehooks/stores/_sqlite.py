@@ -16,6 +16,7 @@ from .._base.jsondata import jsonable
 from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, connect_wal
+from .._base.validate import check_number
 from . import _labels
 from ._base import BaseStore, RecordFilter
 
@@ -85,6 +86,7 @@ class SQLiteStore(BaseStore):
                  mode: int = PRIVATE) -> None:
         self.path = checked_path(path, "SQLiteStore")
         self.mode = check_mode(mode, "SQLiteStore")
+        check_number("SQLiteStore timeout", timeout, minimum=0)
         self._timeout = timeout
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None

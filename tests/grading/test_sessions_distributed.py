@@ -395,3 +395,47 @@ def test_many_concurrent_sessions_are_each_graded_once_and_attributed(make_produ
             record = by_session[f"c-{i}"]
             assert (record.run_ids, record.user_id, record.agent_id) == (runs[i], f"u-{i}", "agent-c")
         assert server.settings.counts["judge"] == sessions and rds.zcard(DUE) == 0
+
+
+# ---- redaction -----------------------------------------------------------------------------------
+
+EMAIL, CARD = "alice.smith@example.com", "4111 1111 1111 1111"
+
+
+def _redis_bytes(rds) -> bytes:
+    """Every value of every key in the test's Redis database, as one blob."""
+    blob = []
+    for key in rds.keys("*"):
+        kind = rds.type(key)
+        if kind == b"hash":
+            blob += [k + v for k, v in rds.hgetall(key).items()]
+        elif kind == b"zset":
+            blob += [m for m, _ in rds.zrange(key, 0, -1, withscores=True)]
+        elif kind == b"set":
+            blob += list(rds.smembers(key))
+        elif kind == b"stream":
+            blob += [b"".join(k + v for k, v in fields.items()) for _, fields in rds.xrange(key)]
+        elif kind == b"string":
+            blob.append(rds.get(key))
+        elif kind == b"list":
+            blob += rds.lrange(key, 0, -1)
+    return b"\n".join(blob)
+
+
+def test_a_redacted_session_reaches_redis_the_worker_s_judge_and_its_record_redacted(make_producer, make_agent,
+                                                                                     redis_url, rds, server):
+    from judgehooks.redact import PII
+
+    agent = make_agent(make_producer(redact=PII), id="agent-r")
+    runs = [agent.run(f"mail {EMAIL} card {CARD} ({i})", session_id="s-red", metadata={"email": EMAIL})
+            for i in range(2)]
+    assert judgehooks.drain(30)
+    held = _redis_bytes(rds)
+    assert b"[EMAIL]" in held and b"alice.smith" not in held and b"4111 1111" not in held
+    store = judgehooks.MemoryStore()
+    asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 1))
+    [record] = store.records
+    assert record.redacted_by == "PII" and record.run_ids == [r.run_id for r in runs]
+    assert "alice.smith" not in record.model_dump_json() and "4111 1111" not in record.model_dump_json()
+    prompt = server.settings.judge_prompts[-1]
+    assert "[EMAIL]" in prompt and "[CARD]" in prompt and "alice.smith" not in prompt and "4111 1111" not in prompt

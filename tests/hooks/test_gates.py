@@ -99,6 +99,63 @@ def test_a_repair_attempt_without_a_verdict_is_shown_only_when_allowed(make_judg
         assert out.content == store.records[1].output and out.status == RunStatus.completed
 
 
+def test_a_gate_keeps_blocking_once_its_spend_cap_is_reached(make_judge, make_agent, store):
+    """Over `max_calls` the record is `skipped` (reason "budget"): no verdict, so by default the gate
+    blocks, or flooding requests to use up the cap would open it for the rest of the window."""
+    agent = make_agent(make_judge(name="gate-capped", gate=True, fallback=FALLBACK, max_calls=1, per="hour"))
+    first, over = agent.run("q0"), agent.run("q1 [[fail]]")
+    assert (first.content, first.status) == ("ECHO: q0", RunStatus.completed)
+    assert (over.content, over.status) == (FALLBACK, RunStatus.error)
+    assert statuses(store) == ["passed", "skipped"] and store.records[1].reason == "budget"
+
+
+@pytest.mark.anyio
+async def test_a_gate_over_its_spend_cap_blocks_a_team_under_arun_and_logs_why(make_judge, make_team, store):
+    from structlog.testing import capture_logs
+
+    team = make_team(make_judge(name="gate-capped-team", gate=True, fallback=FALLBACK, max_calls=1, per="day"))
+    await team.arun("q0")
+    with capture_logs() as logs:
+        out = await team.arun("q1")
+    assert (out.content, out.status) == (FALLBACK, RunStatus.error)
+    [blocked] = [e for e in logs if e["event"] == "gate_blocked"]
+    assert (blocked["status"], blocked["reason"]) == ("skipped", "budget")
+
+
+def test_gate_on_skip_allow_delivers_an_answer_over_the_spend_cap(make_judge, make_agent, store):
+    agent = make_agent(make_judge(name="gate-capped-allow", gate=True, fallback=FALLBACK, max_calls=1,
+                                  gate_on_skip="allow"))
+    agent.run("q0")
+    out = agent.run("q1")
+    assert (out.content, out.status) == ("ECHO: q1", RunStatus.completed)
+    assert statuses(store) == ["passed", "skipped"]
+
+
+@pytest.mark.parametrize("gate_on_skip", ["block", "allow"])
+def test_a_repair_attempt_over_the_spend_cap_is_shown_only_when_allowed(make_judge, make_agent, store,
+                                                                        gate_on_skip):
+    # the first verdict fails and spends the only call; the repair attempt is skipped for budget
+    judge = make_judge(name=f"repair-capped-{gate_on_skip}", repair=1, fallback=FALLBACK, max_calls=1,
+                       gate_on_skip=gate_on_skip)
+    out = make_agent(judge).run("q [[fail]]")
+    assert statuses(store) == ["failed", "skipped"]
+    if gate_on_skip == "block":
+        assert (out.content, out.status) == (FALLBACK, RunStatus.error)
+    else:
+        assert out.content == store.records[1].output and out.status == RunStatus.completed
+
+
+def test_gate_on_skip_can_be_assigned_later_and_is_checked_then(make_judge, make_agent, store):
+    judge = make_judge(name="gate-capped-assigned", gate=True, fallback=FALLBACK, max_calls=1)
+    agent = make_agent(judge)
+    agent.run("q0")
+    with pytest.raises(ValueError, match="gate_on_skip must be one of 'block', 'allow'"):
+        judge.gate_on_skip = "open"
+    assert agent.run("q1").content == FALLBACK
+    judge.gate_on_skip = "allow"
+    assert agent.run("q2").content == "ECHO: q2"
+
+
 def test_streamed_text_cannot_be_unsent_but_the_stream_ends_in_an_error_with_the_fallback(
         make_judge, make_agent, store):
     agent = make_agent(make_judge(gate=True, fallback=FALLBACK))
@@ -175,6 +232,8 @@ def test_team_repair_completes_the_stream_with_the_repaired_answer(make_judge, m
     ({"gate": "yes"}, TypeError, "gate must be True or False"),
     ({"gate": True, "fallback": "  "}, ValueError, "fallback must be a non-empty string"),
     ({"gate": True, "gate_on_error": "open"}, ValueError, "gate_on_error must be one of 'block', 'allow'"),
+    ({"gate": True, "gate_on_skip": "open"}, ValueError, "gate_on_skip must be one of 'block', 'allow'"),
+    ({"gate": True, "gate_on_skip": None}, ValueError, "gate_on_skip must be one of 'block', 'allow'"),
 ])
 def test_gate_settings_are_checked_at_construction(make_judge, kwargs, error, message):
     with pytest.raises(error, match=message):

@@ -355,3 +355,82 @@ def test_pydantic_evals_llm_judge_reads_the_output_as_is(server):
 
     asyncio.run(call())
     assert results and EMAIL in "\n".join(server.settings.judge_prompts)  # no redaction setting exists to stop it
+
+
+# ---- sessions: the hook's book, the judge, the record; grade-sessions -------------------------------
+
+def session_judge(server, store, tmp_path, **kwargs):
+    from judgehooks import SessionJudge
+
+    settings = dict(criteria="Helps the user over the whole conversation.", model="openai/judge",
+                    api_base=server.base_url, api_key="test-key", store=store, retry_backoff=0.01, timeout=20,
+                    outbox=str(tmp_path / "sessions.outbox.db"), idle_after=300, redact=PII, include_tool_calls=True)
+    settings.update(kwargs)
+    return SessionJudge(**settings)
+
+
+def test_a_session_judge_redacts_the_book_the_judge_prompt_and_the_record(make_agent, store, server, tmp_path):
+    judge = session_judge(server, store, tmp_path, name="redacted-session")
+    agent = make_agent(judge, tools=[lookup])
+    runs = [agent.run(QUESTION, session_id="s-red", metadata={"customer": {"email": EMAIL}, "phone": PHONE})
+            for _ in range(2)]
+    assert leaks(runs[0].content) != []  # the run itself is untouched
+    # The turns wait in the session book (the outbox file) until the session is graded: none leak.
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("sessions.outbox.db")]
+    assert files and all(leaks(p.read_bytes()) == [] for p in files)
+    assert b"[EMAIL]" in b"".join(p.read_bytes() for p in files)
+    [record] = judgehooks.end_session("s-red", judge.evaluator_name)
+    assert record.redacted_by == "PII" and record.run_ids == [r.run_id for r in runs]
+    assert leaks(record.model_dump_json()) == [] and store.records == [record]
+    prompt = server.settings.judge_prompts[-1]
+    assert leaks(prompt) == [] and "[EMAIL]" in prompt and "[IBAN]" in prompt and "lookup" in prompt
+
+
+def test_a_team_session_redacts_what_its_members_were_asked_and_answered(make_team, store, server, tmp_path):
+    judge = session_judge(server, store, tmp_path, name="redacted-team-session")
+    team = make_team(judge)
+    team.run(f"mail {EMAIL} card {CARD} [[tool=delegate_task_to_member]] [[arg_member_id=member]] "
+             f"[[arg_task=write to {EMAIL} about card {CARD}]]", session_id="s-team-red")
+    [record] = judgehooks.end_session("s-team-red", judge.evaluator_name)
+    prompt = server.settings.judge_prompts[-1]
+    assert "<<<MEMBER-" in prompt and leaks(prompt) == [] and prompt.count("[EMAIL]") >= 2
+    assert record.redacted_by == "PII" and leaks(record.model_dump_json()) == []
+
+
+def test_a_failing_redactor_withholds_a_session_and_its_record_is_a_redaction_error(make_agent, store, server,
+                                                                                    tmp_path):
+    judge = session_judge(server, store, tmp_path, name="failing-session", redact=failing)
+    make_agent(judge).run(f"mail {EMAIL}", session_id="s-fail")
+    [record] = judgehooks.end_session("s-fail", judge.evaluator_name)
+    assert (record.status, record.error_type, record.redacted_by) == ("error", "RedactionError", redactor_name(failing))
+    assert leaks(record.model_dump_json()) == [] and server.settings.counts["judge"] == 0
+
+
+def test_grade_sessions_redacts_every_turn_before_the_judge_and_the_store(capsys, server, tmp_path):
+    from agno.agent import Agent
+    from agno.db.sqlite import SqliteDb
+    from conftest import model
+
+    from judgehooks._cli import main
+
+    agno_path, evals = tmp_path / "agno.db", tmp_path / "evals.db"
+    agent = Agent(model=model(server), db=SqliteDb(db_file=str(agno_path)), id="stored", tools=[lookup],
+                  telemetry=False)
+    assert leaks(agent.run(QUESTION, session_id="s-db", metadata={"phone": PHONE}).content) != []
+    code = main(["grade-sessions", "--agno-db", f"sqlite:///{agno_path}", "--store", f"sqlite:///{evals}",
+                 "--criteria", "Helps the user.", "--model", "openai/judge", "--api-base", server.base_url,
+                 "--api-key", "test-key", "--agent-id", "stored", "--redact", "PII"])
+    assert code == 0, capsys.readouterr()
+    [record] = SQLiteStore(str(evals)).query_sync(limit=None)
+    assert record.redacted_by == "PII" and "[EMAIL]" in record.input and leaks(record.model_dump_json()) == []
+    assert leaks(evals.read_bytes()) == []
+    prompt = server.settings.judge_prompts[-1]
+    assert leaks(prompt) == [] and "[CARD]" in prompt
+
+
+def test_grade_sessions_names_a_redactor_it_cannot_import(capsys, tmp_path):
+    from judgehooks._cli import main
+
+    code = main(["grade-sessions", "--agno-db", f"sqlite:///{tmp_path / 'agno.db'}", "--store",
+                 f"sqlite:///{tmp_path / 'evals.db'}", "--criteria", "c", "--redact", "no_such_module:redact"])
+    assert code == 2 and "--redact 'no_such_module:redact'" in capsys.readouterr().err
