@@ -41,6 +41,15 @@ Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
 
 
+def jobs_of(batch: Iterable[tuple[EvalRecord | None, str | None, bool]]) -> dict[str, set[str]]:
+    """The outbox job ids behind each record id of a write batch."""
+    found: dict[str, set[str]] = {}
+    for record, job_id, _ in batch:
+        if record is not None and job_id is not None:
+            found.setdefault(record.id, set()).add(job_id)
+    return found
+
+
 class Dispatcher:
     """Runs a step (by default: grade) on submitted contexts, on the judgehooks loop, bounded and durable."""
 
@@ -288,11 +297,14 @@ class Dispatcher:
                 handed_on = [j for r, j, _ in batch if r is None and j is not None]
                 if handed_on:  # published: no record here
                     await self._release(handed_on)
-                # a job's id is its record's: the stored ones' outbox rows go
-                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=self._release,
+                # The stored records' outbox rows go. A job's id is its record's id as the hook saw it; a
+                # setting assigned since, or a job from a version of judgehooks whose ids had no
+                # evaluator version, gives the record another id: so map each record to its jobs.
+                jobs = jobs_of(batch)
+                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=partial(self._release_stored, jobs),
                                                     spawn=self._spawn_notify)
                 if error is not None:  # these jobs stay in the outbox: the next process regrades them
-                    self.budget.release(r.id for r in error.records)
+                    self.budget.release({j for r in error.records for j in jobs.get(r.id, ())})
                     with self._lock:
                         self.counters.store_failures += len(error.records)
             except Exception:  # a bug: the batch's jobs stay in the outbox, the writer goes on
@@ -301,6 +313,10 @@ class Dispatcher:
             finally:
                 self._writing -= 1
             self._maybe_idle()
+
+    async def _release_stored(self, jobs: dict[str, set[str]], record_ids: set[str]) -> None:
+        """These records are stored: the outbox rows of their jobs can go."""
+        await self._release({j for i in record_ids for j in jobs.get(i, ())})
 
     async def _release(self, job_ids: Iterable[str]) -> None:
         """Their records are stored: the jobs' outbox rows can go."""
