@@ -15,7 +15,7 @@ import collections
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -30,7 +30,7 @@ from .._runtime import runtime
 from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
-from .outbox import Job, Outbox
+from .outbox import Job, Outbox, jobs_of
 from .pipeline import Pipeline
 from .ratelimit import RateLimiter
 from .step import Requeue, Step
@@ -39,15 +39,6 @@ from .upkeep import upkeep
 
 Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
-
-
-def jobs_of(batch: Iterable[tuple[EvalRecord | None, str | None, bool]]) -> dict[str, set[str]]:
-    """The outbox job ids behind each record id of a write batch."""
-    found: dict[str, set[str]] = {}
-    for record, job_id, _ in batch:
-        if record is not None and job_id is not None:
-            found.setdefault(record.id, set()).add(job_id)
-    return found
 
 
 class Dispatcher:
@@ -297,11 +288,8 @@ class Dispatcher:
                 handed_on = [j for r, j, _ in batch if r is None and j is not None]
                 if handed_on:  # published: no record here
                     await self._release(handed_on)
-                # The stored records' outbox rows go. A job's id is its record's id as the hook saw it; a
-                # setting assigned since, or a job from a version of judgehooks whose ids had no
-                # evaluator version, gives the record another id: so map each record to its jobs.
-                jobs = jobs_of(batch)
-                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=partial(self._release_stored, jobs),
+                jobs = jobs_of(batch)  # the stored records' outbox rows go: see jobs_of for why not by record id
+                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=partial(self._release, via=jobs),
                                                     spawn=self._spawn_notify)
                 if error is not None:  # these jobs stay in the outbox: the next process regrades them
                     self.budget.release({j for r in error.records for j in jobs.get(r.id, ())})
@@ -314,13 +302,9 @@ class Dispatcher:
                 self._writing -= 1
             self._maybe_idle()
 
-    async def _release_stored(self, jobs: dict[str, set[str]], record_ids: set[str]) -> None:
-        """These records are stored: the outbox rows of their jobs can go."""
-        await self._release({j for i in record_ids for j in jobs.get(i, ())})
-
-    async def _release(self, job_ids: Iterable[str]) -> None:
-        """Their records are stored: the jobs' outbox rows can go."""
-        jobs = list(job_ids)
+    async def _release(self, ids: Iterable[str], via: Mapping[str, set[str]] | None = None) -> None:
+        """Their records are stored: the jobs' outbox rows can go (`via`: the jobs of each record id)."""
+        jobs = list(ids) if via is None else sorted({j for i in ids for j in via.get(i, ())})
         self.budget.release(jobs)
         if self.outbox is not None and jobs:
             try:
