@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._base.label import Label
     from ._base.outcome import Outcome
     from ._base.record import EvalRecord
-    from ._base.result import AgentAsJudgeResult
+    from ._base.result import AgentAsJudgeEvaluation, AgentAsJudgeResult
     from ._evaluators.base import Evaluator
     from ._evaluators.checks import (
         Budget,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
     from ._grading.sessions import aend_session, end_session
     from ._hooks.settings import HookSettings
-    from ._judges.agno import AgnoJudge
+    from ._judges.agno import AgnoJudge, BinaryJudgeResponse, NumericJudgeResponse
     from ._judges.base import BaseJudge, Judge, JudgeReply
     from ._judges.call import RetryPolicy
     from ._judges.litellm import LiteLLMJudge
@@ -96,7 +96,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._base.label": ("Label",),
     "._base.outcome": ("Outcome",),
     "._base.record": ("EvalRecord",),
-    "._base.result": ("AgentAsJudgeResult",),
+    "._base.result": ("AgentAsJudgeEvaluation", "AgentAsJudgeResult"),
     "._evaluators.base": ("Evaluator",),
     "._evaluators.checks": (
         "Budget", "Contains", "ExactMatch", "IsJSON", "JSONSchema", "LabelMatch", "MatchesModel", "NotContains",
@@ -111,7 +111,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._evaluators.templates": ("JudgeTemplate", "add_judge", "get_judge", "list_judges"),
     "._grading.sessions": ("aend_session", "end_session"),
     "._hooks.settings": ("HookSettings",),
-    "._judges.agno": ("AgnoJudge",),
+    "._judges.agno": ("AgnoJudge", "BinaryJudgeResponse", "NumericJudgeResponse"),
     "._judges.base": ("BaseJudge", "Judge", "JudgeReply"),
     "._judges.call": ("RetryPolicy",),
     "._judges.litellm": ("LiteLLMJudge",),
@@ -133,12 +133,14 @@ __getattr__, __dir__ = attach(__name__, _EXPORTS)
 
 __all__ = (
     "AgentAsJudgeEval",
+    "AgentAsJudgeEvaluation",
     "AgentAsJudgeResult",
     "AgnoDbStore",
     "AgnoJudge",
     "BadOutcome",
     "BaseJudge",
     "BaseStore",
+    "BinaryJudgeResponse",
     "Borderline",
     "Budget",
     "Calibration",
@@ -180,6 +182,7 @@ __all__ = (
     "MissingMetrics",
     "NotContains",
     "NotRebuildable",
+    "NumericJudgeResponse",
     "Ordered",
     "Outcome",
     "PostgresStore",

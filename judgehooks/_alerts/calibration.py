@@ -16,7 +16,7 @@ from .._base.label import Label
 from .._base.record import EvalRecord
 from .._runtime import runtime
 from ..stores._base import BaseStore, Store, iter_records
-from ..stores._sqlite import default_store
+from ..stores._url import default_store
 from .agreement import Confusion, kappa_interval, mean_absolute_error, rogan_gladen, spearman
 
 #: below this many labelled records the numbers say little: the result says so

@@ -24,7 +24,7 @@ from .._base.record import EvalRecord, record_id
 from .._grading.pipeline import make_record
 from .._runtime import runtime
 from ..stores._base import Store, iter_records, write_with_retry
-from ..stores._sqlite import default_store
+from ..stores._url import default_store
 
 UNVERSIONED = "unversioned"
 

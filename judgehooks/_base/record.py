@@ -25,10 +25,14 @@ STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 _NAMESPACE = uuid.UUID("6f1c7a52-3d0e-4f55-9a8c-1b1f0c2e9d41")
 
 
-def record_id(evaluator: str, run_id: str, case_index: int | None = None) -> str:
-    """Deterministic id: the same judged run and evaluator always give the same id."""
+def record_id(evaluator: str, run_id: str, case_index: int | None = None, *, version: str | None = None) -> str:
+    """Deterministic id: the same judged run and evaluator always give the same id, so re-delivery,
+    resume and re-grading store one record. The evaluator's `version` is part of it: two evaluators
+    with one name that differ in anything deciding a verdict (another judge model, rubric, redactor
+    setting...) keep a record each. Without a version (an evaluator that has none), the id is the
+    one given before versions were part of it."""
     key = f"{evaluator}\x1f{run_id}" if case_index is None else f"{evaluator}\x1f{run_id}\x1f{case_index}"
-    return str(uuid.uuid5(_NAMESPACE, key))
+    return str(uuid.uuid5(_NAMESPACE, key if version is None else f"{key}\x1e{version}"))
 
 
 def split_model(judge_model: str) -> tuple[str, str]:

@@ -1,11 +1,58 @@
-"""AgentAsJudgeResult: the outcome of an offline `run()` / `arun()`, shaped like agno's."""
+"""AgentAsJudgeEvaluation and AgentAsJudgeResult: one evaluation and the outcome of an offline
+`run()` / `arun()`, shaped like agno's (`agno.eval.agent_as_judge`)."""
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .record import EvalRecord
+
+
+@dataclass
+class AgentAsJudgeEvaluation(abc.ABC):
+    """agno's `AgentAsJudgeEvaluation`: one evaluation's six fields, in agno's order, and
+    `print_eval()`. Every `EvalRecord` is one (a registered virtual subclass: what `on_fail`
+    receives and what `AgentAsJudgeResult.results` holds pass `isinstance`), and carries the
+    record's other fields besides; construct this class yourself where agno's code does (a test's
+    expected value, a custom evaluator's result)."""
+
+    input: str
+    output: str
+    criteria: str
+    score: int | None
+    reason: str
+    passed: bool
+
+    @property
+    def status(self) -> str:
+        """A record's status: an evaluation built from agno's fields is always graded."""
+        return "passed" if self.passed else "failed"
+
+    def print_eval(self, console: Any = None) -> None:
+        """Print this evaluation as agno's `print_eval` does."""
+        from rich.box import ROUNDED
+        from rich.console import Console
+        from rich.markdown import Markdown
+        from rich.table import Table
+        from rich.text import Text
+
+        def clip(text: str) -> str:
+            return text[:200] + "..." if len(text) > 200 else text
+
+        table = Table(box=ROUNDED, border_style="blue", show_header=False, title="[ Agent As Judge Evaluation ]",
+                      title_style="bold sky_blue1", title_justify="center")
+        table.add_row("Input", Text(clip(self.input)))
+        table.add_row("Output", Text(clip(self.output)))
+        if self.score is not None:
+            table.add_row("Score", f"{self.score}/10")
+        table.add_row("Status", Text(self.status.upper(), style="green" if self.passed else "red"))
+        table.add_row("Reason", Markdown(self.reason))
+        (console or Console()).print(table)
+
+
+AgentAsJudgeEvaluation.register(EvalRecord)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from .._runtime import runtime
 from ..stores._base import RecordFilter
-from ..stores._url import redact, store_from_url
+from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
 
 T = TypeVar("T")
 
@@ -26,10 +26,6 @@ class CommandError(Exception):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
-
-
-def default_store_url() -> str:
-    return os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db"
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +64,7 @@ def open_store(url: str | None, *, must_exist: bool) -> Any:
 def store_at(url: str | None, *, must_exist: bool) -> Any:
     """`open_store` without the read: the URL parsed and the store built, no I/O yet."""
     try:
-        store = store_from_url(url or default_store_url())
+        store = store_from_url(url) if url else default_store()  # $JUDGEHOOKS_DB: as the library reads it
         path = getattr(store, "path", None)
         if must_exist and isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
             raise FileNotFoundError(f"no such file {path!r}")
@@ -78,8 +74,11 @@ def store_at(url: str | None, *, must_exist: bool) -> Any:
 
 
 def label_of(url: str | None) -> str:
-    """The store URL as shown to people: the default filled in, any password hidden."""
-    return redact(url or default_store_url())
+    """The store URL as shown to people: the default filled in (saying when $JUDGEHOOKS_DB chose
+    it), any password hidden."""
+    if url:
+        return redact(url)
+    return f"{redact(default_store_url())} (from ${ENV})" if os.environ.get(ENV, "").strip() else default_store_url()
 
 
 def read(label: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:

@@ -15,7 +15,7 @@ import collections
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -30,7 +30,7 @@ from .._runtime import runtime
 from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
-from .outbox import Job, Outbox
+from .outbox import Job, Outbox, jobs_of
 from .pipeline import Pipeline
 from .ratelimit import RateLimiter
 from .step import Requeue, Step
@@ -288,11 +288,11 @@ class Dispatcher:
                 handed_on = [j for r, j, _ in batch if r is None and j is not None]
                 if handed_on:  # published: no record here
                     await self._release(handed_on)
-                # a job's id is its record's: the stored ones' outbox rows go
-                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=self._release,
+                jobs = jobs_of(batch)  # the stored records' outbox rows go: see jobs_of for why not by record id
+                error = await self.pipeline.deliver(records, quiet=quiet, on_stored=partial(self._release, via=jobs),
                                                     spawn=self._spawn_notify)
                 if error is not None:  # these jobs stay in the outbox: the next process regrades them
-                    self.budget.release(r.id for r in error.records)
+                    self.budget.release({j for r in error.records for j in jobs.get(r.id, ())})
                     with self._lock:
                         self.counters.store_failures += len(error.records)
             except Exception:  # a bug: the batch's jobs stay in the outbox, the writer goes on
@@ -302,9 +302,9 @@ class Dispatcher:
                 self._writing -= 1
             self._maybe_idle()
 
-    async def _release(self, job_ids: Iterable[str]) -> None:
-        """Their records are stored: the jobs' outbox rows can go."""
-        jobs = list(job_ids)
+    async def _release(self, ids: Iterable[str], via: Mapping[str, set[str]] | None = None) -> None:
+        """Their records are stored: the jobs' outbox rows can go (`via`: the jobs of each record id)."""
+        jobs = list(ids) if via is None else sorted({j for i in ids for j in via.get(i, ())})
         self.budget.release(jobs)
         if self.outbox is not None and jobs:
             try:

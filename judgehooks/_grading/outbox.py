@@ -57,6 +57,18 @@ class Job:
     size: int = 0  # bytes of its context as JSON, when read back from the outbox
 
 
+def jobs_of(batch: Iterable[tuple[Any, str | None, Any]]) -> dict[str, set[str]]:
+    """The job ids behind each record id of a write batch of (record, job id, ...). A job's id is
+    its record's id as the hook computed it, but a record may get another: its evaluator's version
+    changed between hand-off and grading, or the job was left by a release whose ids held no
+    version. Outbox rows are released through this map, so such a job is not regraded forever."""
+    found: dict[str, set[str]] = {}
+    for record, job_id, *_ in batch:
+        if record is not None and job_id is not None:
+            found.setdefault(record.id, set()).add(job_id)
+    return found
+
+
 def _new_owner() -> str:
     return f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 

@@ -55,8 +55,9 @@ class Graded(Protocol):
 def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
     own = ev.record_metadata()
     criteria = own.get("criteria")
-    return dict(id=record_id(ev.evaluator_name, ctx.run_id or "offline", ctx.case_index), evaluator=ev.evaluator_name,
-                evaluator_version=ev.evaluator_version, mode=ev.mode, threshold=ev.pass_threshold,
+    version = ev.evaluator_version  # read once: the id and the record name the same version
+    return dict(id=record_id(ev.evaluator_name, ctx.run_id or "offline", ctx.case_index, version=version),
+                evaluator=ev.evaluator_name, evaluator_version=version, mode=ev.mode, threshold=ev.pass_threshold,
                 agent_id=ctx.agent_id, agent_name=ctx.agent_name,
                 team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
                 user_id=ctx.user_id, trace_id=ctx.trace_id, span_id=ctx.span_id, input=ctx.input, output=ctx.output,
@@ -128,7 +129,8 @@ class Pipeline:
         return judge if isinstance(judge, Judge) else None  # a Borderline's `judge` is an evaluator
 
     def record_id(self, ctx: EvalContext) -> str:
-        return record_id(self.name, ctx.run_id or "offline", ctx.case_index)
+        """The id the record of `ctx` gets if the evaluator's version stays as it is now."""
+        return record_id(self.name, ctx.run_id or "offline", ctx.case_index, version=self.evaluator.evaluator_version)
 
     def skipped(self, ctx: EvalContext, reason: str, sample_rate: float = 1.0) -> EvalRecord:
         return make_skipped(ctx, self.evaluator, reason, sample_rate)

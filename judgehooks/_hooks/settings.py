@@ -29,7 +29,7 @@ from .._grading.spend_file import SQLiteLedger
 from .._grading.step import Step
 from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
 from ..stores._sqlite import outbox_path_for
-from ..stores._url import redact, store_from_url
+from ..stores._url import check_default_store_url, redact, store_from_url
 from .gate import DEFAULT_FALLBACK, Gate
 from .sampling import Sampler, SampleRate
 
@@ -105,6 +105,8 @@ class HookSettings(Deployment):
         if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
             raise TypeError(f"store must implement judgehooks.stores.Store (write, query), "
                             f"got {type(self.store).__name__}")
+        if self.store is None:
+            check_default_store_url()  # a $JUDGEHOOKS_DB no store answers to fails here, naming it
         if self.db is not None:
             AgnoDbStore(self.db)  # refuses, by name, a db that cannot hold agno eval runs
         Sampler.validate(self.sample_rate, self.when)

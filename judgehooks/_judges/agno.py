@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
@@ -12,6 +12,24 @@ from .._base.context import render_content
 from .._base.record import Mode
 from .base import BaseJudge, JudgeReply
 from .prompt import JudgeRequest
+
+if TYPE_CHECKING:
+    from agno.eval.agent_as_judge import BinaryJudgeResponse as BinaryJudgeResponse
+    from agno.eval.agent_as_judge import NumericJudgeResponse as NumericJudgeResponse
+
+#: agno's verdict schemas, re-exported as they are: an agno Model judge is asked for these
+SCHEMAS = ("BinaryJudgeResponse", "NumericJudgeResponse")
+
+
+def __getattr__(name: str) -> Any:
+    """`NumericJudgeResponse` and `BinaryJudgeResponse`: agno's classes themselves (the output
+    schema `evaluator_agent` sets), imported on first use so this module does not load agno.eval."""
+    if name in SCHEMAS:
+        from agno.eval import agent_as_judge
+
+        return getattr(agent_as_judge, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DESCRIPTION = "You are an expert evaluator. Score outputs objectively based on the provided criteria."
 

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from ._memory import MemoryStore
     from ._postgres import PostgresStore
     from ._spill import SpillingStore
-    from ._sqlite import SQLiteStore, default_store
-    from ._url import store_from_url
+    from ._sqlite import SQLiteStore
+    from ._url import default_store, store_from_url
 
 __getattr__, __dir__ = attach(__name__, {
     "._agno": ("AgnoDbStore",),
@@ -30,8 +30,8 @@ __getattr__, __dir__ = attach(__name__, {
     "._memory": ("MemoryStore",),
     "._postgres": ("PostgresStore",),
     "._spill": ("SpillingStore",),
-    "._sqlite": ("SQLiteStore", "default_store"),
-    "._url": ("store_from_url",),
+    "._sqlite": ("SQLiteStore",),
+    "._url": ("default_store", "store_from_url"),
 })
 
 __all__ = ("AgnoDbStore", "BaseStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "RecordFilter",

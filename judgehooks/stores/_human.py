@@ -14,7 +14,7 @@ from .._base.label import Label
 from .._base.record import EvalRecord
 from .._runtime import runtime
 from ._base import BaseStore, Store
-from ._sqlite import default_store
+from ._url import default_store
 
 #: the longest line `import_labels` reads, in characters: one label is a few hundred
 MAX_LINE_CHARS = 65_536

@@ -182,8 +182,3 @@ def outbox_path_for(store: object) -> str:
     if path and path != ":memory:":
         return f"{path[:-3] if path.endswith('.db') else path}.outbox.db"
     return os.environ.get("JUDGEHOOKS_OUTBOX") or "judgehooks.outbox.db"
-
-
-def default_store() -> SQLiteStore:
-    """The store used when none is given: $JUDGEHOOKS_DB, else ./judgehooks.db."""
-    return SQLiteStore(os.environ.get("JUDGEHOOKS_DB") or "judgehooks.db")

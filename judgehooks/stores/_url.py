@@ -1,8 +1,10 @@
-"""store_from_url: one string names a store, for the command line and for configuration files."""
+"""store_from_url: one string names a store, for the command line, configuration files and
+``$JUDGEHOOKS_DB``, which the library and every command read the same way (`default_store`)."""
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -14,6 +16,62 @@ SUPPORTED = ("sqlite:///path.db", "postgresql://...", "jsonl:///path.jsonl", "me
              "or a file path (.jsonl: JSONL, else SQLite)")
 
 
+#: the environment variable naming the store used when none is given, in the library and the CLI
+ENV = "JUDGEHOOKS_DB"
+#: the store used when none is given and $JUDGEHOOKS_DB is not set: a SQLite file in the working directory
+DEFAULT = "judgehooks.db"
+
+
+def default_store_url() -> str:
+    """The store URL used when none is given: $JUDGEHOOKS_DB, else ``judgehooks.db`` (not checked)."""
+    return os.environ.get(ENV, "").strip() or DEFAULT
+
+
+def check_default_store_url() -> str:
+    """`default_store_url()`, refused at once (ValueError naming $JUDGEHOOKS_DB) when no store
+    answers to it, so a typo fails where the evaluator is built, not inside a hook that agno
+    would swallow. Builds nothing."""
+    url = default_store_url()
+    try:
+        _scheme(url)
+    except ValueError as exc:
+        raise ValueError(_from_env(url, exc)) from None
+    return url
+
+
+def default_store() -> Any:
+    """The store used when none is given, in the library and in every command: $JUDGEHOOKS_DB read
+    by `store_from_url` (a URL or a file path), else ``./judgehooks.db``. Errors name $JUDGEHOOKS_DB."""
+    url = check_default_store_url()
+    try:
+        return store_from_url(url)
+    except (ValueError, ImportError) as exc:
+        raise type(exc)(_from_env(url, exc)) from exc
+
+
+def _from_env(url: str, exc: BaseException) -> str:
+    if url == DEFAULT and not os.environ.get(ENV, "").strip():
+        return str(exc)
+    return (f"${ENV}={redact(url)!r}: {exc} (${ENV} takes what `judgehooks --store` takes: a store URL "
+            f"or a file path)")
+
+
+def _scheme(url: str) -> str:
+    """The store kind `url` names: its lower-cased scheme, or "" for a file path. ValueError for a
+    string no store answers to."""
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError(f"store URL must be a non-empty string, got {url!r}")
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        return ""
+    scheme = scheme.lower()
+    if scheme in ("sqlite", "jsonl", "memory") or scheme.split("+", 1)[0] in ("postgresql", "postgres") \
+            or scheme.startswith("agno+"):
+        return scheme
+    raise ValueError(f"unsupported store URL scheme {scheme!r} in {redact(url)!r} "
+                     f"(supported: {', '.join(SUPPORTED)})")
+
+
 def store_from_url(url: str) -> Any:
     """The store a URL or path names. Paths after ``scheme://`` are relative, as in SQLAlchemy
     (``sqlite:///evals.db``); add a slash for an absolute one (``sqlite:////var/lib/evals.db``).
@@ -22,12 +80,10 @@ def store_from_url(url: str) -> Any:
     the store's optional dependencies are missing.
     """
 
-    if not isinstance(url, str) or not url.strip():
-        raise ValueError(f"store URL must be a non-empty string, got {url!r}")
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+    scheme = _scheme(url)
+    if not scheme:
         return _jsonl_store(url) if url.endswith(".jsonl") else SQLiteStore(url)
-    scheme = scheme.lower()
+    rest = url.partition("://")[2]
     if scheme == "sqlite":
         return SQLiteStore(_path(rest, "judgehooks.db"))
     if scheme.split("+", 1)[0] in ("postgresql", "postgres"):
@@ -37,10 +93,7 @@ def store_from_url(url: str) -> Any:
         return _jsonl_store(_path(rest, "judgehooks.jsonl"))
     if scheme == "memory":
         return MemoryStore()
-    if scheme.startswith("agno+"):
-        return _agno_store(f"{scheme[5:]}://{rest}")
-    raise ValueError(f"unsupported store URL scheme {scheme!r} in {redact(url)!r} "
-                     f"(supported: {', '.join(SUPPORTED)})")
+    return _agno_store(f"{scheme[5:]}://{rest}")  # agno+...: _scheme refused every other scheme
 
 
 def redact(url: str) -> str:

@@ -389,3 +389,26 @@ def test_background_with_a_dead_store_says_so_and_keeps_the_job(make_bg, make_ag
 
     jobs = sqlite3.connect(str(tmp_path / "outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
     assert jobs == (1,)  # not lost: the next process regrades it
+
+
+def test_a_job_left_under_an_id_without_the_version_is_graded_once_and_leaves_the_outbox(make_bg, store, tmp_path):
+    """A job a dead process left under the id its record had before record ids held the evaluator's
+    version: resumed, graded and stored once, and its outbox row goes (not regraded forever)."""
+    import sqlite3
+
+    from judgehooks._base.context import EvalContext, context_to_dict
+    from judgehooks._base.record import record_id
+    from judgehooks._grading.outbox import Job, Outbox
+
+    left = Outbox(tmp_path / "outbox.db")
+    ctx = EvalContext(input="q", output="an answer", run_id="run-old", agent_id="a")
+    left.put(Job(id=record_id("old", "run-old"), evaluator="old", context=context_to_dict(ctx)))
+    left.release()  # its process is gone: the job is claimable at once
+    left.close()
+    judge = make_bg(name="old", store=store)
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert (record.run_id, record.status) == ("run-old", "passed")
+    assert record.id == record_id("old", "run-old", version=judge.evaluator_version) != record_id("old", "run-old")
+    jobs = sqlite3.connect(str(tmp_path / "outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
+    assert jobs == (0,)

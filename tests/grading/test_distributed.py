@@ -140,7 +140,8 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
     by_run = {r.run_id: r for r in store.records}
     assert len(store.records) == 3 and set(by_run) == {o.run_id for o in outs}
     assert [by_run[o.run_id].status for o in outs] == ["passed", "failed", "error"]
-    assert all(r.id == record_id("dist", r.run_id) for r in store.records)
+    assert all(r.id == record_id("dist", r.run_id, version=r.evaluator_version) and r.evaluator_version
+               for r in store.records)
     assert rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}  # acked and deleted
 
 
@@ -342,7 +343,8 @@ def test_sigkill_one_of_two_workers_mid_job_and_every_run_has_exactly_one_record
         time.sleep(0.5)  # a duplicate write, had there been one, would land now
         records = store.query_sync(limit=None)
         assert sorted(r.run_id for r in records) == sorted(run_ids)  # one record per run, none missing
-        assert all(r.status == "passed" and r.id == record_id("dist", r.run_id) for r in records)
+        assert all(r.status == "passed" and r.id == record_id("dist", r.run_id, version=r.evaluator_version)
+                   for r in records)
         wait_for(lambda: pending_by_consumer(rds).get("worker-a", 0) == 0, timeout=30)
     finally:
         if a.poll() is None:

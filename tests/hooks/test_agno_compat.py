@@ -10,6 +10,7 @@ docs/how-to/migrating.md and asserted in the tests named `test_documented_differ
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -55,6 +56,54 @@ def make_eval(Eval: type, server: StubLLMServer, **kw: Any) -> Any:
 def eval_runs(db: SqliteDb) -> list[Any]:
     """The db's eval runs, ordered by the first input they judged."""
     return sorted(db.get_eval_runs() or [], key=lambda run: [r["input"] for r in run.eval_data["results"]])
+
+
+# ---- 0. the module's names -----------------------------------------------------------------------
+
+
+def agno_public_names() -> list[str]:
+    """The public names `agno.eval.agent_as_judge` defines (not the ones it imports)."""
+    import agno.eval.agent_as_judge as module
+
+    return sorted(name for name, value in vars(module).items()
+                  if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__)
+
+
+def test_every_public_name_of_agnos_agent_as_judge_imports_from_judgehooks():
+    names = agno_public_names()
+    assert {"AgentAsJudgeEval", "AgentAsJudgeEvaluation", "NumericJudgeResponse"} <= set(names)  # read, not empty
+    assert [n for n in names if n not in judgehooks.__all__] == []
+    namespace: dict[str, Any] = {}
+    exec(f"from judgehooks import {', '.join(names)}", namespace)  # the import line a user swaps
+    assert all(isinstance(namespace[n], type) for n in names)
+
+
+def printed(evaluation: Any) -> str:
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    evaluation.print_eval(console)
+    return str(console.file.getvalue())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("fields", [("What is ML?", "ML is ...", "accurate", 8, "Clear, **short**", True),
+                                    ("q", "a", "polite", None, "Rude", False)], ids=["numeric", "binary"])
+def test_an_evaluation_built_from_agnos_fields_is_agnos_and_prints_as_agnos(fields):
+    ours, theirs = judgehooks.AgentAsJudgeEvaluation(*fields), AgentAsJudgeEvaluation(*fields)
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    assert printed(ours) == printed(theirs)
+
+
+def test_records_are_agent_as_judge_evaluations_and_the_verdict_schemas_are_agnos(server):
+    failed: list[Any] = []
+    ev = make_eval(OurEval, server, scoring_strategy="numeric", threshold=7, on_fail=failed.append,
+                   store=judgehooks.MemoryStore())
+    result = ev.run(input="q", output="a [[score=3]]")
+    assert isinstance(failed[0], judgehooks.AgentAsJudgeEvaluation)  # what on_fail gets, as agno types it
+    assert all(isinstance(r, judgehooks.AgentAsJudgeEvaluation) for r in result.results)
+    assert (judgehooks.NumericJudgeResponse, judgehooks.BinaryJudgeResponse) == (NumericJudgeResponse,
+                                                                                 BinaryJudgeResponse)
+    assert ev.get_evaluator_agent().output_schema is judgehooks.NumericJudgeResponse
 
 
 # ---- 1. the judge's usage is folded into the judged run's metrics ------------------------------

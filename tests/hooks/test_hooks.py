@@ -59,9 +59,28 @@ def test_record_carries_ids_tokens_and_texts(make_judge, make_agent, store):
 def test_record_id_is_deterministic(make_judge, make_agent, store):
     from judgehooks._base.record import record_id
 
-    agent = make_agent(make_judge(name="det"))
-    out = agent.run("hello")
-    assert only(store, run_id=out.run_id).id == record_id("det", out.run_id)
+    judge = make_judge(name="det")
+    out = make_agent(judge).run("hello")
+    assert only(store, run_id=out.run_id).id == record_id("det", out.run_id, version=judge.evaluator_version)
+
+
+def test_unnamed_judges_differing_only_in_model_each_keep_their_verdicts(make_judge, make_agent, store):
+    first, second = make_judge(), make_judge(model="openai/judge-b")  # two judge models compared
+    assert first.evaluator_name == second.evaluator_name  # unnamed, same criteria: the same name
+    agent = make_agent(first, second)
+    runs = [agent.run(f"question {i}").run_id for i in range(3)]
+    assert sorted((r.run_id, r.evaluator_version) for r in store.records) == sorted(
+        (run, judge.evaluator_version) for run in runs for judge in (first, second))
+    assert len({r.id for r in store.records}) == 6
+
+
+def test_the_same_judge_twice_on_one_run_stores_one_record(make_judge, make_agent, store):
+    judge = make_judge()
+    out = make_agent(judge, judge).run("question")
+    again = make_judge()  # built afresh with the same settings: the same evaluator, the same id
+    make_agent(again).run("question")
+    assert again.evaluator_version == judge.evaluator_version
+    assert [r.run_id for r in store.records].count(out.run_id) == 1
 
 
 def test_pydantic_output_is_judged_as_json(make_judge, make_agent, store, server):

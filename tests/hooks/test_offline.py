@@ -51,7 +51,8 @@ def test_record_ids_are_unique_per_case_and_deterministic(make_judge):
 
     judge = make_judge(name="batch")
     result = judge.run(cases=[{"input": "a", "output": "b"}] * 3)
-    assert [r.id for r in result.records] == [record_id("batch", result.run_id, i) for i in range(3)]
+    assert [r.id for r in result.records] == [record_id("batch", result.run_id, i, version=judge.evaluator_version)
+                                                 for i in range(3)]
 
 
 @pytest.mark.parametrize("kwargs, message", [

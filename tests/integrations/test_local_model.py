@@ -230,7 +230,7 @@ def test_agent_and_judges_run_end_to_end_through_the_local_model(local, tmp_path
         for judge in (binary, numeric):
             [r] = [r for r in records if r.run_id == out.run_id and r.evaluator == judge.name]
             assert r.status in ("passed", "failed"), f"{judge.name}: {r.error_type}: {r.error_message}"
-            assert r.id == record_id(judge.name, out.run_id)
+            assert r.id == record_id(judge.name, out.run_id, version=judge.evaluator_version)
             assert (r.agent_id, r.agent_name, r.session_id, r.user_id) == ("e2e-agent", "e2e-agent", *ids.values())
             assert r.input == question and r.output
             assert r.prompt_tokens > 0 and r.completion_tokens > 0

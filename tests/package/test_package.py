@@ -52,14 +52,15 @@ def test_a_fresh_process_can_rebuild_every_builtin_evaluator_from_a_spec():
 
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
-        "AgentAsJudgeEval", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome", "BaseJudge", "BaseStore",
-        "Borderline", "Budget", "Calibration", "Consistency", "Contains", "Criterion", "Ensemble", "EvalContext",
-        "EvalRecord",
+        "AgentAsJudgeEval", "AgentAsJudgeEvaluation", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome",
+        "BaseJudge", "BaseStore", "BinaryJudgeResponse", "Borderline", "Budget", "Calibration", "Consistency",
+        "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord",
         "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings",
         "IsJSON", "JSONSchema", "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest",
         "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "Label", "LabelMatch", "LiteLLMJudge",
         "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
-        "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "Ordered", "Outcome",
+        "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "NumericJudgeResponse",
+        "Ordered", "Outcome",
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
