@@ -4,9 +4,11 @@ time windows, record filters, and calling the async stores from the command's th
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -166,3 +168,20 @@ def clip(text: str, width: int) -> str:
     """Text on one line (whitespace runs collapsed), cut to `width` characters with an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def import_object(spec: str, what: str) -> Any:
+    """`package.module:name` (dots allowed in name), imported as `python -m` would find it: the
+    working directory first. `what` names the option in errors (e.g. "grade: --evaluator")."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CommandError(f"{what} must look like package.module:name, got {spec!r}", code=2)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: code defined next to the app
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise CommandError(f"{what} {spec!r}: {exc}", code=2) from None
+    return found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -19,7 +18,7 @@ from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
 from ..stores._base import BaseStore, RecordFilter, Store
 from .cases import MAX_LINE_BYTES, CaseError, read_cases
-from .common import CommandError, add_store_argument, check_store, clip, finite, label_of, store_at
+from .common import CommandError, add_store_argument, check_store, clip, finite, import_object, label_of, store_at
 from .terminal import say
 
 # Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
@@ -128,17 +127,7 @@ def _evaluator(args: argparse.Namespace, advance: Callable[[int], None]) -> tupl
 
 
 def _load(spec: str) -> AgentAsJudgeEval:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise CommandError(f"grade: --evaluator must look like package.module:name, got {spec!r}", code=2)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: evaluators defined next to the cases
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise CommandError(f"grade: --evaluator {spec!r}: {exc}", code=2) from None
+    obj = import_object(spec, "grade: --evaluator")
     if callable(obj) and not isinstance(obj, AgentAsJudgeEval):
         obj = obj()
     if not isinstance(obj, AgentAsJudgeEval):

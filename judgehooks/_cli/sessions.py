@@ -9,7 +9,6 @@ command can run again (e.g. nightly) and grade only what is new, or all again un
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections import Counter
@@ -25,7 +24,18 @@ from ..redact import PII
 from ..stores._agno import open_agno_db
 from ..stores._sqlite import outbox_path_for
 from ..stores._url import redact
-from .common import CommandError, add_store_argument, call, clip, count, finite, label_of, parse_time, store_at
+from .common import (
+    CommandError,
+    add_store_argument,
+    call,
+    clip,
+    count,
+    finite,
+    import_object,
+    label_of,
+    parse_time,
+    store_at,
+)
 from .terminal import say
 
 
@@ -95,18 +105,9 @@ def _redactor(spec: str | None) -> Any:
         return None
     if spec.upper() == "PII":
         return PII
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
+    if ":" not in spec:
         raise CommandError(f"grade-sessions: --redact must be PII or package.module:name, got {spec!r}", code=2)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: a redactor defined next to the app
-    try:
-        found: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError) as exc:
-        raise CommandError(f"grade-sessions: --redact {spec!r}: {exc}", code=2) from None
-    return found
+    return import_object(spec, "grade-sessions: --redact")
 
 
 def _covered(records: list[EvalRecord], version: str, criteria: str) -> dict[str, set[str]]:
