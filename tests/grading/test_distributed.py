@@ -4,6 +4,7 @@ processes grade into one store. Real redis-server, real agno agents, real litell
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import signal
 import sqlite3
@@ -82,7 +83,18 @@ async def serve_until(worker, done: Callable[[], bool], timeout: float = 60) -> 
             await asyncio.sleep(0.05)
     finally:
         stop.set()
-        await asyncio.wait_for(task, 30)
+        # Worker.serve ends within shutdown_timeout (30 s) plus the broker's 5 s; past that, fail with
+        # every task's stack rather than hang until pytest-timeout.
+        finished, _ = await asyncio.wait({task}, timeout=45)
+        if not finished:
+            raise AssertionError(f"the worker did not stop:\n{_task_stacks()}")
+
+
+def _task_stacks() -> str:
+    out = io.StringIO()
+    for running in asyncio.all_tasks():
+        running.print_stack(file=out)
+    return out.getvalue()
 
 
 # ---- construction and command-line errors (no Redis needed) -------------------------------------

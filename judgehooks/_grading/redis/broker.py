@@ -35,6 +35,7 @@ from taskiq_redis import RedisStreamBroker
 from ..._base.log import log
 from ...exceptions import StoreError
 from . import check_url
+from .detached import detached
 from .signing import refusal, sign
 
 TASK_NAME = "judgehooks.grade"
@@ -45,6 +46,8 @@ DEAD_STREAM = f"{STREAM}:dead"
 MAX_DELIVERIES = 5
 #: told of each dead letter: the entry's taskiq message and how often it was delivered
 OnDead = Callable[[bytes, int], Awaitable[None]]
+#: no reply is awaited longer than this (seconds); XREADGROUP blocks at most 1 s
+SOCKET_TIMEOUT = 30.0
 REFUSED_STREAM = "judgehooks:refused"  # entries a worker would not grade, with why (the newest 10,000)
 REFUSED_MAXLEN = 10_000
 #: XREADGROUP's reply in redis-py's legacy shape: per stream, its (entry id, fields) pairs
@@ -66,7 +69,8 @@ class JudgeStreamBroker(RedisStreamBroker):
         super().__init__(check_url(url), queue_name=STREAM, consumer_group_name=GROUP, consumer_name=consumer_name,
                          consumer_id="0", xread_block=int(min(1.0, reclaim_after / 4) * 1000),
                          idle_timeout=int(reclaim_after * 1000), xread_count=fetch_count,
-                         max_connection_pool_size=max_connections, socket_connect_timeout=5)
+                         max_connection_pool_size=max_connections, socket_connect_timeout=5,
+                         socket_timeout=SOCKET_TIMEOUT)
         self.reclaim_after = reclaim_after
         self.held: set[str] = set()  # entries delivered to this consumer and not yet finished
         self.reclaimed = 0
@@ -125,12 +129,13 @@ class JudgeStreamBroker(RedisStreamBroker):
         log.warning("worker_refused_job", consumer=self.consumer_name, reason=why, detail=detail[:500],
                     entry=entry, stream=REFUSED_STREAM)
 
-    async def _admitted(self, entries: list[tuple[Any, Any]]) -> AsyncGenerator[StreamMessage, None]:
-        """The entries this consumer may grade, as messages; the rest refused."""
+    async def _admissible(self, entries: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """The entries this consumer may grade; the rest refused."""
+        admitted = []
         for entry_id, fields in entries:
             why = self._why_refused(fields)
             if why is None:
-                yield self._message(entry_id, fields)
+                admitted.append((entry_id, fields))
                 continue
             data = fields.get(b"data") if isinstance(fields, dict) else None
             try:
@@ -138,6 +143,7 @@ class JudgeStreamBroker(RedisStreamBroker):
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:  # stays pending: refused when reclaimed
                 log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
                             error=str(exc))
+        return admitted
 
     def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
         entry = _text(entry_id)
@@ -157,19 +163,25 @@ class JudgeStreamBroker(RedisStreamBroker):
 
     async def listen(self) -> AsyncGenerator[AckableMessage, None]:
         """New entries for this consumer; every `reclaim_after / 2` seconds, even when the stream is
-        quiet, also the entries dead consumers left idle for `reclaim_after` seconds."""
+        quiet, also the entries dead consumers left idle for `reclaim_after` seconds. Each round of
+        Redis commands runs `detached`: stopping the worker cancels this generator between rounds, never
+        a command half way (see `detached`)."""
         next_reclaim = 0.0
         backoff = 0.1
         async with Redis(connection_pool=self.connection_pool) as conn:
             while True:
+                reclaim = time.monotonic() >= next_reclaim
                 try:
-                    reclaimed: list[tuple[Any, Any]] = []
-                    if time.monotonic() >= next_reclaim:
-                        reclaimed = await self._reclaim(conn)
-                        next_reclaim = time.monotonic() + self.reclaim_after / 2
-                    # redis-py's legacy reply shape (its default, on RESP2 and RESP3 alike), never the dict one
-                    fetched = [] if reclaimed else cast(StreamReply, await conn.xreadgroup(
-                        GROUP, self.consumer_name, {STREAM: ">"}, block=self.block, count=self.count))
+                    entries = await detached(self._round(conn, reclaim))
+                except ResponseError as exc:
+                    if not str(exc).startswith(("NOGROUP", "UNBLOCKED")):
+                        raise
+                    # The stream or its group was deleted under us (FLUSHDB, DEL, XGROUP DESTROY): made again,
+                    # and reading goes on; entries deleted with it are gone from Redis, not from an outbox.
+                    log.warning("broker_stream_gone", consumer=self.consumer_name, error=str(exc))
+                    await self._redeclare(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
                 except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                     # Redis restarting or unreachable: wait and read again; held entries stay pending.
                     log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
@@ -177,12 +189,28 @@ class JudgeStreamBroker(RedisStreamBroker):
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 5.0)
                     continue
+                if reclaim:
+                    next_reclaim = time.monotonic() + self.reclaim_after / 2
                 backoff = 0.1
-                async for message in self._admitted(reclaimed):
-                    yield message
-                for _stream, entries in fetched or ():
-                    async for message in self._admitted(entries):
-                        yield message
+                for entry_id, fields in entries:  # held from here on: a cancelled round's entries never are
+                    yield self._message(entry_id, fields)
+
+    async def _redeclare(self, backoff: float) -> None:
+        try:
+            await detached(self._declare_consumer_group())
+        except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError):
+            await asyncio.sleep(backoff)  # tried again at the next round's error
+
+    async def _round(self, conn: Redis, reclaim: bool) -> list[tuple[Any, Any]]:
+        """One round: the entries reclaimed from dead consumers when it is time, else (or if there were
+        none) the new ones; of those, the ones this consumer may grade."""
+        entries = await self._reclaim(conn) if reclaim else []
+        if not entries:
+            # redis-py's legacy reply shape (its default, on RESP2 and RESP3 alike), never the dict one
+            fetched = cast(StreamReply, await conn.xreadgroup(
+                GROUP, self.consumer_name, {STREAM: ">"}, block=self.block, count=self.count))
+            entries = [entry for _stream, batch in fetched or () for entry in batch]
+        return await self._admissible(entries)
 
     async def _reclaim(self, conn: Redis) -> list[tuple[Any, Any]]:
         claimed: list[tuple[Any, Any]] = []
@@ -214,7 +242,7 @@ class JudgeStreamBroker(RedisStreamBroker):
         for (entry_id, fields), info in zip(claimed, pending, strict=True):
             deliveries = int(info[0]["times_delivered"]) if info else 0
             if deliveries <= self.max_deliveries or self._why_refused(fields) is not None:
-                keep.append((entry_id, fields))  # a refused entry goes on to `_admitted`: refused, never buried
+                keep.append((entry_id, fields))  # a refused entry goes on to `_admissible`: refused, never buried
             else:
                 await self._bury(conn, _text(entry_id), fields, deliveries)
         return keep
@@ -250,8 +278,8 @@ class JudgeStreamBroker(RedisStreamBroker):
                 held: list[StreamIdT] = list(self.held)
                 if held:
                     try:
-                        await conn.xclaim(STREAM, GROUP, self.consumer_name, min_idle_time=0, message_ids=held,
-                                          justid=True)
+                        await detached(conn.xclaim(STREAM, GROUP, self.consumer_name, min_idle_time=0,
+                                                   message_ids=held, justid=True))
                     except Exception as exc:  # Redis away for a moment: the next beat tries again
                         log.warning("broker_keep_alive_failed", error_type=type(exc).__name__, error=str(exc))
 

@@ -32,6 +32,7 @@ from ...exceptions import StoreError
 from ..pipeline import Pipeline
 from ..sessions import STORE_RETRY_S, grade_window
 from .broker import JudgeStreamBroker
+from .detached import detached
 from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text
 from .signing import refusal
 
@@ -170,7 +171,7 @@ class SessionClock:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                if not await self.sessions.renew(window, self.lease):
+                if not await detached(self.sessions.renew(window, self.lease)):  # cancelled: between commands
                     log.warning("session_lease_lost", consumer=self.broker.consumer_name, session=window.member,
                                 note="another worker took it over; the record id keeps one stored record")
                     return

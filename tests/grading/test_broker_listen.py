@@ -1,0 +1,120 @@
+"""Stopping a worker cancels its stream reader mid-round; no cancellation may be lost in a Redis command.
+
+On Python 3.11 a redis-py command cancelled at the wrong moment can swallow the cancellation and then wait
+for a reply forever: an in-process worker then never stopped (seen as a test hanging until pytest-timeout,
+about one cancelled read in fifty; never on 3.13). These tests cancel the reader at every suspension point
+of its first rounds, one loop iteration apart, against a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+
+from judgehooks._grading.redis.broker import STREAM, JudgeStreamBroker
+
+
+@pytest.fixture
+def redis_url(redis_base: str) -> str:
+    client = redis.Redis.from_url(redis_base)
+    client.flushdb()
+    client.close()
+    return redis_base
+
+
+async def _cancel_after(broker: JudgeStreamBroker, steps: int) -> asyncio.Task:
+    """Start one read of the stream, let the loop run `steps` iterations, then cancel it as taskiq does."""
+    reader = broker.listen()
+    read = asyncio.ensure_future(anext(reader))
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    read.cancel()
+    finished, _ = await asyncio.wait({read}, timeout=10)  # XREADGROUP blocks 500 ms at most
+    await reader.aclose()
+    return read if finished else None
+
+
+def test_the_stream_reader_stops_whenever_it_is_cancelled(redis_url):
+    async def scenario() -> list[int]:
+        broker = JudgeStreamBroker(redis_url, consumer_name="c", reclaim_after=2)
+        await broker.startup()
+        stuck = []
+        try:
+            for steps in range(120):  # every await of connect, XAUTOCLAIM, XREADGROUP's send and read
+                read = await _cancel_after(broker, steps)
+                if read is None:
+                    stuck.append(steps)
+                    break
+                assert read.cancelled(), (steps, read)
+        finally:
+            await asyncio.wait_for(broker.shutdown(), 10)
+        return stuck
+
+    assert asyncio.run(scenario()) == []
+
+
+def test_entries_a_cancelled_round_read_stay_pending_for_a_reclaim(redis_url):
+    """The round goes on alone after its reader is cancelled; what it read is not held by this consumer,
+    so the keep-alive never touches it, and it is reclaimed once idle like a dead consumer's."""
+    rds = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> set[str]:
+        broker = JudgeStreamBroker(redis_url, consumer_name="c", reclaim_after=2)
+        await broker.startup()
+        try:
+            reader = broker.listen()
+            read = asyncio.ensure_future(anext(reader))
+            while not any(c.get("cmd") == "xreadgroup" for c in rds.client_list()):  # blocked in XREADGROUP
+                await asyncio.sleep(0.01)
+            read.cancel()
+            rds.xadd(STREAM, {"data": b"not a job"})  # the blocked round reads it after its reader is gone
+            await asyncio.wait({read}, timeout=10)
+            assert read.cancelled()
+            await reader.aclose()
+            for _ in range(1000):  # the orphaned round refuses it on its own
+                if rds.xlen("judgehooks:refused"):
+                    break
+                await asyncio.sleep(0.01)
+            return set(broker.held)
+        finally:
+            await asyncio.wait_for(broker.shutdown(), 10)
+
+    held = asyncio.run(scenario())
+    assert held == set()
+    # read by the orphaned round and refused there (it is not a job): moved to the refused stream, never lost
+    assert rds.xlen(STREAM) == 0 and rds.xlen("judgehooks:refused") == 1
+    rds.close()
+
+
+def test_a_stream_deleted_under_a_blocked_reader_is_made_again_and_reading_goes_on(redis_url):
+    """FLUSHDB (or DEL, or XGROUP DESTROY) while XREADGROUP blocks answers UNBLOCKED, then NOGROUP:
+    the reader makes the stream and group again and reads on, rather than ending the worker."""
+    rds = redis.Redis.from_url(redis_url)
+
+    async def scenario() -> None:
+        broker = JudgeStreamBroker(redis_url, consumer_name="c", reclaim_after=2)
+        await broker.startup()
+        reader = broker.listen()
+        read = asyncio.ensure_future(anext(reader))
+        try:
+            while not any(c.get("cmd") == "xreadgroup" for c in rds.client_list()):
+                await asyncio.sleep(0.01)
+            rds.flushdb()
+            while not rds.exists(STREAM):  # made again by the reader
+                await asyncio.sleep(0.01)
+            rds.xadd(STREAM, {"data": b"not a job"})
+            for _ in range(1000):  # read after the flush: refused, so the reader is alive
+                if rds.xlen("judgehooks:refused"):
+                    break
+                await asyncio.sleep(0.01)
+            assert not read.done()
+        finally:
+            read.cancel()
+            await asyncio.wait({read}, timeout=10)
+            await reader.aclose()
+            await asyncio.wait_for(broker.shutdown(), 10)
+
+    asyncio.run(scenario())
+    assert rds.xlen("judgehooks:refused") == 1
+    rds.close()
