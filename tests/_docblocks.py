@@ -108,7 +108,7 @@ def parse_marker(text: str, where: str) -> dict[str, str]:
 
 def blocks_of(path: Path) -> list[Block]:
     """The fenced blocks of one markdown file, in order."""
-    rel = path.relative_to(ROOT).as_posix()
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
     lines = path.read_text().splitlines()
     found: list[Block] = []
     i = 0

@@ -30,6 +30,7 @@ def _warm() -> None:
     import agno.agent  # noqa: F401
     import agno.models.openai  # noqa: F401
     import agno.team  # noqa: F401
+
     import judgehooks  # noqa: F401
     import judgehooks.stores  # noqa: F401
     import judgehooks.testing  # noqa: F401

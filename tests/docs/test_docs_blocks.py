@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _docblocks import ROOT, Block, all_blocks, chains
+from _docblocks import ROOT, Block, MarkerError, all_blocks, blocks_of, chains
 
 from judgehooks.testing import StubLLMServer
 
@@ -173,6 +173,10 @@ def test_docs_block_runs_as_written(chain: list[Block], forker: Forker, server: 
                               f"environment; mark it <!-- docs-test: skip reason=\"...\" -->")
     output, failed = run_chain(chain, forker, server, tmp_path)
     assert not failed, f"the docs block at {failed} does not run as written:\n{output[-6000:]}"
+    # what a script can survive and still print: a traceback from a thread or an exit hook, an error log
+    troubles = [line for line in output.splitlines() if "Traceback (most recent call last)" in line
+                or "level='error'" in line or line.startswith("Exception ignored")]
+    assert troubles == [], f"{chain_id(chain)} ran, but printed trouble:\n{output[-6000:]}"
 
 
 def test_every_block_names_its_language() -> None:
@@ -230,3 +234,50 @@ def test_the_sessions_page_worker_command_runs_as_written(redis_base: str, serve
         rest = worker.stdout.read()
         worker.wait(timeout=60)
     assert ": stopped; 0 graded" in rest, "".join(seen) + rest
+
+
+def test_markers_say_why_a_block_is_skipped_and_which_blocks_run_together(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text('''# Page
+
+<!-- docs-test: skip reason="needs a paid key" -->
+```python
+paid()
+```
+
+- a list item:
+
+  ```bash
+  judgehooks report --store evals.db
+  ```
+
+<!-- docs-test: continue -->
+```console
+$ judgehooks tail --store evals.db \\
+    --no-follow
+2026-12-02T07:50:26Z passed  helpful
+```
+
+```python
+--8<-- "tests/_docfork.py"
+```
+''')
+    first, listed, console, included = blocks_of(page)
+    assert (first.line, first.kind, first.skip_reason) == (4, "python", "needs a paid key")
+    assert (listed.line, listed.kind, listed.code) == (10, "shell", "judgehooks report --store evals.db\n")
+    assert console.continues and console.code == "judgehooks tail --store evals.db \\\n    --no-follow\n"
+    assert included.code == (ROOT / "tests" / "_docfork.py").read_text()  # as mkdocs' snippets renders it
+    assert [[b.line for b in chain] for chain in chains([first, listed, console, included])] == [[4], [10, 15], [21]]
+
+
+@pytest.mark.parametrize(("marker", "error"), [
+    ("<!-- docs-test: skip -->\n```python\n```", 'a docs-test skip needs reason="..."'),
+    ("<!-- docs-test: skipp reason=\"x\" -->\n```python\n```", "unknown 'skipp'"),
+    ("<!-- docs-test: continue -->\n\n```python\n```", "must be on the line just before a fence"),
+    ("<!-- docs-test: continue -->\n```python\n```", "`continue` on the first block of a page"),
+])
+def test_a_marker_that_cannot_be_read_stops_the_run_naming_its_line(tmp_path: Path, marker: str, error: str) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"# Page\n\n{marker}\n")
+    with pytest.raises(MarkerError, match=re.escape(error)):
+        chains(blocks_of(page))
