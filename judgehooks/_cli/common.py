@@ -10,18 +10,15 @@ import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from .._base.when import parse_when
 from .._runtime import runtime
 from ..stores._base import RecordFilter
 from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
 
 T = TypeVar("T")
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
 
 class CommandError(Exception):
     """Ends a command with ``judgehooks: <message>`` on stderr and exit status ``code``, no traceback."""
@@ -110,16 +107,10 @@ def one_line(exc: BaseException) -> str:
 def parse_time(value: str, *, now: datetime | None = None) -> datetime:
     """A point in time from ``24h`` / ``30m`` / ``7d`` / ``2w`` / ``90s`` ago, or an ISO 8601 time
     (UTC when it has no offset). Bad input raises ArgumentTypeError, which argparse reports."""
-    match = _DURATION.match(value)
-    if match:
-        amount, unit = float(match.group(1)), match.group(2)
-        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
     try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is neither a duration (30m, 24h, 7d, 2w) nor an ISO time (2026-11-30T08:00:00Z)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return parse_when(value, now=now)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def count(value: str) -> int:

@@ -18,6 +18,7 @@ from .._base.jsondata import record_data
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
+from .._base.when import as_moment
 from ..exceptions import StoreError
 
 _REFUSALS = frozenset({"DataError", "IntegrityError", "NotSupportedError"})
@@ -62,7 +63,7 @@ class Store(Protocol):
 
     async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
                     evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
+                    since: datetime | str | None = None, until: datetime | str | None = None,
                     limit: int | None = 1000) -> list[EvalRecord]: ...
 
     async def aclose(self) -> None: ...
@@ -146,7 +147,8 @@ async def write_salvaging(store: Store, records: Sequence[EvalRecord]) -> tuple[
 @dataclass(frozen=True, slots=True)
 class RecordFilter:
     """Which records a query wants: every field that is not None must match (``since`` inclusive,
-    ``until`` exclusive). The keywords of `Store.query`, as one value."""
+    ``until`` exclusive; each a datetime, or text as the command line takes it: ``"24h"``, ``"7d"``,
+    an ISO time). The keywords of `Store.query`, as one value."""
 
     agent_id: str | None = None
     team_id: str | None = None
@@ -155,6 +157,11 @@ class RecordFilter:
     run_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        # `since="24h"` as on the command line; text is read once, here, for every store
+        object.__setattr__(self, "since", as_moment("since", self.since))
+        object.__setattr__(self, "until", as_moment("until", self.until))
 
     def matches(self, record: EvalRecord) -> bool:
         """The filter, for stores that filter in Python."""
@@ -223,11 +230,11 @@ class BaseStore(ABC):
 
     async def query(self, *, agent_id: str | None = None, team_id: str | None = None,
                     evaluator: str | None = None, status: str | None = None, run_id: str | None = None,
-                    since: datetime | None = None, until: datetime | None = None,
+                    since: datetime | str | None = None, until: datetime | str | None = None,
                     limit: int | None = 1000) -> list[EvalRecord]:
         """The records matching every filter given, newest first, at most `limit` (None: all)."""
         where = RecordFilter(agent_id=agent_id, team_id=team_id, evaluator=evaluator, status=status,
-                             run_id=run_id, since=since, until=until)
+                             run_id=run_id, since=as_moment("since", since), until=as_moment("until", until))
         return await self._query(where, limit)
 
     async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:

@@ -56,6 +56,15 @@ def test_labels_are_kept_in_every_store_one_per_record_and_reviewer(make_judge, 
     assert (kept[(first.id, "bob")].passed, kept[(first.id, "bob")].score) == (None, 8)
 
 
+def test_a_label_without_a_store_goes_to_the_default_store(make_judge, tmp_path, monkeypatch):
+    """As docs/how-to/trust.md says: without store=, `$JUDGEHOOKS_DB` (else ./judgehooks.db)."""
+    monkeypatch.setenv("JUDGEHOOKS_DB", str(tmp_path / "default.db"))
+    [record] = graded(make_judge, SQLiteStore(tmp_path / "default.db"), "q1")
+    judgehooks.label(record.id, passed=False, note="wrong", by="ann")
+    labels = runtime.call(SQLiteStore(tmp_path / "default.db").read_labels)
+    assert [(lb.record_id, lb.passed, lb.reviewer) for lb in labels] == [(record.id, False, "ann")]
+
+
 def test_a_label_names_what_is_wrong_with_it(make_judge, store):
     [record] = graded(make_judge, store, "q1")
     with pytest.raises(LookupError, match="no record 'nope'"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
@@ -63,6 +64,33 @@ async def test_every_store_answers_the_same_query_filters(kind, tmp_path, reques
     assert [r.id for r in await store.query(until=now - timedelta(hours=1))] == ["id-1"]
     assert len(await store.query(limit=2)) == 2
     await store.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "jsonl", "memory"])
+async def test_every_store_takes_since_and_until_as_the_command_line_writes_them(kind, tmp_path, request):
+    """`query(since="24h")`, as `--since 24h` and the tutorial write it, on every store."""
+    store = _store(kind, tmp_path, request)
+    now = datetime.now(UTC)
+    await store.write([rec(1, created_at=now - timedelta(days=3)), rec(2, created_at=now - timedelta(hours=2)),
+                       rec(3, created_at=now)])
+    assert [r.id for r in await store.query(since="24h")] == ["id-3", "id-2"]
+    assert [r.id for r in await store.query(since="7d", until="1h")] == ["id-2", "id-1"]
+    iso = (now - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert [r.id for r in await store.query(since=iso)] == ["id-3", "id-2"]
+    assert [r.id async for r in store.iter_records(since="24h")] == ["id-3", "id-2"]
+    await store.aclose()
+
+
+@pytest.mark.parametrize(("since", "error"), [
+    ("yesterday", "since: 'yesterday' is neither a duration (30m, 24h, 7d, 2w) nor an ISO time"),
+    (24, "since must be a datetime or text such as '24h' or an ISO time, got int"),
+])
+def test_a_since_that_is_no_time_is_refused_naming_the_parameter(since, error):
+    from judgehooks.stores import RecordFilter
+
+    with pytest.raises((ValueError, TypeError), match=re.escape(error)):
+        RecordFilter(since=since)
 
 
 def test_a_record_filter_matches_in_python_as_its_sql_selects():
