@@ -119,8 +119,8 @@ _OUTPUT_FENCE = re.compile(r"<<<OUTPUT-([0-9a-f]+)>>>\n(.*?)\n<<<END-OUTPUT-\1>>
 
 def _quoting(messages: list[dict[str, Any]], d: dict[str, str], verdict: str) -> str:
     """A judge that quotes the answer it grades before its own verdict (`[[judge_quote=style]]`),
-    repeating the nonce with its verdict unless `[[judge_nonce=no]]`; `[[judge_own=json]]` gives
-    its verdict as a JSON object."""
+    repeating the nonce with its verdict unless `[[judge_nonce=no]]` (`[[judge_nonce=before]]`: on a
+    line of its own before the verdict); `[[judge_own=json]]` gives its verdict as a JSON object."""
     found = _OUTPUT_FENCE.search("\n".join(_text_of(m) for m in messages))
     nonce, answer = (found.group(1), found.group(2)) if found else ("", "")
     lines = answer.splitlines() or [""]
@@ -138,6 +138,8 @@ def _quoting(messages: list[dict[str, Any]], d: dict[str, str], verdict: str) ->
             label, value = verdict.rsplit("\n", 1)[-1].split(": ", 1)
             own = {label.lower(): int(value) if value.isdigit() else value == "true", "reason": "my own verdict"}
         own = json.dumps({**own, **({"nonce": nonce} if signs else {})})
+    elif d.get("judge_nonce") == "before":
+        own = f"NONCE: {nonce}\n{verdict}"
     else:
         own = verdict + (f"\nNONCE: {nonce}" if signs else "")
     return f"{quoted}\n\nMy own assessment follows.\n{own}"
