@@ -12,6 +12,7 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from .._base.record import Mode
+from .._base.secrets import remember, remember_environment
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
@@ -66,6 +67,8 @@ class LiteLLMJudge(BaseJudge):
             kwargs["api_base"] = api_base
         if api_key is not None:
             kwargs["api_key"] = api_key
+        remember(api_key)  # masked wherever an error or log line would quote it
+        remember_environment()  # the provider key variables litellm reads when no api_key is given
         if temperature is not None:
             kwargs["temperature"] = temperature
         kwargs.update(litellm_kwargs or {})

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from .._base.record import Mode
+from .._base.secrets import remember
 from ..exceptions import MalformedVerdict
 from .base import JudgeReply
 from .prompt import verdict_schema
@@ -164,6 +165,7 @@ def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRo
     api_key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
     if not api_key:
         return None  # litellm's path says which key is missing
+    remember(str(api_key))  # masked wherever an error or log line would quote it
     base_url = (kwargs.get("api_base") or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
                 or "https://api.openai.com/v1")
 
