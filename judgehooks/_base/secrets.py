@@ -39,7 +39,7 @@ _USERINFO = re.compile(r"(://[^\s/@:]{0,256}):[^\s/@]{1,256}@")
 _NAMED = re.compile(
     r"((?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|(?<![A-Za-z])token|secret"
     r"|password|passwd|private[_-]?key|access[_-]?key|authorization)[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?)"
-    r"(?!\[REDACTED\]|Bearer\b|Basic\b|Digest\b)([^\s\"'&,;}\]]+)", re.IGNORECASE)
+    r"(?!\[REDACTED\]|Bearer\b|Basic\b|Digest\b)(?=[^\s\"'&,;}\]()]*[A-Za-z0-9])([^\s\"'&,;}\]()]+)", re.IGNORECASE)
 _VENDOR = re.compile(r"\b(?:sk|rk|pk)[-_][A-Za-z0-9_\-]{16,}|\b(?:ghp|gho|ghs|ghu|github_pat|glpat|hf|xox[abposr])[-_]"
                      r"[A-Za-z0-9_\-]{16,}|\bAKIA[0-9A-Z]{16}\b")
 _HINTS = ("bearer", "basic", "digest", "://", "key", "token", "secret", "pass", "pwd", "auth", "sk-", "sk_", "gh",
