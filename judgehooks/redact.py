@@ -6,10 +6,11 @@
 IBANs (mod-97-checked), API keys and other credentials (vendor key prefixes, ``Authorization``
 values, ``password=`` / ``api_key=`` / ``*_access_key=`` assignments, the password in a URL's
 ``user:password@``, PEM private keys) and JWTs with labelled placeholders (``[EMAIL]``, ``[PHONE]``,
-``[CARD]``, ``[IBAN]``, ``[API_KEY]``, ``[PRIVATE_KEY]``, ``[JWT]``). Its patterns run in linear time on hostile text: a match can start only where a run of
-the characters it is made of starts (a lookbehind), and every quantifier is either bounded or runs
-over characters its neighbour cannot match, so no input makes the engine retry a stretch twice
-over. `Presidio` adapts Microsoft Presidio's analyzer (the ``pii`` extra) for named entities.
+``[CARD]``, ``[IBAN]``, ``[API_KEY]``, ``[PRIVATE_KEY]``, ``[JWT]``). Its patterns run in linear
+time on hostile text: a match can start only where a run of the characters it is made of starts (a
+lookbehind), and every quantifier is either bounded or runs over characters its neighbour cannot
+match, so no input makes the engine retry a stretch twice over. `Presidio` adapts Microsoft
+Presidio's analyzer (the ``pii`` extra) for named entities.
 """
 
 from __future__ import annotations

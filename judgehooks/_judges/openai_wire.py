@@ -128,7 +128,8 @@ class WireRoute:
             return
         location = str(getattr(getattr(exc, "response", None), "headers", {}).get("location") or "")
         target = urljoin(self.base_url.rstrip("/") + "/chat/completions", location) if location else "nowhere"
-        where = "the same server" if _origin(target) == _origin(self.base_url) else f"another origin ({_origin(target)})"
+        same = _origin(target) == _origin(self.base_url)
+        where = "the same server" if same else f"another origin ({_origin(target)})"
         raise JudgeUnavailable(
             f"the judge endpoint answered HTTP {status}, a redirect to {where}: judgehooks follows no redirect (it "
             f"would re-send the prompt there); set api_base to the URL that answers (redirect to {target[:200]})"

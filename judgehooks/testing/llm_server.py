@@ -280,8 +280,8 @@ class _StubApp:
         reply = _completion(request.get("model", "judge"), message, usage, finish)
         if d.get("judge_reply_bytes"):  # a huge reply: the verdict, then padding to N bytes
             raw = json.dumps(reply).encode()
-            return _Reply(200, raw=raw[:-1] + b', "padding": "' + b"x" * max(0, int(d["judge_reply_bytes"]) - len(raw) - 16)
-                          + b'"}')
+            padding = b"x" * max(0, int(d["judge_reply_bytes"]) - len(raw) - 16)
+            return _Reply(200, raw=raw[:-1] + b', "padding": "' + padding + b'"}')
         return _Reply(200, reply)
 
     async def _agent(self, request: dict[str, Any]) -> _Reply:
