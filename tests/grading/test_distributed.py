@@ -215,7 +215,8 @@ def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judg
         record = got["short", out.run_id]
         assert (record.status, record.error_type) == ("error", "EvaluatorUnavailable")
         assert "'short' cannot be rebuilt" in record.error_message and "--import" in record.error_message
-    assert worker.counts == {"graded": 4, "unavailable": 2, "store_failed": 0} and worker.stats()["refused"] == 0
+    assert worker.counts == {"graded": 4, "unavailable": 2, "store_failed": 0, "duplicate": 0}
+    assert worker.stats()["refused"] == 0
 
 
 def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_refused(

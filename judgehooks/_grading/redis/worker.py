@@ -136,8 +136,9 @@ class Worker:
         return self.broker.job_key is not None
 
     def stats(self) -> dict[str, Any]:
-        """What this worker did: graded, unavailable, store_failed, reclaimed, and refused (with reasons;
-        the entries are in the `judgehooks:refused` stream)."""
+        """What this worker did: graded, unavailable, store_failed, duplicate (acked unjudged: its record
+        was stored already), reclaimed, and refused (with reasons; the entries are in the
+        `judgehooks:refused` stream)."""
         return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
                 "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
                 "signed_only": self.signed_only,
