@@ -2,12 +2,15 @@
 
     AgentAsJudgeEval(..., redact=judgehooks.redact.PII)
 
-`PII` masks emails, phone numbers, card numbers (Luhn-checked), IBANs (mod-97-checked), API keys and
-JWTs with labelled placeholders (``[EMAIL]``, ``[PHONE]``, ``[CARD]``, ``[IBAN]``, ``[API_KEY]``,
-``[JWT]``). Its patterns run in linear time on hostile text: a match can start only where a run of
-the characters it is made of starts (a lookbehind), and every quantifier is either bounded or runs
-over characters its neighbour cannot match, so no input makes the engine retry a stretch twice
-over. `Presidio` adapts Microsoft Presidio's analyzer (the ``pii`` extra) for named entities.
+`PII` masks emails, phone numbers, card numbers (Luhn-checked, written with spaces, dashes or dots),
+IBANs (mod-97-checked), API keys and other credentials (vendor key prefixes, ``Authorization``
+values, ``password=`` / ``api_key=`` / ``*_access_key=`` assignments, the password in a URL's
+``user:password@``, PEM private keys) and JWTs with labelled placeholders (``[EMAIL]``, ``[PHONE]``,
+``[CARD]``, ``[IBAN]``, ``[API_KEY]``, ``[PRIVATE_KEY]``, ``[JWT]``). Its patterns run in linear
+time on hostile text: a match can start only where a run of the characters it is made of starts (a
+lookbehind), and every quantifier is either bounded or runs over characters its neighbour cannot
+match, so no input makes the engine retry a stretch twice over. `Presidio` adapts Microsoft
+Presidio's analyzer (the ``pii`` extra) for named entities.
 """
 
 from __future__ import annotations
@@ -37,15 +40,22 @@ _BEARER = re.compile(rf"Bearer [{_TOKEN}.~+/]{{16,}}=*")
 # The value of an api_key / secret / token / password assignment (the name is kept), found from
 # its ':' or '=' with the name looked for in the 24 characters before it.
 _SEPARATOR = re.compile(r"[:=]")
-_KEY_NAME = re.compile(r"(?i:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd)[\"']?[ \t]{0,3}\Z")
-_VALUE = re.compile(r"[ \t]{0,3}[\"']?([^\s\"',;]{8,})")
-_ASSIGNED_HINTS = ("key", "secret", "token", "pass")
+_KEY_NAME = re.compile(r"(?i:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd|access[_-]?key"
+                       r"|private[_-]?key|authorization)[\"']?[ \t]{0,3}\Z")
+# An Authorization value's scheme word is kept: `Authorization: Basic [API_KEY]`.
+_VALUE = re.compile(r"[ \t]{0,3}[\"']?(?:(?:Basic|Bearer|Token|Digest)[ \t]{1,3})?([^\s\"',;]{8,})")
+_ASSIGNED_HINTS = ("key", "secret", "token", "pass", "auth")
+# The password of a URL's user:password@ (redis://:pw@host, postgresql://bob:pw@db): the user is kept.
+_USERINFO = re.compile(r"://[^\s/@:]*:([^\s/@]{1,256})@")
+# A PEM private key, whole: its body holds no '-', so the run stops at its END line.
+_PEM = re.compile(r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[A-Za-z0-9+/=\s]*(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?")
 _LOCAL = r"A-Za-z0-9._%+\-"
 # An email is found from its @ (a fast literal search), then its local part by a match backwards.
 _DOMAIN = re.compile(r"@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24}(?![A-Za-z])")
 _LOCAL_RUN = re.compile(rf"[{_LOCAL}]+")
 _IBAN = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z][0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
-_CARD = re.compile(r"[0-9](?<![0-9]{2})(?:[ \-]?[0-9]){12,18}(?![0-9])")
+# Groups apart by up to two spaces, dashes or dots: 4111 1111 1111 1111, 4111.1111.1111.1111.
+_CARD = re.compile(r"[0-9](?<![0-9]{2})(?:[ .\-]{0,2}[0-9]){12,18}(?![0-9])")
 # Phones: one pattern per form, each starting with a literal or a digit.
 _PHONES = tuple(re.compile(p) for p in (
     r"\+(?<![\w+]\+)[1-9](?:[ .\-]?\(?[0-9]\)?){6,14}(?![0-9])",  # international: +49 30 1234567
@@ -151,7 +161,7 @@ class PIIRedactor:
             "api_key": _api_keys,
             "email": _emails,
             "iban": lambda text: _IBAN.sub(_checked("IBAN", " ", _longest_iban), text),
-            "card": lambda text: _CARD.sub(_checked("CARD", " -", _longest_luhn), text),
+            "card": lambda text: _CARD.sub(_checked("CARD", " -.", _longest_luhn), text),
             "phone": _phones,
         }
         self._steps = [every[k] for k in self.kinds]
@@ -170,6 +180,10 @@ class PIIRedactor:
 
 
 def _api_keys(text: str) -> str:
+    if "PRIVATE KEY-----" in text:
+        text = _PEM.sub("[PRIVATE_KEY]", text)
+    if "://" in text:
+        text = _USERINFO.sub(lambda m: m.group()[:m.start(1) - m.start()] + "[API_KEY]@", text)
     if ("=" in text or ":" in text) and any(hint in text.lower() for hint in _ASSIGNED_HINTS):
         text = _assigned(text)
     for pattern in _API_KEYS:

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_vali
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
+from .secrets import scrub, scrub_errors
 from .text import storable_data
 
 Status = Literal["passed", "failed", "error", "skipped"]
@@ -115,12 +116,13 @@ class EvalRecord:
     def _before(cls, data: Any) -> Any:
         """Every string a store will write is UTF-8-encodable (a lone surrogate becomes U+FFFD), also
         the ones no snapshot cleaned: a judge's reason, an error message, metadata, details. And rows
-        written before `criteria` was a field kept it in the metadata."""
+        written before `criteria` was a field kept it in the metadata. No credential survives in an
+        error message or the errors in the details (`secrets.scrub`): an error body may quote the key."""
         if isinstance(data, ArgsKwargs):  # constructed: EvalRecord(id=..., ...)
-            return ArgsKwargs(data.args, storable_data(data.kwargs) if data.kwargs else data.kwargs)
+            return ArgsKwargs(data.args, _scrubbed(storable_data(data.kwargs)) if data.kwargs else data.kwargs)
         if not isinstance(data, dict):
             return data
-        data = storable_data(data)
+        data = _scrubbed(storable_data(data))
         if data.get("criteria") is None:
             found = (data.get("metadata") or {}).get("criteria") if isinstance(data.get("metadata"), dict) else None
             if isinstance(found, str):
@@ -170,6 +172,18 @@ class EvalRecord:
         if self.error_type:
             table.add_row("Error", Text(f"{self.error_type}: {self.error_message or ''}"))
         (console or Console()).print(table)
+
+
+def _scrubbed(data: dict[str, Any]) -> dict[str, Any]:
+    """The record's data with credentials masked where errors are written (the ONE place: every record,
+    every path, its event and its callbacks see the masked text)."""
+    message, details = data.get("error_message"), data.get("details")
+    clean = {}
+    if isinstance(message, str) and (masked := scrub(message)) != message:
+        clean["error_message"] = masked
+    if details and (masked_details := scrub_errors(details)) is not details:
+        clean["details"] = masked_details
+    return {**data, **clean} if clean else data
 
 
 @functools.cache

@@ -19,6 +19,7 @@ import anyio
 
 from .._base.context import EvalContext
 from .._base.log import log
+from .._base.metering import current_meter
 from .._base.observers import observers
 from .._base.outcome import Outcome, clip_reason, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
@@ -27,7 +28,7 @@ from ..exceptions import RedactionError, StoreError
 from ..stores import Store
 from ..stores._base import write_salvaging
 from . import tracing
-from .spend import SpendCap
+from .spend import Meter, SpendCap
 
 __all__ = ("Graded", "Pipeline", "make_record", "make_skipped")
 
@@ -144,8 +145,13 @@ class Pipeline:
             ticket = await self.spend.admit()
             if not ticket.admitted:
                 return make_skipped(ctx, self.evaluator, "budget", sample_rate, self.spend.details(ticket))
-            outcome = await run_evaluator(self.evaluator, ctx)
-            await self.spend.charge(ticket, outcome.cost_usd)
+            meter = Meter(self.spend, ticket)  # every further judge call of this grading is admitted on its own
+            token = current_meter.set(meter)
+            try:
+                outcome = await run_evaluator(self.evaluator, ctx)
+            finally:
+                current_meter.reset(token)
+            await meter.settle(outcome.cost_usd)
         else:
             outcome = await run_evaluator(self.evaluator, ctx)
         return make_record(ctx, self.evaluator, outcome, latency_ms=(time.perf_counter() - started) * 1000,

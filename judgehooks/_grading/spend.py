@@ -1,8 +1,11 @@
 """Spend caps: `max_cost_usd` and `max_calls` per fixed UTC window (`per="minute"|"hour"|"day"`).
 
 Counts are kept per budget (the evaluator's name, or a `budget=` name several evaluators share) and
-per judge model. A call is counted when it is admitted, its cost (the record's `cost_usd`) once it
-is known; a run that would pass a cap is not judged: its record is `skipped` with reason "budget".
+per judge model. A run is admitted (counting its first judge call) before it is graded; a run that
+would pass a cap is not judged: its record is `skipped` with reason "budget". Every further judge
+call of that grading (a retry, a composite's next member) is admitted and counted on its own through
+the grading's `Meter`; one refused ends the grading as an `error` record saying which cap stopped it.
+A call's cost is added as soon as the judge answers.
 
 Where the counts live (a `Ledger`): in this process by default; in a SQLite file that the processes
 of one machine share with `spend_ledger=` (`spend_file.SQLiteLedger`); in Redis for `judgehooks worker`
@@ -131,6 +134,49 @@ class SpendCap:
         self._warned[event] = window
         log.warning(event, evaluator=self.evaluator, budget=self.budget or self.evaluator, judge_model=self.model,
                     per=self.per, window_start=_iso(window), resets_at=_iso(window + self.period), **fields)
+
+
+@dataclass
+class Meter:
+    """One grading's judge calls against its cap (`_base.metering.CallMeter`): the admission that let
+    the run in paid for its first call; every later call is admitted (and counted) on its own."""
+
+    cap: SpendCap
+    ticket: Ticket
+    prepaid: bool = True
+    charged: float = 0.0  # USD added through `add_cost`
+    refused: Ticket | None = None
+
+    async def admit_call(self) -> bool:
+        if self.prepaid:
+            self.prepaid = False
+            return True
+        ticket = await self.cap.admit()
+        if not ticket.admitted:
+            self.refused = ticket
+            return False
+        self.ticket = ticket
+        return True
+
+    async def add_cost(self, cost_usd: float | None) -> None:
+        if cost_usd is not None and cost_usd > 0:
+            await self.cap.charge(self.ticket, cost_usd)
+            self.charged += cost_usd
+
+    def refusal(self) -> str:
+        ticket = self.refused or self.ticket
+        budget = self.cap.details(ticket)["budget"]
+        cap = "max_calls" if self.cap.max_calls is not None and ticket.calls >= self.cap.max_calls else "max_cost_usd"
+        return (f"spend cap reached: {cap}={getattr(self.cap, cap)} per {self.cap.per} for budget {budget['name']!r} "
+                f"({budget['calls']} calls, {budget['cost_usd']} USD this window; resets at {budget['resets_at']})")
+
+    async def settle(self, cost_usd: float | None) -> None:
+        """At the end of the grading: the part of its cost no call added (an evaluator that reports
+        cost without asking through `JudgeCall`), or the unknown-price warning."""
+        if cost_usd is None:
+            await self.cap.charge(self.ticket, None)
+        elif cost_usd - self.charged > 0:
+            await self.cap.charge(self.ticket, cost_usd - self.charged)
 
 
 def _iso(seconds: int) -> str:

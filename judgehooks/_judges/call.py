@@ -15,9 +15,10 @@ import anyio
 
 from .._base.context import EvalContext
 from .._base.log import log
+from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import Mode
-from ..exceptions import MissingContext
+from ..exceptions import JudgeUnavailable, MissingContext
 from .agreement import check_agreement
 from .base import BaseJudge, Judge, JudgeReply, error_name, is_retryable, retry_after_seconds
 from .prompt import JudgeRequest, build_request
@@ -71,7 +72,10 @@ class JudgeCall:
         return verdict.passed
 
     async def ask(self, ctx: EvalContext) -> Outcome:
-        """Ask the judge, with retries. Never raises: what fails ends as an error outcome."""
+        """Ask the judge, with retries. Never raises: what fails ends as an error outcome.
+
+        Under a spend cap every attempt is admitted first (`current_meter`): a refused retry ends the
+        asking with the last attempt's error, a refused first attempt with a `JudgeUnavailable`."""
         attempts = 0
         prompt_tokens: int | None = None
         completion_tokens: int | None = None
@@ -84,7 +88,18 @@ class JudgeCall:
                 await self.judge.prepare()
             except Exception as exc:
                 return Outcome(error=exc, attempts=0, judge_model=self.judge.model)
+        meter = current_meter.get()
+        refused: str | None = None
         while True:
+            if meter is not None and not await meter.admit_call():
+                refused = meter.refusal()
+                if error is None:
+                    error = JudgeUnavailable(f"not asked: {refused}")
+                else:
+                    log.info("judge_retry_refused", evaluator=self.label, run_id=ctx.run_id, attempt=attempts,
+                             error_type=error_name(error), note=refused)
+                verdict = None
+                break
             attempts += 1
             try:
                 request = self.request(ctx)  # a fresh nonce per attempt
@@ -93,6 +108,8 @@ class JudgeCall:
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)
+                if meter is not None:
+                    await meter.add_cost(reply.cost_usd)
                 verdict, error = parse_verdict(reply.text, self.mode, nonce=request.nonce), None
                 if self.mode == "binary":  # the judge's own pass/fail; in numeric mode the threshold decides
                     check_agreement(self.decide(verdict), verdict.reason)  # a pass saying "fails" is no pass
@@ -109,8 +126,8 @@ class JudgeCall:
             "used": {"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold},
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
-        if verdict is None:
-            return Outcome(error=error, **usage)
+        if verdict is None:  # a refused call says so: the record's details["spend_cap"]
+            return Outcome(error=error, details={"spend_cap": refused} if refused else {}, **usage)
         return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, **usage)
 
 

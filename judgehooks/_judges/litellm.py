@@ -12,10 +12,11 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from .._base.record import Mode
+from .._base.secrets import remember, remember_environment
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
-from .openai_wire import WireRoute, fast_path_enabled, litellm_configured, resolve_route
+from .openai_wire import MAX_REPLY_BYTES, WireRoute, fast_path_enabled, litellm_configured, resolve_route
 from .prompt import JudgeRequest, verdict_schema
 
 _litellm_module: Any = None
@@ -50,12 +51,19 @@ class LiteLLMJudge(BaseJudge):
     local model) are sent straight through the OpenAI SDK once litellm has resolved the route: the
     same request, records and error types for about a third of the client CPU. `fast_path=False` (or
     ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through ``litellm.acompletion``.
+
+    `max_reply_bytes` (4 MiB by default) caps a reply: a longer one is a `JudgeUnavailable` error.
+    The fast client stops reading there and follows no redirect; through litellm, which reads the
+    whole reply itself, a reply text (the judge's message) longer than the cap is refused once read.
     """
 
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, temperature: float | None = None, structured_output: bool = True,
-                 litellm_kwargs: Mapping[str, Any] | None = None, fast_path: bool = True) -> None:
+                 litellm_kwargs: Mapping[str, Any] | None = None, fast_path: bool = True,
+                 max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         check_number("timeout", timeout, minimum=0, allow_equal=False)
+        check_number("max_reply_bytes", max_reply_bytes, minimum=1, integer=True)
+        self.max_reply_bytes = int(max_reply_bytes)
         check_optional_number("temperature", temperature, minimum=0)
         self.model = model
         self.structured_output = structured_output
@@ -66,6 +74,8 @@ class LiteLLMJudge(BaseJudge):
             kwargs["api_base"] = api_base
         if api_key is not None:
             kwargs["api_key"] = api_key
+        remember(api_key)  # masked wherever an error or log line would quote it
+        remember_environment()  # the provider key variables litellm reads when no api_key is given
         if temperature is not None:
             kwargs["temperature"] = temperature
         kwargs.update(litellm_kwargs or {})
@@ -92,7 +102,8 @@ class LiteLLMJudge(BaseJudge):
         """The fast route litellm resolved for this judge, or None when calls go through litellm."""
         if self._route is False:
             enabled = self.fast_path and fast_path_enabled()
-            self._route = resolve_route(load_litellm(), self.model, self._kwargs) if enabled else None
+            self._route = (resolve_route(load_litellm(), self.model, self._kwargs, self.max_reply_bytes)
+                           if enabled else None)
         return self._route
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
@@ -116,7 +127,10 @@ class LiteLLMJudge(BaseJudge):
             return await route.send(messages, mode, structured)
         schema = {"response_format": verdict_schema(mode)} if structured else {}
         response = await load_litellm().acompletion(model=self.model, messages=messages, **schema, **self._kwargs)
-        return _reply_from_litellm(response, self.model)
+        reply = _reply_from_litellm(response, self.model)
+        if len(reply.text) > self.max_reply_bytes:
+            raise JudgeUnavailable(f"the judge reply is longer than max_reply_bytes={self.max_reply_bytes}")
+        return reply
 
     def _auth_message(self, exc: BaseException) -> str:
         """One line naming what to set: the provider's key variable, or the api_key given."""

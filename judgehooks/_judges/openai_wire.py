@@ -10,6 +10,12 @@ Errors keep litellm's types and messages: an SDK error is wrapped as litellm's o
 wraps it and mapped by litellm's own `exception_type`, so retries, Retry-After and the stored
 ``error_type`` are the same on both paths (``tests/judges/test_fast_judge.py`` runs both side by side).
 
+The wire is held to two limits litellm's path does not have. A redirect is never followed: the SDK
+would re-send the prompt to whatever the Location names (another origin included), so any 3xx is a
+`JudgeUnavailable` naming where it pointed (set ``api_base`` to the final URL). A reply is read in
+pieces up to ``max_reply_bytes`` (`MAX_REPLY_BYTES`, 4 MiB, by default): a longer one (or one that
+declares a longer Content-Length) is a `JudgeUnavailable` naming the limit, and reading stops there.
+
 A model goes the slow way, through ``litellm.acompletion``, when anything makes litellm do more
 than send the request: another provider, extra ``litellm_kwargs``, litellm callbacks or global
 settings (``litellm.api_key``, ``litellm.headers``...), a model litellm routes to the Responses API,
@@ -27,11 +33,18 @@ import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
+from urllib.parse import urljoin, urlsplit
 
 from .._base.record import Mode
-from ..exceptions import MalformedVerdict
+from .._base.secrets import remember
+from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import JudgeReply
 from .prompt import verdict_schema
+
+#: the largest judge reply read, in bytes, unless a judge is given another `max_reply_bytes`
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+# The SDK's own switch for "hand me the response unread" (what its `with_streaming_response` sets).
+_UNREAD = {"X-Stainless-Raw-Response": "stream"}
 
 # What LiteLLMJudge itself puts in its call kwargs; anything else is a litellm option we leave to litellm.
 _OWN_KWARGS = frozenset({"timeout", "max_retries", "num_retries", "api_base", "api_key", "temperature"})
@@ -84,6 +97,7 @@ class WireRoute:
     params: Mapping[str, Mapping[str, Any]]  # per mode and structured output: the body's extra keys
     price: Price | None
     raise_mapped: Callable[[BaseException], None]  # litellm's error mapping: raises litellm's exception
+    max_reply_bytes: int = MAX_REPLY_BYTES
 
     def body(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> dict[str, Any]:
         return {"model": self.wire_model, "messages": messages, **self.params[f"{mode}:{structured}"]}
@@ -95,11 +109,31 @@ class WireRoute:
         client = _client(self)
         try:
             response = await client.post("/chat/completions", body=self.body(messages, mode, structured),
-                                         cast_to=httpx.Response, options={"timeout": self.timeout})
+                                         cast_to=httpx.Response, options={
+                                             "timeout": self.timeout, "follow_redirects": False, "headers": _UNREAD})
         except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
+            self._refuse_redirect(exc)
             self.raise_mapped(exc)
             raise
-        return self.reply(response.content)
+        try:
+            content = await _read_capped(response, self.max_reply_bytes)
+        finally:
+            await response.aclose()
+        return self.reply(content)
+
+    def _refuse_redirect(self, exc: BaseException) -> None:
+        """A 3xx (the SDK raises it as a status error once redirects are not followed): never followed."""
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int) or not 300 <= status < 400:
+            return
+        location = str(getattr(getattr(exc, "response", None), "headers", {}).get("location") or "")
+        target = urljoin(self.base_url.rstrip("/") + "/chat/completions", location) if location else "nowhere"
+        same = _origin(target) == _origin(self.base_url)
+        where = "the same server" if same else f"another origin ({_origin(target)})"
+        raise JudgeUnavailable(
+            f"the judge endpoint answered HTTP {status}, a redirect to {where}: judgehooks follows no redirect (it "
+            f"would re-send the prompt there); set api_base to the URL that answers (redirect to {target[:200]})"
+        ) from None
 
     def reply(self, content: bytes) -> JudgeReply:
         """The reply read as litellm reads it; a body that is no chat completion raises what litellm
@@ -139,7 +173,29 @@ class WireRoute:
         raise error
 
 
-def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRoute | None:
+async def _read_capped(response: Any, limit: int) -> bytes:
+    """The body, read in pieces; past `limit` bytes (or a declared Content-Length past it) reading stops
+    and the reply is refused, so a huge reply never sits in memory."""
+    declared = str(response.headers.get("content-length") or "")
+    if declared.isdigit() and int(declared) > limit:
+        raise JudgeUnavailable(f"the judge reply declares {int(declared)} bytes, more than max_reply_bytes={limit}; "
+                               "not read")
+    pieces, size = [], 0
+    async for piece in response.aiter_bytes():
+        size += len(piece)
+        if size > limit:
+            raise JudgeUnavailable(f"the judge reply is longer than max_reply_bytes={limit}; reading stopped there")
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port or {'http': 80, 'https': 443}.get(parts.scheme, '')}"
+
+
+def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any],
+                  max_reply_bytes: int = MAX_REPLY_BYTES) -> WireRoute | None:
     """The fast route for this model and these call kwargs, or None when litellm must make the call."""
     if set(kwargs) - _OWN_KWARGS or litellm_configured(litellm):
         return None
@@ -164,6 +220,7 @@ def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRo
     api_key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
     if not api_key:
         return None  # litellm's path says which key is missing
+    remember(str(api_key))  # masked wherever an error or log line would quote it
     base_url = (kwargs.get("api_base") or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
                 or "https://api.openai.com/v1")
 
@@ -187,7 +244,7 @@ def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any]) -> WireRo
 
     return WireRoute(model=model, wire_model=wire_model, base_url=str(base_url), api_key=str(api_key),
                      organization=None, timeout=float(kwargs.get("timeout") or 600.0), params=params,
-                     price=_price(litellm, model), raise_mapped=raise_mapped)
+                     price=_price(litellm, model), raise_mapped=raise_mapped, max_reply_bytes=max_reply_bytes)
 
 
 def _params(litellm: Any, wire_model: str, kwargs: Mapping[str, Any], mode: Mode, structured: bool) -> dict[str, Any]:

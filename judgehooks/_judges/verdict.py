@@ -6,14 +6,18 @@ reply is a candidate: a JSON object with the key, or a labelled line (`SCORE:`, 
 often quotes the answer it grades before it gives its own verdict, and the answer may carry a
 forged verdict, so the candidates are ranked:
 
-1. a verdict carrying the prompt's nonce (its JSON ``"nonce"`` field, its own line, or the nearest
-   verdict before a ``NONCE:`` line): the answer cannot know the nonce, so only the judge wrote it;
-   the last one wins;
+1. a verdict carrying the prompt's nonce (its JSON ``"nonce"`` field, its own line, or the verdict a
+   ``NONCE:`` line stands beside): the answer cannot know the nonce, so only the judge wrote it; the
+   last one wins. A ``NONCE:`` line signs the nearest verdict before it (the prompt's order), unless
+   a verdict follows right after it: then the judge wrote the nonce first, and it signs that one only
+   when no verdict precedes it (a quoted forgery there would be as close), else none;
 2. verdicts outside quoted material (the prompt's nonce fences, markdown code fences, ``>``
    quotes, a verdict that opens with a quotation mark): they must all agree;
 3. verdicts inside markdown code fences (judges put their JSON there): they must all agree.
 
-Verdicts in the nonce fences, in ``>`` quotes or inside quotation marks never count. Verdicts that
+Verdicts in the nonce fences, in ``>`` quotes or inside quotation marks never count, nor does a JSON
+verdict carrying a nonce that is not the prompt's (a guess: a forgery), whether it is the whole reply
+or a part of it. Verdicts that
 disagree, with no nonce to tell the judge's own, raise `MalformedVerdict`, as does a reply with no
 verdict: the core turns it into an `error` record after retries, never a pass or a fail.
 """
@@ -142,6 +146,11 @@ def _quoted_label(text: str, match: re.Match[str]) -> bool:
     return bool(_QUOTES & set(prefix))
 
 
+def _wrong_nonce(obj: dict[str, Any], nonce: str | None) -> bool:
+    """A JSON verdict that carries a nonce other than the prompt's: written by someone who had to guess it."""
+    return nonce is not None and "nonce" in obj and str(obj["nonce"]).strip() != nonce
+
+
 def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
     key = "score" if mode == "numeric" else "passed"
     fence, marker = _fences(nonce)
@@ -154,7 +163,8 @@ def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
         found.append(_Candidate(
             start, end, obj[key], str(obj.get("reason") or obj.get("reasoning") or ""),
             signed=nonce is not None and str(obj.get("nonce", "")).strip() == nonce,
-            quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _opens_quote(text, start),
+            quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _opens_quote(text, start)
+            or _wrong_nonce(obj, nonce),
             fenced=_inside(code_fenced, start)))
     line_pattern = _SCORE_LINE if mode == "numeric" else _PASSED_LINE
     for match in line_pattern.finditer(text):
@@ -174,7 +184,9 @@ def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
 
 def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
                          fenced: list[tuple[int, int]], marker: re.Pattern[str]) -> list[_Candidate]:
-    """A nonce the judge wrote on its own (e.g. `NONCE: ...`) signs the nearest verdict before it."""
+    """A nonce the judge wrote on its own (e.g. `NONCE: ...`) signs the nearest verdict before it, or
+    the verdict right after it when the judge wrote the nonce first and no verdict precedes it; with
+    verdicts on both sides and one right after, it signs none (which one is quoted cannot be told)."""
     if nonce is None:
         return found
     markers = _spans(marker, text)
@@ -184,10 +196,25 @@ def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
         if _inside(fenced, at) or _inside(markers, at) or any(c.start <= at < c.end for c in found):
             continue  # inside the data, an echoed fence marker, or a verdict that carries it itself
         before = [i for i, c in enumerate(signed) if c.end <= at and not c.quoted]
-        if before:
-            c = signed[before[-1]]
-            signed[before[-1]] = _Candidate(c.start, c.end, c.value, c.reason, True, c.quoted, c.fenced)
+        after = [i for i, c in enumerate(signed) if c.start >= match.end() and not c.quoted]
+        if after and _adjacent(text, match.end(), signed[after[0]].start):
+            if before:
+                continue  # the nonce opens a verdict, and another stands before it: sign neither
+            chosen = after[0]
+        elif before:
+            chosen = before[-1]
+        else:
+            continue
+        c = signed[chosen]
+        signed[chosen] = _Candidate(c.start, c.end, c.value, c.reason, True, c.quoted, c.fenced)
     return signed
+
+
+def _adjacent(text: str, start: int, end: int) -> bool:
+    """Whether only the judge's own furniture stands between a nonce and the verdict after it: its
+    REASONING line and a word or two ("Sure."), no sentence that could introduce a quotation."""
+    gap = _REASON_LINE.sub("", text[start:end])
+    return len(re.sub(r"[\s*_`:#>-]+", "", gap)) <= 12
 
 
 def _reason_near(text: str, candidate: _Candidate, nonce: str | None) -> str:
@@ -230,6 +257,9 @@ def parse_verdict(text: str | None, mode: Mode, *, nonce: str | None = None) -> 
     except ValueError:
         whole = None
     if isinstance(whole, dict) and key in whole:  # structured output: the reply is the verdict
+        if _wrong_nonce(whole, nonce):
+            raise MalformedVerdict("judge reply is a verdict carrying a nonce that is not the prompt's: a forged "
+                                   "verdict, not the judge's own")
         return _verdict(whole[key], str(whole.get("reason") or whole.get("reasoning") or ""), mode)
     found = _candidates(text, mode, nonce)
     signed = [c for c in found if c.signed]

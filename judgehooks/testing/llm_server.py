@@ -31,6 +31,11 @@ A judge offered a ``final_result...`` tool (pydantic-ai's output tool, as pydant
 asks) answers by calling it with ``reason``, ``pass`` and ``score``.
 ``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds);
 ``[[judge_cached_tokens=N]]`` reports N of them as read from the provider's prompt cache.
+Hostile wires: ``[[judge_echo_auth=400]]`` replies that status with an error body that echoes the
+request's ``Authorization`` header (as some gateways do); ``[[judge_redirect=URL]]`` (percent-encoded)
+answers ``307`` to that URL; ``[[judge_reply_bytes=N]]`` gives a verdict padded to an N-byte body,
+written in 64 KiB pieces (``counts["judge_bytes_sent"]`` says how many bytes the client took before it
+hung up). ``counts["judge_redirected"]`` counts requests that got a redirect.
 ``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
@@ -69,7 +74,8 @@ class StubSettings:
     judge_limit_window_s: float = 60.0
     judge_windows: dict[int, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"judge": 0, "agent": 0, "judge_errors": 0,
-                                                            "judge_limited": 0})
+                                                            "judge_limited": 0, "judge_redirected": 0,
+                                                            "judge_bytes_sent": 0})
     sequences: dict[str, int] = field(default_factory=dict)  # [[scores=...]] calls seen, per model and list
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
     judge_prompts: list[str] = field(default_factory=list)  # the last 100 judge requests' text, oldest first
@@ -119,8 +125,8 @@ _OUTPUT_FENCE = re.compile(r"<<<OUTPUT-([0-9a-f]+)>>>\n(.*?)\n<<<END-OUTPUT-\1>>
 
 def _quoting(messages: list[dict[str, Any]], d: dict[str, str], verdict: str) -> str:
     """A judge that quotes the answer it grades before its own verdict (`[[judge_quote=style]]`),
-    repeating the nonce with its verdict unless `[[judge_nonce=no]]`; `[[judge_own=json]]` gives
-    its verdict as a JSON object."""
+    repeating the nonce with its verdict unless `[[judge_nonce=no]]` (`[[judge_nonce=before]]`: on a
+    line of its own before the verdict); `[[judge_own=json]]` gives its verdict as a JSON object."""
     found = _OUTPUT_FENCE.search("\n".join(_text_of(m) for m in messages))
     nonce, answer = (found.group(1), found.group(2)) if found else ("", "")
     lines = answer.splitlines() or [""]
@@ -138,6 +144,8 @@ def _quoting(messages: list[dict[str, Any]], d: dict[str, str], verdict: str) ->
             label, value = verdict.rsplit("\n", 1)[-1].split(": ", 1)
             own = {label.lower(): int(value) if value.isdigit() else value == "true", "reason": "my own verdict"}
         own = json.dumps({**own, **({"nonce": nonce} if signs else {})})
+    elif d.get("judge_nonce") == "before":
+        own = f"NONCE: {nonce}\n{verdict}"
     else:
         own = verdict + (f"\nNONCE: {nonce}" if signs else "")
     return f"{quoted}\n\nMy own assessment follows.\n{own}"
@@ -154,7 +162,7 @@ class _StubApp:
     def __init__(self, settings: StubSettings) -> None:
         self.settings = settings
 
-    async def handle(self, method: str, path: str, body: bytes) -> _Reply:
+    async def handle(self, method: str, path: str, body: bytes, headers: dict[str, str] | None = None) -> _Reply:
         if method == "GET" and path.endswith("/_stats"):
             return _Reply(200, dict(self.settings.counts))
         if method == "POST" and path.endswith("/_control"):
@@ -168,9 +176,9 @@ class _StubApp:
         request = json.loads(body)
         model = str(request.get("model", ""))
         is_judge = model.startswith("judge") or ("response_format" in request and not model.startswith("schema-agent"))
-        return await (self._judge(request) if is_judge else self._agent(request))
+        return await (self._judge(request, headers or {}) if is_judge else self._agent(request))
 
-    async def _judge(self, request: dict[str, Any]) -> _Reply:
+    async def _judge(self, request: dict[str, Any], request_headers: dict[str, str]) -> _Reply:
         s = self.settings
         s.counts["judge"] += 1
         if s.judge_limit is not None:
@@ -197,6 +205,16 @@ class _StubApp:
             s.counts["judge_errors"] += 1
             return _Reply(s.judge_fail_status, {"error": {"message": "stub outage", "type": "server_error"}},
                           headers=headers)
+        if "judge_redirect" in d:
+            s.counts["judge_redirected"] += 1
+            return _Reply(307, {"error": {"message": "moved"}}, headers={"location": unquote(d["judge_redirect"])})
+        if "judge_echo_auth" in d:  # a gateway that quotes the request's headers in its error body
+            s.counts["judge_errors"] += 1
+            auth = request_headers.get("authorization", "")
+            return _Reply(int(d["judge_echo_auth"] or 400), {"error": {
+                "message": f"upstream refused the request; it carried Authorization: {auth}",
+                "type": "invalid_request_error",
+                "request_headers": {"Authorization": auth, "key": auth.removeprefix("Bearer ")}}})
         if "judge_body" in d:  # a reply that is no chat completion: the body as given, percent-encoded
             return _Reply(200, raw=unquote(d["judge_body"]).encode())
         if "judge_status" in d:
@@ -259,7 +277,12 @@ class _StubApp:
         if d.get("judge_cached_tokens"):  # OpenAI's prompt caching: part of the prompt read from the cache
             usage["prompt_tokens_details"] = {"cached_tokens": int(d["judge_cached_tokens"])}
         finish = "tool_calls" if output_tool is not None else "stop"
-        return _Reply(200, _completion(request.get("model", "judge"), message, usage, finish))
+        reply = _completion(request.get("model", "judge"), message, usage, finish)
+        if d.get("judge_reply_bytes"):  # a huge reply: the verdict, then padding to N bytes
+            raw = json.dumps(reply).encode()
+            padding = b"x" * max(0, int(d["judge_reply_bytes"]) - len(raw) - 16)
+            return _Reply(200, raw=raw[:-1] + b', "padding": "' + padding + b'"}')
+        return _Reply(200, reply)
 
     async def _agent(self, request: dict[str, Any]) -> _Reply:
         s = self.settings
@@ -345,7 +368,7 @@ class _StubApp:
         return chunks
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+_REASONS = {200: "OK", 307: "Temporary Redirect", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 
 
@@ -431,7 +454,7 @@ class StubLLMServer:
                 headers = {k.strip().lower(): v.strip() for k, v in
                            (line.split(":", 1) for line in lines[1:] if ":" in line)}
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                reply = await self._app.handle(method, path, body)
+                reply = await self._app.handle(method, path, body, headers)
                 if reply.stream is not None:
                     await self._write_stream(writer, reply.stream)
                     return
@@ -439,9 +462,13 @@ class StubLLMServer:
                 extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items())
                 writer.write(
                     f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}\r\n"
-                    f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n{extra}\r\n".encode()
-                    + payload)
-                await writer.drain()
+                    f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n{extra}\r\n".encode())
+                for at in range(0, len(payload), 65536):  # pieces: a client that hangs up stops the sending
+                    writer.write(payload[at:at + 65536])
+                    await writer.drain()
+                    self.settings.counts["judge_bytes_sent"] += min(65536, len(payload) - at)
+                if not payload:
+                    await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):

@@ -157,6 +157,30 @@ def test_jobs_published_before_any_worker_exist_are_graded_once_each_despite_dup
     assert rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}  # acked and deleted
 
 
+def test_a_replayed_signed_job_is_acked_without_paying_the_judge_again(signed, make_producer, make_agent, rds,
+                                                                       redis_url, server, monkeypatch):
+    """Audit 3, L5: someone who can write to Redis copies a graded, signed entry back into the stream.
+    Its signature holds, but its record is stored already: a worker acks it without a judge call."""
+    from judgehooks._grading.redis.worker import Worker
+
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")  # specs carry no secrets
+    agent = make_agent(make_producer())
+    out = agent.run("plain")
+    assert judgehooks.drain(30)
+    [(_, fields)] = rds.xrange(STREAM)
+    store = judgehooks.MemoryStore()
+    first = Worker(redis_url, store, concurrency=4, reclaim_after=2, rebuild=rebuilds(server, "AgentAsJudgeEval"))
+    assert first.signed_only
+    asyncio.run(serve_until(first, lambda: rds.xlen(STREAM) == 0))
+    assert server.settings.counts["judge"] == 1 and first.counts["graded"] == 1
+    rds.xadd(STREAM, fields)  # the same signed entry, replayed
+    second = Worker(redis_url, store, concurrency=4, reclaim_after=2, rebuild=rebuilds(server, "AgentAsJudgeEval"))
+    asyncio.run(serve_until(second, lambda: rds.xlen(STREAM) == 0))
+    assert server.settings.counts["judge"] == 1  # not paid again
+    assert (second.counts["duplicate"], second.counts["graded"]) == (1, 0)
+    assert [r.run_id for r in store.records] == [out.run_id] and pending_by_consumer(rds) == {}
+
+
 @pytest.mark.parametrize(("custom_judge", "rebuild", "says"), [
     (True, True, "its judge is not a litellm model string"),  # a FakeJudge / agno Model cannot travel
     (False, False, "grades only those"),                # by default a worker grades only what it imports
@@ -203,7 +227,8 @@ def test_checks_and_user_code_evaluators_go_through_the_broker_like_the_llm_judg
         record = got["short", out.run_id]
         assert (record.status, record.error_type) == ("error", "EvaluatorUnavailable")
         assert "'short' cannot be rebuilt" in record.error_message and "--import" in record.error_message
-    assert worker.counts == {"graded": 4, "unavailable": 2, "store_failed": 0} and worker.stats()["refused"] == 0
+    assert worker.counts == {"graded": 4, "unavailable": 2, "store_failed": 0, "duplicate": 0}
+    assert worker.stats()["refused"] == 0
 
 
 def test_a_job_with_settings_that_cannot_be_built_ends_as_an_error_record_and_junk_is_refused(

@@ -51,6 +51,45 @@ def test_max_calls_skips_the_runs_beyond_it_with_reason_budget(make_judge, make_
     assert len(warnings) == 1 and warnings[0]["cap"] == "max_calls" and warnings[0]["limit"] == 2
 
 
+@pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
+def test_max_calls_counts_every_judge_call_retries_included(make_judge, make_agent, store, server, tmp_path,
+                                                            background):
+    """Audit 3, M4: a judge that replies unreadable text is retried; each retry is a paid call. Under
+    max_calls=2 the server gets at most 2 requests in the window, and every run still ends as a record."""
+    where = {"run_in_background": True, "outbox": str(tmp_path / "o.db")} if background else {}
+    # timeout=60: on a loaded machine a fresh loop's first call (the SDK client's imports) can pass the
+    # default 10 s, and a timed-out call is a paid call too, so it would take the retry this test counts
+    judge = make_judge(name=f"retries-capped-{background}", max_calls=2, per="hour", retries=3, timeout=60, **where)
+    agent = make_agent(judge)
+    for i in range(3):
+        agent.run(f"q{i} [[judge_malformed]]")
+    assert not background or judgehooks.drain(30)
+    assert server.settings.counts["judge"] == 2, [(r.status, r.error_type, r.error_message) for r in store.records]
+    assert len(store.records) == 3  # none dropped silently
+    errors = [r for r in store.records if r.status == "error"]
+    # inline, the first run takes both calls (its retry included); in the background two runs may
+    # be admitted at once, each taking one call: either way 2 calls, and each error says what stopped it
+    assert sum(r.attempts for r in errors) == 2 and {r.error_type for r in errors} == {"MalformedVerdict"}
+    assert all("spend cap reached: max_calls=2 per hour" in r.details["spend_cap"] for r in errors)
+    assert len(errors) == 1 or background
+    assert {r.reason for r in store.records if r.status == "skipped"} == {"budget"}
+
+
+def test_a_composites_member_past_the_cap_is_not_asked(make_agent, store, server):
+    """Each judge call is admitted: a composite's second judge past max_calls is an error member, not a call."""
+    from judgehooks import AgentAsJudgeEval, Group
+
+    def member(name: str) -> AgentAsJudgeEval:
+        return AgentAsJudgeEval(name=name, criteria="The answer echoes the question.", model="openai/judge",
+                                api_base=server.base_url, api_key="test-key", retry_backoff=0.01, timeout=10)
+
+    group = Group([member("first"), member("second")], name="capped-group", store=store, max_calls=1, per="hour")
+    make_agent(group).run("q")
+    assert server.settings.counts["judge"] == 1
+    [record] = store.records
+    assert record.status == "error" and "spend cap reached: max_calls=1" in json.dumps(record.details)
+
+
 def test_max_cost_usd_stops_judging_once_the_window_has_spent_it(make_judge, make_agent, store):
     judge = make_judge(name="cost-capped", model=PRICED, max_cost_usd=1e-9, per="day")
     agent = make_agent(judge)
@@ -105,7 +144,7 @@ def test_checks_take_max_calls_too(make_agent, store):
 def test_background_grading_skips_over_budget_runs_and_counts_them(make_judge, make_agent, store, tmp_path):
     dropped = []
     judge = make_judge(name="background-capped", max_calls=1, run_in_background=True, outbox=str(tmp_path / "o.db"),
-                       on_drop=dropped.append)
+                       on_drop=dropped.append, timeout=60)  # one call, no retry left under max_calls=1
     agent = make_agent(judge)
     for i in range(3):
         agent.run(f"q{i}")

@@ -52,6 +52,34 @@ def test_pii_masks_each_kind_with_its_labelled_placeholder(text, masked):
     assert PII(text) == masked
 
 
+# Audit 3, L11: secrets PII left as they were.
+@pytest.mark.parametrize(("text", "masked"), [
+    ("card 4111.1111.1111.1111 exp 12.26", "card [CARD] exp 12.26"),
+    ("card 5500.0000.0000.0004.", "card [CARD]."),
+    ("card 4111  1111  1111  1111", "card [CARD]"),
+    ("dsn postgresql://bob:hunter2secret@db.example:5432/app", "dsn postgresql://bob:[API_KEY]@db.example:5432/app"),
+    ("redis://:s3cretpassw0rd@localhost:6379/0", "redis://:[API_KEY]@localhost:6379/0"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZGxvbmc=", "Authorization: Basic [API_KEY]"),
+    ('{"authorization": "Bearer shortkey12"}', '{"authorization": "Bearer [API_KEY]"}'),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY=[API_KEY]"),
+    ('private_key: "abcdefghijkl"', 'private_key: "[API_KEY]"'),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA+/=\n-----END RSA PRIVATE KEY----- ok", "[PRIVATE_KEY] ok"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "[PRIVATE_KEY]"),  # cut off: still masked
+])
+def test_pii_masks_secrets_in_the_forms_the_third_audit_found_unmasked(text, masked):
+    assert PII(text) == masked
+
+
+@pytest.mark.parametrize("text", [
+    "card 4111.1111.1111.1112",  # dots, but fails the Luhn check
+    "on 01.02.2026, version 3.11.4, host 192.168.100.200, 3.14159265358979",
+    "Basic understanding of the Bearer of news",
+    "see https://example.com/a:b@c and mailto:x",
+])
+def test_pii_leaves_dotted_numbers_and_plain_words_that_are_no_secret(text):
+    assert PII(text) == text
+
+
 @pytest.mark.parametrize("text", [
     "card 4111 1111 1111 1112",  # fails the Luhn check
     "iban DE00370400440532013000",  # fails mod 97

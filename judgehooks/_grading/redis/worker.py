@@ -4,7 +4,10 @@ One job: rebuild (or look up) the evaluator, judge through the same Pipeline as 
 (our RetryPolicy retries in-process with backoff, so taskiq's retry delays, which need a scheduler,
 are never used), store idempotently on the deterministic record id, then ack. A job is acked only
 once its record is stored; a worker that dies before that leaves it pending, and a live worker
-reclaims it. Delivery is at least once; the record id makes the store exactly once. A job that no
+reclaims it. Delivery is at least once; the record id makes the store exactly once, and the judge
+is paid once: before grading, a worker looks the job's record id up in its store, and a job whose
+record is already there (a redelivery, or a signed entry replayed into the stream) is acked without
+calling the judge (counted as `duplicate`). A job that no
 worker finishes in `max_deliveries` deliveries (it kills them) goes to the dead-letter stream, and
 its run gets one `error` record saying so.
 
@@ -36,6 +39,7 @@ from ..._base.record import Mode
 from ..._judges.litellm import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
+from ...stores._base import BaseStore
 from ..pipeline import Pipeline
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import FleetRateLimits
@@ -121,7 +125,7 @@ class Worker:
             for name, ev in (evaluators or {}).items()}
         # requests_per_minute holds for the whole fleet: each judge call waits its turn in Redis.
         self.limits = FleetRateLimits.of(self.broker.connection_pool, evaluators or {}, requests_per_minute)
-        self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0}
+        self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0, "duplicate": 0}
         # SessionJudge(broker=...) sessions: graded here once due, under a lease of reclaim_after seconds
         self.sessions = SessionClock(self.broker, self._pipeline, self._failed, concurrency=concurrency,
                                      lease=reclaim_after, max_deliveries=max_deliveries, before=self.limits.acquire)
@@ -132,8 +136,9 @@ class Worker:
         return self.broker.job_key is not None
 
     def stats(self) -> dict[str, Any]:
-        """What this worker did: graded, unavailable, store_failed, reclaimed, and refused (with reasons;
-        the entries are in the `judgehooks:refused` stream)."""
+        """What this worker did: graded, unavailable, store_failed, duplicate (acked unjudged: its record
+        was stored already), reclaimed, and refused (with reasons; the entries are in the
+        `judgehooks:refused` stream)."""
         return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
                 "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
                 "signed_only": self.signed_only,
@@ -180,6 +185,10 @@ class Worker:
         pipeline = self._pipeline(evaluator, data.get("spec"))
         if isinstance(pipeline.evaluator, _Unavailable):
             self.counts["unavailable"] += 1
+        elif await self._already_stored(pipeline, ctx):  # a replay or redelivery: never pay the judge twice
+            self.counts["duplicate"] += 1
+            await context.ack()
+            return
         try:
             await self.limits.acquire(pipeline)
             await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
@@ -188,6 +197,18 @@ class Worker:
             return
         self.counts["graded"] += 1
         await context.ack()
+
+    async def _already_stored(self, pipeline: Pipeline, ctx: EvalContext) -> bool:
+        """Whether the record this job would make is in the store already. Asked only of stores that
+        look ids up (SQLite, PostgreSQL, memory, agno dbs); a store that would read through every
+        record for it (JSONL) is not asked, and its duplicates are graded again (stored once)."""
+        store = self.store
+        if not isinstance(store, BaseStore) or type(store).records_by_id is BaseStore.records_by_id:
+            return False
+        try:
+            return bool(await store.records_by_id([pipeline.record_id(ctx)]))
+        except Exception:  # the store cannot answer now: grade, and let the write decide
+            return False
 
     def _failed(self, evaluator: str, why: str) -> Pipeline:
         """The pipeline of a session no worker finished: its record is one `error` saying why."""
