@@ -327,11 +327,14 @@ def _http_client(openai: Any, route: WireRoute) -> Any:
 def _connection_error_as_such(exc: BaseException) -> BaseException:
     """The SDK's aiohttp transport maps every aiohttp connection error (refused, reset, DNS, a server
     that hangs up) to a ConnectTimeout, so the SDK raises APITimeoutError for them. Only a timeout is
-    one: the others become the APIConnectionError the default transport (and litellm) raises."""
+    one: the others become the APIConnectionError the default transport (and litellm) raises. Through
+    the SDK's default httpx transport (an SDK without the aiohttp one) an APITimeoutError is always a
+    timeout, and stays one."""
     import openai
 
     root = getattr(exc.__cause__, "__cause__", None)
-    if not isinstance(exc, openai.APITimeoutError) or root is None or isinstance(root, TimeoutError):
+    if (not isinstance(exc, openai.APITimeoutError) or root is None or isinstance(root, TimeoutError)
+            or not type(root).__module__.startswith("aiohttp")):
         return exc
     error = openai.APIConnectionError(request=exc.request)
     error.__cause__ = root

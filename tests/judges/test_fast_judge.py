@@ -126,9 +126,23 @@ async def test_retry_after_and_error_types_reach_the_retry_policy_the_same(serve
         assert str(caught.value) == str(slow_error)
 
 
+@pytest.fixture(params=["aiohttp", "httpx"])
+def transport(request, monkeypatch) -> str:
+    """The fast client's transport: the SDK's aiohttp one (what judgehooks picks), or the SDK's default
+    httpx one (what it falls back to where the SDK has no aiohttp transport)."""
+    if request.param == "httpx":
+        import openai
+
+        def no_aiohttp(**_: Any) -> Any:
+            raise RuntimeError("no aiohttp transport")
+
+        monkeypatch.setattr(openai, "DefaultAioHttpClient", no_aiohttp)
+    return request.param
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("peer", ["refuses", "hangs up"])
-async def test_a_connection_error_is_the_same_error_on_both_paths_and_no_timeout(peer):
+async def test_a_connection_error_is_the_same_error_on_both_paths_and_no_timeout(peer, transport):
     """A port nobody listens on, and a server that accepts and closes at once: a connection error on
     both paths (the SDK's aiohttp transport alone would report either as a timeout)."""
     import socket
@@ -168,7 +182,7 @@ async def test_a_connection_error_is_the_same_error_on_both_paths_and_no_timeout
 
 
 @pytest.mark.anyio
-async def test_a_timeout_is_the_same_error_on_both_paths(server):
+async def test_a_timeout_is_the_same_error_on_both_paths(server, transport):
     request = build_request(EvalContext(input="q [[judge_delay=3000]]", output="a"), criteria="c", mode="binary")
     errors = []
     for fast in (True, False):
