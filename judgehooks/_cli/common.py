@@ -11,8 +11,10 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from types import ModuleType
 from typing import Any, TypeVar
 
+from .._evaluators.base import Evaluator
 from .._runtime import runtime
 from ..stores._base import RecordFilter
 from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
@@ -170,18 +172,47 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def import_module(name: str, what: str) -> ModuleType:
+    """Module `name` (``myapp.evals``), imported as ``python -m`` finds it: the working directory
+    first, so code beside the application imports from its own folder under every command. Any
+    failure (no such module, an error raised while it runs) ends the command with one line naming
+    the module; `what` names the option (e.g. "worker: --import")."""
+    if not _MODULE.fullmatch(name or ""):
+        hint = f" (a dotted module name, e.g. {_dotted(name)})" if name.endswith(".py") or "/" in name else ""
+        raise CommandError(f"{what} {name!r}: not a module name{hint}", code=2)
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` would: a console script's sys.path lacks the working directory
+    importlib.invalidate_caches()  # a module written since the last import in this process
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # a raw traceback here would bury the one fact that matters: which module
+        where = "" if isinstance(exc, ImportError) else " (raised while importing it)"
+        raise CommandError(f"{what} {name}: {one_line(exc)}{where}", code=2) from None
+
+
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def _dotted(path: str) -> str:
+    return path.removesuffix(".py").strip("./").replace("/", ".") or "myapp.evals"
+
+
 def import_object(spec: str, what: str) -> Any:
-    """`package.module:name` (dots allowed in name), imported as `python -m` would find it: the
-    working directory first. `what` names the option in errors (e.g. "grade: --evaluator")."""
+    """`package.module:name` (dots allowed in name), the module imported by `import_module`.
+    `what` names the option in errors (e.g. "grade: --evaluator")."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise CommandError(f"{what} must look like package.module:name, got {spec!r}", code=2)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: code defined next to the app
+    found: Any = import_module(module_name, what)
     try:
-        found: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             found = getattr(found, part)
-    except (ImportError, AttributeError) as exc:
+    except AttributeError as exc:
         raise CommandError(f"{what} {spec!r}: {exc}", code=2) from None
     return found
+
+
+def module_evaluators(module: ModuleType) -> list[Evaluator]:
+    """The judgehooks evaluators bound to `module`'s module-level names."""
+    return [value for value in vars(module).values() if isinstance(value, Evaluator)]
