@@ -123,8 +123,7 @@ def render(payload: dict[str, Any]) -> str:
             score = "" if f["score"] is None else f"score {_num(f['score'])}  "
             lines.append("  " + clip(f"{when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  "
                                      f"{who}", WIDTH - 2))
-            if f["run_id"]:
-                lines.append(f"    run {f['run_id']}")
+            lines.append(f"    record {f['record_id']}" + (f"  run {f['run_id']}" if f["run_id"] else ""))
             lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
     lines += render_cost(payload.get("judge_cost") or [])
     return "\n".join([*lines, *render_dead_letters(payload["dead_letters"])])

@@ -117,4 +117,4 @@ def _text_line(record: EvalRecord) -> str:
     detail = " ".join(detail.split())
     detail = detail if len(detail) <= 160 else detail[:159] + "…"
     return (f"{when(record.created_at)} {record.status:<7} {record.evaluator} {who}{score} "
-            f"run={record.run_id} {detail}").rstrip()
+            f"id={record.id} run={record.run_id} {detail}").rstrip()
