@@ -12,7 +12,7 @@ from typing import Any
 
 from ..stores._url import store_from_url as from_url
 from .common import CommandError
-from .terminal import PrintableFormatter, say
+from .terminal import PrintableFormatter, hide, say
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = build_parser().parse_known_args(argv)
+    hide(_urls(sys.argv[1:] if argv is None else argv))
     if unknown:  # argparse would print the top-level usage; the subcommand's own says what it takes
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.
@@ -74,6 +75,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `judgehooks report | head`: the reader left; exit quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+#: environment variables holding URLs the commands connect to
+_URL_VARIABLES = ("JUDGEHOOKS_DB", "JUDGEHOOKS_BROKER")
+
+
+def _urls(argv: Sequence[str]) -> list[str]:
+    """The store, broker and db URLs this command was given (options and environment): their
+    passwords are never printed, whatever error quotes them."""
+    values = [token.split("=", 1)[1] if token.startswith("--") and "=" in token else token for token in argv]
+    values += [os.environ.get(name, "") for name in _URL_VARIABLES]
+    return [v for v in values if "://" in v or "password" in v.lower()]
 
 
 if __name__ == "__main__":  # pragma: no cover
