@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "judgehooks._cli.calibrate",
     "export": "judgehooks._cli.export",
     "consistency": "judgehooks._cli.consistency",
+    "doctor": "judgehooks._cli.doctor",
 }
 
 
