@@ -216,3 +216,54 @@ def import_object(spec: str, what: str) -> Any:
 def module_evaluators(module: ModuleType) -> list[Evaluator]:
     """The judgehooks evaluators bound to `module`'s module-level names."""
     return [value for value in vars(module).values() if isinstance(value, Evaluator)]
+
+
+#: how many of the newest records `unmatched` reads to say which agents, teams and evaluators exist
+SCANNED = 5000
+_FILTERS = (("agent", "agent_id", "agent_name", "--agent"), ("team", "team_id", "team_name", "--team"),
+            ("evaluator", "evaluator", None, "--evaluator"))
+
+
+async def unmatched(store: Any, where: RecordFilter) -> str | None:
+    """Why `where` found nothing, when the reason is not the time window: the agent, team or
+    evaluator filter that matches no record at any time, with what the store does hold. None when
+    each filter matches some record (then the window, or the status, is what is empty)."""
+    missing = [(kind, field, name_field, option) for kind, field, name_field, option in _FILTERS
+               if getattr(where, field) is not None
+               and not await store.query(**{field: getattr(where, field)}, limit=1)]
+    if not missing:
+        return None
+    seen: dict[str, dict[str, str]] = {field: {} for _, field, _, _ in missing}
+    async for record in _newest(store):
+        for _, field, name_field, _ in missing:
+            value = getattr(record, field)
+            if value:
+                seen[field].setdefault(value, (getattr(record, name_field) or "") if name_field else "")
+    parts = []
+    for kind, field, name_field, option in missing:
+        wanted = getattr(where, field)
+        known = seen[field]
+        listed = ", ".join(f"{v} ({n})" if n and n != v else v for v, n in list(known.items())[:10])
+        listed += ", ..." if len(known) > 10 else ""
+        text = f"no records for {kind} {wanted!r} ({kind}s in the store: {listed or 'none'})"
+        named = [v for v, n in known.items() if n == wanted]
+        if named:
+            text += f"; {wanted!r} is the name of {kind} {', '.join(named[:3])}: {option} takes the id, e.g. " \
+                    f"{option} {named[0]}"
+        elif name_field:
+            text += (f"; {option} takes the {kind}'s id, and one built with neither id= nor name= gets a new "
+                     f"random id in every process: give it one, e.g. {kind.capitalize()}(name={wanted!r}, ...) "
+                     f"(agno derives the id from the name) or {kind.capitalize()}(id={wanted!r}, ...)")
+        parts.append(text)
+    return "; ".join(parts)
+
+
+async def _newest(store: Any) -> Any:
+    from ..stores._base import iter_records
+
+    count = 0
+    async for record in iter_records(store):
+        yield record
+        count += 1
+        if count >= SCANNED:
+            return

@@ -19,6 +19,7 @@ from .common import (
     parse_time,
     read,
     table,
+    unmatched,
     when,
 )
 from .cost import JudgeCost
@@ -53,13 +54,15 @@ def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
     cost = JudgeCost()
+    where = filters_of(args).replace(since=since, until=until)
     report = read(label_of(args.store), _collect, store,
-                  (Report(worst=args.worst, all_versions=args.all_versions), cost),
-                  filters_of(args).replace(since=since, until=until))
+                  (Report(worst=args.worst, all_versions=args.all_versions), cost), where)
+    empty = read(label_of(args.store), unmatched, store, where) if not report.total.count else None
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
-               **report.to_json(), "judge_cost": cost.to_json(), "dead_letters": dead_letters(args.outbox, store)}
+               **report.to_json(), "judge_cost": cost.to_json(), "dead_letters": dead_letters(args.outbox, store),
+               "unmatched": empty}
     say(json.dumps(payload, indent=2) if args.json else render(printable_strings(payload)))
     return 0
 
@@ -91,7 +94,9 @@ def render(payload: dict[str, Any]) -> str:
     end = when(datetime.fromisoformat(payload["until"])) if payload["until"] else when(datetime.now(UTC))
     lines = [clip(f"judgehooks report: {payload['store']}, {start} .. {end}", WIDTH)]
     if not payload["groups"]:
-        return "\n".join([*lines, "no records in this window", *render_dead_letters(payload["dead_letters"])])
+        why = payload.get("unmatched") or ("no records in this window" + (" matching the filters" if any(
+            payload["filters"].values()) else ""))
+        return "\n".join([*lines, why, *render_dead_letters(payload["dead_letters"])])
     weighted = any(g["weighted_pass_rate"] != g["pass_rate"] for g in [*payload["groups"], payload["total"]])
     headers = ["evaluator", "n", "pass", "fail", "error", "skip", "pass%", *(["wtd%"] if weighted else []),
                "err%", "score", "range", "ms"]

@@ -23,6 +23,7 @@ from .common import (
     one_line,
     open_store,
     read,
+    unmatched,
     when,
 )
 from .stats import target
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     label = label_of(args.store)
     try:
         last = read(label, store.query, **where.keywords(), limit=max(args.lines, 1))
+        why = read(label, unmatched, store, where) if not last else None
+        if why:  # a filter that can never match: say so, rather than wait (or print nothing) in silence
+            say(f"judgehooks: tail: {why}", file=sys.stderr)
         follower = _Follower(store, where, timedelta(seconds=args.lookback))
         if args.follow and last:
             follower.newest = last[0].created_at
