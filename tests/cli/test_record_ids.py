@@ -48,3 +48,20 @@ def test_an_offline_case_is_labelled_by_its_own_run_id(failed, tmp_path):
     assert done.returncode == 0, done.stderr + done.stdout
     stored = json.loads(done.stdout)["stored"]
     assert [lb["record_id"] for lb in stored] == [records[1].id]
+
+
+def test_report_says_how_many_jobs_wait_in_the_outbox_and_how_to_resume_them(failed):
+    from judgehooks._grading.outbox import Job, Outbox
+
+    db, _ = failed
+    outbox = Outbox(str(db.with_name("evals.outbox.db")))  # where a SQLite store's background jobs wait
+    for i in range(3):
+        outbox.put(Job(id=f"job-{i}", evaluator="facts", context={"input": "q", "output": "a", "run_id": f"r{i}"}))
+    outbox.close()
+    done = run_cli("report", "--store", str(db), "--since", "all")
+    assert done.returncode == 0, done.stderr
+    assert (f"pending: 3 background job(s) wait in the outbox {db.with_name('evals.outbox.db')} (facts 3); "
+            "unless a running process is grading them, one that crashed or timed out at exit left them: grade "
+            f"them with `judgehooks resume --store {db}`") in done.stdout
+    as_json = json.loads(run_cli("report", "--store", str(db), "--json").stdout)
+    assert as_json["pending_jobs"]["count"] == 3 and as_json["pending_jobs"]["by_evaluator"] == {"facts": 3}
