@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from .._evaluators.base import Evaluator
 from .._runtime import runtime
-from ..stores._base import RecordFilter
+from ..stores._base import RecordFilter, iter_records
 from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
 
 T = TypeVar("T")
@@ -259,8 +259,6 @@ async def unmatched(store: Any, where: RecordFilter) -> str | None:
 
 
 async def _newest(store: Any) -> Any:
-    from ..stores._base import iter_records
-
     count = 0
     async for record in iter_records(store):
         yield record
