@@ -6,7 +6,9 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = build_parser().parse_known_args(argv)
     hide(_urls(sys.argv[1:] if argv is None else argv))
+    _second_interrupt_leaves(0 if args.command == "tail" else 130)
     if unknown:  # argparse would print the top-level usage; the subcommand's own says what it takes
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.
@@ -76,6 +79,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `judgehooks report | head`: the reader left; exit quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _second_interrupt_leaves(code: int) -> None:
+    """Ctrl-C once stops the command as always (KeyboardInterrupt: a clean stop). Ctrl-C again, e.g.
+    while the process shuts its judgehooks loop down at exit, leaves at once with `code` instead of
+    printing a traceback from wherever it landed: what a command keeps is durable by then. Only where
+    Ctrl-C interrupts anyway: a process started with SIGINT ignored (`nohup`, `cmd &`) keeps it so."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+    interrupted = threading.Event()
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        if not interrupted.is_set():
+            interrupted.set()
+            raise KeyboardInterrupt
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a closed pipe: nothing more to say
+                pass
+        os._exit(code)
+
+    signal.signal(signal.SIGINT, on_interrupt)
 
 
 #: environment variables holding URLs the commands connect to
