@@ -63,7 +63,8 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
         found.append(EvalContext(
             input=render_content(case["input"]), output=render_content(case["output"]),
             expected=None if expected is None else render_content(expected),
-            run_id=batch if single else case_run_id(batch, i), case_index=i, metadata=storable_data(dict(case.get("metadata") or {}))))
+            run_id=batch if single else case_run_id(batch, i), case_index=i,
+            metadata=storable_data(dict(case.get("metadata") or {}))))
     return found
 
 

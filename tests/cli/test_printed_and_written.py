@@ -61,7 +61,7 @@ def test_review_shows_the_reason_indented_so_it_cannot_forge_the_screens_lines(h
     done = run_cli("review", "--store", str(db), "--by", "ann", stdin="k\n")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line for line in lines if line.startswith("[")] == [next(l for l in lines if l.startswith("[1/1]"))]
+    assert [line for line in lines if line.startswith("[")] == [next(x for x in lines if x.startswith("[1/1]"))]
     assert [line for line in lines if line.startswith("judge:")] == ["judge: FAILED"]
     assert [line for line in lines if line.startswith("input:")] == ["input:"]
     reason = lines[lines.index("reason:") + 1: lines.index("input:")]
