@@ -131,16 +131,6 @@ def passwords(url: str) -> list[str]:
     return sorted(every, key=len, reverse=True)
 
 
-def scrub(text: str, url: str | None) -> str:
-    """`text` with every password of `url` replaced by ***, and `url` itself shown `redact`ed."""
-    if not url:
-        return text
-    text = text.replace(url, redact(url))
-    for password in passwords(url):
-        text = text.replace(password, "***")
-    return text
-
-
 def _path(rest: str, default: str) -> str:
     # sqlite:///evals.db -> "evals.db"; sqlite:////abs/evals.db -> "/abs/evals.db"; sqlite://evals.db too.
     path = rest[1:] if rest.startswith("/") else rest
