@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ def run_cli(*args: str | os.PathLike[str], stdin: str | None = None, cwd: str | 
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     root = logging.getLogger()
     saved_logging = root.handlers[:], root.level
+    saved_sigint = signal.getsignal(signal.SIGINT)  # main() makes a second Ctrl-C leave the process at once
     out, err = _stream(), _stream()
     try:
         for key, value in (env or {}).items():
@@ -72,6 +74,8 @@ def run_cli(*args: str | os.PathLike[str], stdin: str | None = None, cwd: str | 
                 code = 1
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
+        if saved_sigint is not None and signal.getsignal(signal.SIGINT) is not saved_sigint:
+            signal.signal(signal.SIGINT, saved_sigint)
         root.handlers, level = saved_logging
         root.setLevel(level)
         os.chdir(saved_cwd)

@@ -6,13 +6,15 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from ..stores._url import store_from_url as from_url
 from .common import CommandError
-from .terminal import PrintableFormatter, say
+from .terminal import PrintableFormatter, hide, say
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -29,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "judgehooks._cli.calibrate",
     "export": "judgehooks._cli.export",
     "consistency": "judgehooks._cli.consistency",
+    "doctor": "judgehooks._cli.doctor",
 }
 
 
@@ -55,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = build_parser().parse_known_args(argv)
+    hide(_urls(sys.argv[1:] if argv is None else argv))
+    _second_interrupt_leaves(0 if args.command == "tail" else 130)
     if unknown:  # argparse would print the top-level usage; the subcommand's own says what it takes
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.
@@ -74,6 +79,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `judgehooks report | head`: the reader left; exit quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _second_interrupt_leaves(code: int) -> None:
+    """Ctrl-C once stops the command as always (KeyboardInterrupt: a clean stop). Ctrl-C again, e.g.
+    while the process shuts its judgehooks loop down at exit, leaves at once with `code` instead of
+    printing a traceback from wherever it landed: what a command keeps is durable by then. Only where
+    Ctrl-C interrupts anyway: a process started with SIGINT ignored (`nohup`, `cmd &`) keeps it so."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+    interrupted = threading.Event()
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        if not interrupted.is_set():
+            interrupted.set()
+            raise KeyboardInterrupt
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a closed pipe: nothing more to say
+                pass
+        os._exit(code)
+
+    signal.signal(signal.SIGINT, on_interrupt)
+
+
+#: environment variables holding URLs the commands connect to
+_URL_VARIABLES = ("JUDGEHOOKS_DB", "JUDGEHOOKS_BROKER")
+
+
+def _urls(argv: Sequence[str]) -> list[str]:
+    """The store, broker and db URLs this command was given (options and environment): their
+    passwords are never printed, whatever error quotes them."""
+    values = [token.split("=", 1)[1] if token.startswith("--") and "=" in token else token for token in argv]
+    values += [os.environ.get(name, "") for name in _URL_VARIABLES]
+    return [v for v in values if "://" in v or "password" in v.lower()]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,11 +11,13 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any, TypeVar
 
 from .._base.when import parse_when
+from .._evaluators.base import Evaluator
 from .._runtime import runtime
-from ..stores._base import RecordFilter
+from ..stores._base import RecordFilter, iter_records
 from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
 
 T = TypeVar("T")
@@ -161,18 +163,96 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def import_module(name: str, what: str) -> ModuleType:
+    """Module `name` (``myapp.evals``), imported as ``python -m`` finds it: the working directory
+    first, so code beside the application imports from its own folder under every command. Any
+    failure (no such module, an error raised while it runs) ends the command with one line naming
+    the module; `what` names the option (e.g. "worker: --import")."""
+    if not _MODULE.fullmatch(name or ""):
+        hint = f" (a dotted module name, e.g. {_dotted(name)})" if name.endswith(".py") or "/" in name else ""
+        raise CommandError(f"{what} {name!r}: not a module name{hint}", code=2)
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` would: a console script's sys.path lacks the working directory
+    importlib.invalidate_caches()  # a module written since the last import in this process
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # a raw traceback here would bury the one fact that matters: which module
+        where = "" if isinstance(exc, ImportError) else " (raised while importing it)"
+        raise CommandError(f"{what} {name}: {one_line(exc)}{where}", code=2) from None
+
+
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def _dotted(path: str) -> str:
+    return path.removesuffix(".py").strip("./").replace("/", ".") or "myapp.evals"
+
+
 def import_object(spec: str, what: str) -> Any:
-    """`package.module:name` (dots allowed in name), imported as `python -m` would find it: the
-    working directory first. `what` names the option in errors (e.g. "grade: --evaluator")."""
+    """`package.module:name` (dots allowed in name), the module imported by `import_module`.
+    `what` names the option in errors (e.g. "grade: --evaluator")."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise CommandError(f"{what} must look like package.module:name, got {spec!r}", code=2)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: code defined next to the app
+    found: Any = import_module(module_name, what)
     try:
-        found: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             found = getattr(found, part)
-    except (ImportError, AttributeError) as exc:
+    except AttributeError as exc:
         raise CommandError(f"{what} {spec!r}: {exc}", code=2) from None
     return found
+
+
+def module_evaluators(module: ModuleType) -> list[Evaluator]:
+    """The judgehooks evaluators bound to `module`'s module-level names."""
+    return [value for value in vars(module).values() if isinstance(value, Evaluator)]
+
+
+#: how many of the newest records `unmatched` reads to say which agents, teams and evaluators exist
+SCANNED = 5000
+_FILTERS = (("agent", "agent_id", "agent_name", "--agent"), ("team", "team_id", "team_name", "--team"),
+            ("evaluator", "evaluator", None, "--evaluator"))
+
+
+async def unmatched(store: Any, where: RecordFilter) -> str | None:
+    """Why `where` found nothing, when the reason is not the time window: the agent, team or
+    evaluator filter that matches no record at any time, with what the store does hold. None when
+    each filter matches some record (then the window, or the status, is what is empty)."""
+    missing = [(kind, field, name_field, option) for kind, field, name_field, option in _FILTERS
+               if getattr(where, field) is not None
+               and not await store.query(**{field: getattr(where, field)}, limit=1)]
+    if not missing:
+        return None
+    seen: dict[str, dict[str, str]] = {field: {} for _, field, _, _ in missing}
+    async for record in _newest(store):
+        for _, field, name_field, _ in missing:
+            value = getattr(record, field)
+            if value:
+                seen[field].setdefault(value, (getattr(record, name_field) or "") if name_field else "")
+    parts = []
+    for kind, field, name_field, option in missing:
+        wanted = getattr(where, field)
+        known = seen[field]
+        listed = ", ".join(f"{v} ({n})" if n and n != v else v for v, n in list(known.items())[:10])
+        listed += ", ..." if len(known) > 10 else ""
+        text = f"no records for {kind} {wanted!r} ({kind}s in the store: {listed or 'none'})"
+        named = [v for v, n in known.items() if n == wanted]
+        if named:
+            text += f"; {wanted!r} is the name of {kind} {', '.join(named[:3])}: {option} takes the id, e.g. " \
+                    f"{option} {named[0]}"
+        elif name_field:
+            text += (f"; {option} takes the {kind}'s id, and one built with neither id= nor name= gets a new "
+                     f"random id in every process: give it one, e.g. {kind.capitalize()}(name={wanted!r}, ...) "
+                     f"(agno derives the id from the name) or {kind.capitalize()}(id={wanted!r}, ...)")
+        parts.append(text)
+    return "; ".join(parts)
+
+
+async def _newest(store: Any) -> Any:
+    count = 0
+    async for record in iter_records(store):
+        yield record
+        count += 1
+        if count >= SCANNED:
+            return

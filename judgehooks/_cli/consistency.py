@@ -8,16 +8,26 @@ evaluator of that name the module defines, with the settings it was built with (
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 from typing import Any
 
 from .._alerts.consistency import UNVERSIONED, aconsistency, graded_records
 from .._base.record import EvalRecord
-from .._evaluators.base import Evaluator
 from .._evaluators.llm import DEFAULT_MODEL, AgentAsJudgeEval
-from .common import CommandError, add_store_argument, call, count, finite, label_of, one_line, open_store, read
+from .common import (
+    CommandError,
+    add_store_argument,
+    call,
+    count,
+    finite,
+    import_module,
+    label_of,
+    module_evaluators,
+    one_line,
+    open_store,
+    read,
+)
 from .terminal import printable_strings, say
 
 
@@ -101,11 +111,8 @@ def rebuild_problem(record: EvalRecord) -> str | None:
 
 def _imported(module_name: str, evaluator: str) -> Any:
     """The evaluator named `evaluator` that `module_name` defines at module level."""
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise CommandError(f"consistency: --import {module_name}: {type(exc).__name__}: {exc}", code=2) from None
-    found = {v.evaluator_name: v for v in vars(module).values() if isinstance(v, Evaluator)}
+    module = import_module(module_name, "consistency: --import")
+    found = {v.evaluator_name: v for v in module_evaluators(module)}
     if evaluator not in found:
         names = ", ".join(sorted(found)) or "none"
         raise CommandError(f"consistency: --import {module_name} defines no evaluator named {evaluator!r} "

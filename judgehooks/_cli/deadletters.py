@@ -1,9 +1,12 @@
-"""What `judgehooks report` says about dead letters: records the store refused for good, kept in
-the spill file (the outbox file by default) instead of blocking the records behind them."""
+"""What `judgehooks report` says about the outbox file: dead letters (records the store refused for
+good, kept there instead of blocking the records behind them), and background jobs still pending
+there (a process that crashed or timed out at exit left them: `judgehooks resume` grades them)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sqlite3
 from typing import Any
 
 from ..stores._deadletter import summary
@@ -30,3 +33,30 @@ def render(found: dict[str, Any]) -> list[str]:
     lines += [f"  {d['id']}  {d['store']}  after {d['tries']} tries: {' '.join(str(d['error']).split())[:200]}"
               for d in found["latest"]]
     return lines
+
+
+def pending_jobs(path: str | None, store: Any) -> dict[str, Any]:
+    """How many background jobs wait in the outbox at `path` (default: the store's outbox file), by
+    evaluator. Reads only; an absent file or table holds none."""
+    path = path or outbox_path_for(store)
+    found: dict[str, Any] = {"file": path, "count": 0, "by_evaluator": {}}
+    if not os.path.exists(path):
+        return found
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        by_evaluator = dict(conn.execute("SELECT evaluator, COUNT(*) FROM eval_jobs GROUP BY evaluator ORDER BY 1"))
+    except sqlite3.OperationalError:  # no such table: no job was ever filed here
+        return found
+    finally:
+        conn.close()
+    return {**found, "count": sum(by_evaluator.values()), "by_evaluator": by_evaluator}
+
+
+def render_pending(found: dict[str, Any]) -> list[str]:
+    """Text lines for the report; none when no job is pending."""
+    if not found["count"]:
+        return []
+    each = ", ".join(f"{name} {n}" for name, n in found["by_evaluator"].items())
+    return ["", f"pending: {found['count']} background job(s) wait in the outbox {found['file']} ({each}); unless "
+                "a running process is grading them, one that crashed or timed out at exit left them: grade them "
+                f"with `{found['resume']}` (add --import MODULE for evaluators built in code)"]

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from .._base.record import EvalRecord
+from .._base.sqlitefile import create_file
 from ..stores._base import iter_records
 from .common import (
     CommandError,
@@ -21,7 +22,7 @@ from .common import (
     parse_time,
     read,
 )
-from .terminal import say
+from .terminal import printable, say
 
 FORMATS = ("jsonl", "pydantic-evals")
 
@@ -84,10 +85,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = json.dumps(dataset(records, f"judgehooks {args.status} records"), ensure_ascii=False, indent=2) + "\n"
     if args.output is None:
-        sys.stdout.write(text)  # data for a file or a pipe, not for the terminal: JSON escapes every control
+        # stdout may be a terminal: every character that could steer one (JSON leaves C1 controls, DEL
+        # and bidi overrides raw) becomes its JSON escape, which decodes to the same text.
+        sys.stdout.write(printable(text))
         sys.stdout.flush()
         return 0
     try:
+        create_file(args.output)  # 0600 when new (users' inputs and answers); an existing file keeps its mode
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:

@@ -19,12 +19,13 @@ from .common import (
     parse_time,
     read,
     table,
+    unmatched,
     when,
 )
 from .cost import JudgeCost
 from .cost import render as render_cost
 from .deadletters import add_argument as add_outbox_argument
-from .deadletters import dead_letters
+from .deadletters import dead_letters, pending_jobs, render_pending
 from .deadletters import render as render_dead_letters
 from .stats import Report
 from .terminal import printable_strings, say
@@ -53,13 +54,15 @@ def run(args: argparse.Namespace) -> int:
     since, until = args.since, args.until
     store = open_store(args.store, must_exist=True)
     cost = JudgeCost()
+    where = filters_of(args).replace(since=since, until=until)
     report = read(label_of(args.store), _collect, store,
-                  (Report(worst=args.worst, all_versions=args.all_versions), cost),
-                  filters_of(args).replace(since=since, until=until))
+                  (Report(worst=args.worst, all_versions=args.all_versions), cost), where)
+    empty = read(label_of(args.store), unmatched, store, where) if not report.total.count else None
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
                "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
-               **report.to_json(), "judge_cost": cost.to_json(), "dead_letters": dead_letters(args.outbox, store)}
+               **report.to_json(), "judge_cost": cost.to_json(), "dead_letters": dead_letters(args.outbox, store),
+               "unmatched": empty, "pending_jobs": {**pending_jobs(args.outbox, store), "resume": _resume(args)}}
     say(json.dumps(payload, indent=2) if args.json else render(printable_strings(payload)))
     return 0
 
@@ -91,7 +94,9 @@ def render(payload: dict[str, Any]) -> str:
     end = when(datetime.fromisoformat(payload["until"])) if payload["until"] else when(datetime.now(UTC))
     lines = [clip(f"judgehooks report: {payload['store']}, {start} .. {end}", WIDTH)]
     if not payload["groups"]:
-        return "\n".join([*lines, "no records in this window", *render_dead_letters(payload["dead_letters"])])
+        why = payload.get("unmatched") or ("no records in this window" + (" matching the filters" if any(
+            payload["filters"].values()) else ""))
+        return "\n".join([*lines, why, *render_dead_letters(payload["dead_letters"]), *_pending(payload)])
     weighted = any(g["weighted_pass_rate"] != g["pass_rate"] for g in [*payload["groups"], payload["total"]])
     headers = ["evaluator", "n", "pass", "fail", "error", "skip", "pass%", *(["wtd%"] if weighted else []),
                "err%", "score", "range", "ms"]
@@ -123,11 +128,20 @@ def render(payload: dict[str, Any]) -> str:
             score = "" if f["score"] is None else f"score {_num(f['score'])}  "
             lines.append("  " + clip(f"{when(datetime.fromisoformat(f['created_at']))}  {score}{f['evaluator']}  "
                                      f"{who}", WIDTH - 2))
-            if f["run_id"]:
-                lines.append(f"    run {f['run_id']}")
+            lines.append(f"    record {f['record_id']}" + (f"  run {f['run_id']}" if f["run_id"] else ""))
             lines.append("    " + clip(f["reason"] or "(no reason given)", WIDTH - 4))
     lines += render_cost(payload.get("judge_cost") or [])
-    return "\n".join([*lines, *render_dead_letters(payload["dead_letters"])])
+    return "\n".join([*lines, *render_dead_letters(payload["dead_letters"]), *_pending(payload)])
+
+
+def _pending(payload: dict[str, Any]) -> list[str]:
+    return render_pending(payload["pending_jobs"]) if payload.get("pending_jobs") else []
+
+
+def _resume(args: argparse.Namespace) -> str:
+    """The command that grades the pending jobs of this report's store."""
+    return ("judgehooks resume" + (f" --store {label_of(args.store)}" if args.store else "")
+            + (f" --outbox {args.outbox}" if args.outbox else ""))
 
 
 def _evaluator_cell(group: dict[str, Any], width: int) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sqlite3
@@ -16,7 +15,7 @@ from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
 from ..stores._spill import SpillFile, SpillingStore, store_key
 from ..stores._sqlite import outbox_path_for
-from .common import add_store_argument, finite, open_store
+from .common import add_store_argument, finite, import_module, open_store
 from .terminal import say
 
 
@@ -45,13 +44,13 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, must_exist=False)
     outbox = args.outbox or outbox_path_for(store)
     if not os.path.exists(outbox):
+        _import(args.import_)  # a bad --import is an error even when nothing is pending
         say(f"judgehooks resume: no outbox at {outbox!r}: nothing pending")
         return 0
 
     spilled = SpillFile(outbox).count(store_key(store))  # counted first: re-delivery starts right away
     spill = SpillingStore(store, outbox)  # re-delivers records left waiting while the store was down
-    for module in args.import_ or ():
-        importlib.import_module(module)  # its evaluators start dispatchers that claim their own jobs
+    _import(args.import_)  # its evaluators start dispatchers that claim their own jobs
     known = {d.name for d in runtime.drainables()}
     specs = _pending_specs(outbox)
     book = SessionBook(outbox)
@@ -90,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
     say(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
         f"{'all done' if finished else 'timed out: the rest stay pending'}")
     return 0 if finished else 1
+
+
+def _import(modules: list[str] | None) -> None:
+    for module in modules or ():
+        import_module(module, "resume: --import")
 
 
 def _wait_for_sessions(book: SessionBook, names: set[str], deadline: float) -> bool:

@@ -118,7 +118,8 @@ def show(record: EvalRecord, position: int, total: int, out: TextIO | None = Non
     say(f"[{position}/{total}] {record.evaluator}{version}  {when(record.created_at)}  record {record.id}",
         one_line=True, file=out)
     say(f"judge: {record.status.upper()}{score}", one_line=True, file=out)
-    say(f"reason: {record.reason or '(none)'}", file=out)
+    say("reason:", file=out)  # the judge's text, indented like the run's: none of its lines can pass for the screen's
+    say(_indent(_clip(record.reason or "(none)")), file=out)
     say("input:", file=out)
     say(_indent(_clip(record.input)), file=out)
     say("output:", file=out)

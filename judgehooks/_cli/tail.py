@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._base.record import EvalRecord
@@ -23,6 +24,7 @@ from .common import (
     one_line,
     open_store,
     read,
+    unmatched,
     when,
 )
 from .stats import target
@@ -55,24 +57,43 @@ def run(args: argparse.Namespace) -> int:
     label = label_of(args.store)
     try:
         last = read(label, store.query, **where.keywords(), limit=max(args.lines, 1))
+        why = read(label, unmatched, store, where) if not last else None
+        if why:  # a filter that can never match: say so, rather than wait (or print nothing) in silence
+            say(f"judgehooks: tail: {why}", file=sys.stderr)
         follower = _Follower(store, where, timedelta(seconds=args.lookback))
         if args.follow and last:
             follower.newest = last[0].created_at
             read(label, follower.poll)  # before printing: a record stored after the last N is new
         for record in reversed(last[:args.lines]):
             _emit(show(record))
+        down_since: str | None = None  # an outage is said once when it starts, and once when it ends
+        for handler in logging.getLogger().handlers:  # ...and not again by the driver, a line per failed poll
+            handler.addFilter(_no_driver_chatter)
         while args.follow:
             time.sleep(args.interval)
             try:
                 fresh = call(follower.poll)
             except Exception as exc:  # a store outage while following: say so, keep polling, lose nothing
-                say(f"judgehooks: tail: cannot read store {label}: {one_line(exc)}; retrying", file=sys.stderr)
+                if down_since is None:
+                    down_since = when(datetime.now(UTC))
+                    say(f"judgehooks: tail: cannot read store {label}: {one_line(exc)}; retrying every "
+                        f"{args.interval:g}s (said once until it answers)", file=sys.stderr)
                 continue
+            if down_since is not None:
+                say(f"judgehooks: tail: store {label} answers again (unreadable since {down_since}); "
+                    "nothing stored meanwhile is skipped", file=sys.stderr)
+                down_since = None
             for record in fresh:
                 _emit(show(record))
         return 0
     except KeyboardInterrupt:  # the way to stop following: not an error
         return 0
+
+
+def _no_driver_chatter(record: logging.LogRecord) -> bool:
+    """While tail follows, a database driver's own log lines (psycopg's pool: a warning per dropped
+    connection, per poll) say nothing the outage line does not."""
+    return not record.name.startswith("psycopg")
 
 
 class _Follower:
@@ -117,4 +138,4 @@ def _text_line(record: EvalRecord) -> str:
     detail = " ".join(detail.split())
     detail = detail if len(detail) <= 160 else detail[:159] + "…"
     return (f"{when(record.created_at)} {record.status:<7} {record.evaluator} {who}{score} "
-            f"run={record.run_id} {detail}").rstrip()
+            f"id={record.id} run={record.run_id} {detail}").rstrip()

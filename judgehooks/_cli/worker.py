@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import faulthandler
-import importlib
 import os
 import signal
 import sys
@@ -23,12 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .._evaluators.base import Evaluator
 from .._evaluators.spec import JobRebuild
 from .._grading.redis import check_url, redacted, require_extra
 from .._grading.redis.signing import GENERATE, JOB_KEY_ENV, job_key
 from .._runtime import runtime
-from .common import CommandError, add_store_argument, finite, store_at
+from .common import CommandError, add_store_argument, finite, import_module, module_evaluators, store_at
 from .terminal import say
 
 
@@ -69,11 +67,7 @@ def _imported_evaluators(modules: list[str]) -> dict[str, Any]:
     """Every judgehooks evaluator bound to a module-level name in `modules`, by evaluator name."""
     found: dict[str, Any] = {}
     for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except Exception as exc:
-            raise CommandError(f"worker: --import {name}: {type(exc).__name__}: {exc}", code=2) from None
-        evaluators = [v for v in vars(module).values() if isinstance(v, Evaluator)]
+        evaluators = module_evaluators(import_module(name, "worker: --import"))
         if not evaluators:
             raise CommandError(f"worker: --import {name}: the module defines no judgehooks evaluator at module level",
                                code=2)

@@ -52,7 +52,9 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
     assert cases is not None
     if len(cases) == 0:
         raise ValueError("cases is empty: nothing to grade")
-    run_id = str(uuid.uuid4())
+    # One id for the batch (the result's `run_id`, agno's eval run), and one per case derived from it,
+    # so each case's record is found by its own run id, as a live run's is.
+    batch = str(uuid.uuid4())
     found = []
     for i, case in enumerate(cases):
         if not isinstance(case, Mapping) or "input" not in case or "output" not in case:
@@ -61,8 +63,19 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
         found.append(EvalContext(
             input=render_content(case["input"]), output=render_content(case["output"]),
             expected=None if expected is None else render_content(expected),
-            run_id=run_id, case_index=i, metadata=storable_data(dict(case.get("metadata") or {}))))
+            run_id=batch if single else case_run_id(batch, i), case_index=i,
+            metadata=storable_data(dict(case.get("metadata") or {}))))
     return found
+
+
+def case_run_id(batch: str, index: int) -> str:
+    """The run id of case `index` of the offline batch `batch`: ``<batch>:<index>``."""
+    return f"{batch}:{index}"
+
+
+def batch_of(run_id: str) -> str:
+    """The batch's own id, from any of its cases' run ids (a single pair's is the batch's)."""
+    return run_id.rpartition(":")[0] or run_id
 
 
 async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int, *, name: str,
@@ -80,7 +93,7 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
             records.extend(outcome.records)
         else:
             records.append(outcome)
-    result = AgentAsJudgeResult(run_id=contexts[0].run_id or "", results=records)
+    result = AgentAsJudgeResult(run_id=batch_of(contexts[0].run_id or ""), results=records)
     if print_results:
         result.print_results()
     if print_summary:

@@ -31,7 +31,7 @@ import json
 import os
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 from urllib.parse import urljoin, urlsplit
 
@@ -91,7 +91,7 @@ class WireRoute:
     model: str  # litellm's model string, e.g. openai/gpt-4o-mini
     wire_model: str  # the id sent on the wire, provider prefix removed
     base_url: str
-    api_key: str
+    api_key: str = field(repr=False)  # never in a repr: routes show up in logs and tracebacks
     organization: str | None
     timeout: float
     params: Mapping[str, Mapping[str, Any]]  # per mode and structured output: the body's extra keys

@@ -51,8 +51,15 @@ def test_record_ids_are_unique_per_case_and_deterministic(make_judge):
 
     judge = make_judge(name="batch")
     result = judge.run(cases=[{"input": "a", "output": "b"}] * 3)
-    assert [r.id for r in result.records] == [record_id("batch", result.run_id, i, version=judge.evaluator_version)
-                                                 for i in range(3)]
+    assert [r.id for r in result.records] == [record_id("batch", f"{result.run_id}:{i}", i,
+                                                        version=judge.evaluator_version) for i in range(3)]
+
+
+def test_each_case_of_a_batch_has_a_run_id_of_its_own_derived_from_the_batch(make_judge, store):
+    result = make_judge().run(cases=[{"input": "same", "output": "same"}] * 3)
+    assert [r.run_id for r in result.records] == [f"{result.run_id}:{i}" for i in range(3)]
+    for record in result.records:  # a case's run id finds that case's record and no other
+        assert [r for r in store.records if r.run_id == record.run_id] == [record]
 
 
 @pytest.mark.parametrize("kwargs, message", [
