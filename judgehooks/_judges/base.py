@@ -90,6 +90,12 @@ def is_auth_error(exc: BaseException) -> bool:
     return bool(_AUTH_TEXT.search(str(exc)[:2000]))
 
 
+def refuses_structured_output(exc: BaseException) -> bool:
+    """A server's 400 for the JSON schema response format: ask again without one."""
+    text = str(exc).lower()
+    return _status_of(exc) == 400 and ("response_format" in text or "json_schema" in text)
+
+
 def is_retryable(exc: BaseException) -> bool:
     """429, 5xx, timeouts, connection errors and unreadable replies are worth another attempt;
     an authentication error is not, whatever status the client library gave it."""

@@ -14,7 +14,7 @@ import anyio.to_thread
 from .._base.record import Mode
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
+from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, refuses_structured_output
 from .openai_wire import WireRoute, fast_path_enabled, litellm_configured, resolve_route
 from .prompt import JudgeRequest, verdict_schema
 
@@ -32,11 +32,6 @@ def load_litellm() -> Any:
         litellm.suppress_debug_info = True
         _litellm_module = litellm
     return _litellm_module
-
-
-def _refuses_structured_output(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return _status_of(exc) == 400 and ("response_format" in text or "json_schema" in text)
 
 
 class LiteLLMJudge(BaseJudge):
@@ -102,7 +97,7 @@ class LiteLLMJudge(BaseJudge):
                 try:
                     return await self._send(messages, mode, structured=True)
                 except Exception as exc:
-                    if not _refuses_structured_output(exc):
+                    if not refuses_structured_output(exc):
                         raise
             return await self._send(messages, mode, structured=False)
         except Exception as exc:
