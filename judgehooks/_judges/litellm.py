@@ -83,6 +83,15 @@ class LiteLLMJudge(BaseJudge):
             await anyio.to_thread.run_sync(self.warm_up)
 
     @property
+    def endpoint(self) -> str | None:
+        """The ``api_base`` given, else the base URL litellm resolved (once resolved), else None."""
+        given = self._kwargs.get("api_base")
+        if isinstance(given, str) and given:
+            return given
+        route = self._route
+        return route.base_url if route else None
+
+    @property
     def route(self) -> WireRoute | None:
         """The fast route litellm resolved for this judge, or None when calls go through litellm."""
         if self._route is False:
