@@ -555,3 +555,19 @@ def test_documented_difference_the_summary_counts_judge_errors_beside_the_pass_r
            print_summary=True)
     out = capsys.readouterr().out
     assert "Pass Rate" in out and "100.0%" in out and "Errors" in out and "1 (not in the pass rate)" in out
+
+
+def test_documented_difference_printed_text_is_shown_as_it_is_not_read_as_markup(server):
+    fields = ("q [bold]loud[/bold]", "a [red]x[/red]", "c", None, "r", True)
+    ours, theirs = printed(judgehooks.AgentAsJudgeEvaluation(*fields)), printed(AgentAsJudgeEvaluation(*fields))
+    assert "[bold]loud[/bold]" in ours and "[red]x[/red]" in ours  # a run's text cannot restyle or hide itself
+    assert "[bold]" not in theirs and "loud" in theirs  # agno's table reads it as rich markup
+
+
+def test_documented_difference_background_grading_prints_nothing(server, capsys, tmp_path):
+    store = judgehooks.MemoryStore()
+    ev = make_eval(OurEval, server, store=store, run_in_background=True, outbox=str(tmp_path / "o.db"),
+                   print_results=True, print_summary=True)
+    Agent(model=agent_model(server), post_hooks=[ev], telemetry=False).run("q")
+    assert judgehooks.drain(30) and [r.status for r in store.records] == ["passed"]
+    assert "Agent As Judge" not in capsys.readouterr().out

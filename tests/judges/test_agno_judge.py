@@ -107,3 +107,16 @@ def test_the_judge_model_names_the_provider_as_agnos_metrics_do(server):
     assert (chat.judge_model, like.judge_model) == ("OpenAI Chat/judge", "OpenAI/judge")
     assert (judge_model(server).get_provider(), judge_model(server, OpenAILike).get_provider()) == (
         "OpenAI Chat", "OpenAI")
+
+
+def test_documented_difference_db_rows_name_the_provider_as_the_metrics_do(server, tmp_path):
+    from agno.db.sqlite import SqliteDb
+
+    rows = {}
+    for name, Eval, extra in (("agno", AgnoEval, {"telemetry": False, "show_spinner": False}),
+                              ("judgehooks", AgentAsJudgeEval, {"store": MemoryStore()})):
+        db = SqliteDb(db_file=str(tmp_path / f"{name}.db"))
+        Eval(criteria=CRITERIA, model=judge_model(server), db=db, **extra).run(input="q", output="Paris.")
+        [run] = db.get_eval_runs()
+        rows[name] = (run.model_provider, run.model_id)
+    assert rows == {"agno": ("OpenAI", "judge"), "judgehooks": ("OpenAI Chat", "judge")}

@@ -6,6 +6,7 @@ error's record names the URL and the timeout too. Both judge kinds, one path (`J
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -76,6 +77,10 @@ def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
             if r.name == "judgehooks" and r.levelno == logging.WARNING and "judge_error" in r.getMessage()]
 
 
+def kinds(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [re.search(r"kind='([^']*)'", w).group(1) for w in warnings(caplog)]  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("judge", ["litellm", "agno"])
 @pytest.mark.parametrize("problem", ["missing_key", "unreachable", "hanging"])
 def test_a_misconfigured_judge_warns_once_and_every_evaluation_is_an_error_record(
@@ -107,7 +112,7 @@ def test_another_kind_of_error_warns_again_once(server, caplog):
     evaluator.run(input="q", output="a")
     evaluator.api_base = server.base_url  # now reachable, but its replies cannot be read
     evaluator.run(cases=[{"input": "q", "output": "a [[judge_malformed]]"}] * 2)
-    assert [w.split("kind=")[1].split()[0] for w in warnings(caplog)] == ["'connection'", "'malformed_verdict'"]
+    assert kinds(caplog) == ["connection", "malformed_verdict"]
     assert evaluator.run(input="q", output="a").results[0].status == "passed"
 
 
@@ -124,3 +129,22 @@ def test_a_judge_that_answers_warns_nothing(server: StubLLMServer, caplog):
     evaluator = make_evaluator("agno", server.base_url, key=True)
     assert evaluator.run(input="q", output="a [[fail]]").results[0].status == "failed"
     assert warnings(caplog) == []
+
+
+@pytest.mark.parametrize(("status", "kind"), [(429, "rate_limit"), (500, "HTTP 500"), (404, "HTTP 404")])
+def test_each_kind_of_judge_error_is_named(server, caplog, status, kind):
+    caplog.set_level(logging.WARNING, logger="judgehooks")
+    evaluator = make_evaluator("litellm", server.base_url, key=True)
+    evaluator.retries = 0
+    assert evaluator.run(input="q", output=f"a [[judge_status={status}]]").results[0].status == "error"
+    assert kinds(caplog) == [kind]
+
+
+@pytest.mark.parametrize(("max_retries", "calls"), [(None, 3), (0, 1)])
+def test_an_agno_model_keeps_its_own_clients_retries(server, max_retries, calls):
+    """The OpenAI SDK retries a 500 twice by itself unless the model says max_retries=0."""
+    extra = {} if max_retries is None else {"max_retries": max_retries}
+    model = OpenAIChat(id="judge", base_url=server.base_url, api_key="k", **extra)
+    evaluator = AgentAsJudgeEval(criteria="c", model=model, store=MemoryStore(), retries=0)
+    assert evaluator.run(input="q", output="a [[judge_status=500]]").results[0].status == "error"
+    assert server.settings.counts["judge"] == calls
