@@ -42,7 +42,14 @@ class MalformedVerdict(JudgeError):
 
 
 class JudgeUnavailable(JudgeError):
-    """The judge could not be reached or refused the request."""
+    """The judge could not be reached or refused the request.
+
+    ``remote_type`` names the error this one restates (a timeout or connection error, retold with
+    the judge's URL and timeout): the record's ``error_type`` stays that original's name."""
+
+    def __init__(self, message: str = "", *, remote_type: str | None = None) -> None:
+        super().__init__(message)
+        self.remote_type = remote_type
 
 
 class JudgeProcessDied(JudgeUnavailable):

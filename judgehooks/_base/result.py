@@ -75,6 +75,8 @@ class AgentAsJudgeResult:
     graded_count: int = field(init=False, default=0)
     error_count: int = field(init=False, default=0)
     skipped_count: int = field(init=False, default=0)
+    #: the full mark the summary prints after scores ("8.00/10"): the grading evaluator's scale
+    out_of: float | None = field(init=False, default=10.0, repr=False)
 
     def __post_init__(self) -> None:
         self.compute_stats()
@@ -105,19 +107,32 @@ class AgentAsJudgeResult:
             self.avg_score = self.min_score = self.max_score = self.std_dev_score = None
 
     def print_summary(self, console: Any = None) -> None:
+        """agno's summary table, row for row; beyond agno's rows, the errors and skips when there are
+        any (they are not in the pass rate), and "-" for the pass rate when nothing was graded."""
+        from rich.box import ROUNDED
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title="[ Agent As Judge Evaluation Summary ]", show_header=False)
-        table.add_row("Number of Evaluations", str(len(self.results)))
-        table.add_row("Graded", str(self.graded_count))
-        table.add_row("Pass rate (graded)", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")
-        table.add_row("Errors", str(self.error_count))
+        table = Table(box=ROUNDED, border_style="blue", show_header=False,
+                      title="[ Agent As Judge Evaluation Summary ]", title_style="bold sky_blue1",
+                      title_justify="center", padding=(0, 2), min_width=45)
+        count = len(self.results)
+        table.add_row("Number of Evaluations", f"{count}")
+        table.add_row("Pass Rate", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")
+        if self.error_count:
+            table.add_row("Errors", f"{self.error_count} (not in the pass rate)")
         if self.skipped_count:
-            table.add_row("Skipped", str(self.skipped_count))
+            table.add_row("Skipped", f"{self.skipped_count} (not in the pass rate)")
         if self.avg_score is not None:
-            table.add_row("Score avg / min / max", f"{self.avg_score:.2f} / {self.min_score:g} / {self.max_score:g}")
-            table.add_row("Score std dev", f"{self.std_dev_score:.2f}")
+            mark = f"/{self.out_of:g}" if self.out_of else ""
+            if self.graded_count == 1:
+                table.add_row("Score", f"{self.avg_score:.2f}{mark}")
+            else:
+                table.add_row("Average Score", f"{self.avg_score:.2f}{mark}")
+                table.add_row("Min Score", f"{self.min_score:.2f}{mark}")
+                table.add_row("Max Score", f"{self.max_score:.2f}{mark}")
+                if self.std_dev_score:
+                    table.add_row("Std Deviation", f"{self.std_dev_score:.2f}")
         (console or Console()).print(table)
 
     def print_results(self, console: Any = None) -> None:
@@ -128,6 +143,6 @@ class AgentAsJudgeResult:
     def to_json(self) -> dict[str, Any]:
         """JSON data shaped like agno's ``asdict(result)`` (what agno writes to
         ``file_path_to_save_results`` and to the db), with judgehooks' counts beside it."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "out_of"}
         data["results"] = [r.model_dump(mode="json", fallback=str) for r in self.results]
         return data

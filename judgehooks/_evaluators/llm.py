@@ -23,7 +23,7 @@ from .._hooks.sampling import SampleRate
 from .._hooks.settings import HookSettings
 from .._judges.agno import AgnoJudge, evaluator_agent
 from .._judges.base import Judge
-from .._judges.call import JudgeCall, RetryPolicy
+from .._judges.call import FirstErrors, JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
 from ..stores import Store
@@ -136,6 +136,15 @@ class JudgeConnection:
     @property
     def retry(self) -> RetryPolicy:
         return RetryPolicy(retries=self.retries, backoff=self.retry_backoff)
+
+    @property
+    def first_errors(self) -> FirstErrors:
+        """The kinds of judge error this evaluator has warned about (one warning per kind, for the
+        evaluator's life: its judge calls are rebuilt when a setting is assigned, this is not)."""
+        found = self.__dict__.get("_first_errors")
+        if found is None:
+            found = self.__dict__["_first_errors"] = FirstErrors()
+        return found
 
 
 @dataclass(init=False, eq=False, repr=False)
@@ -280,7 +289,8 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
             judge=self.judge, criteria=self.criteria, mode=self.scoring_strategy, threshold=self.pass_threshold,
             guidelines=guidelines_tuple(self.additional_guidelines), include_tools=self.include_tool_calls,
             context_key=self.context_key, timeout=self.timeout, retry=self.retry,
-            label=self.__dict__.get("evaluator_name") or self.name or self.default_name())
+            label=self.__dict__.get("evaluator_name") or self.name or self.default_name(),
+            first_errors=self.first_errors)
 
     @property
     def pass_threshold(self) -> float | None:

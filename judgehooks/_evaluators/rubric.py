@@ -99,7 +99,7 @@ class Rubric(Evaluator, JudgeConnection):
         self._calls = tuple(
             JudgeCall(judge=self.judge, criteria=f"{c.name}: {c.description}", mode="numeric",
                       threshold=c.min_score or self.threshold, include_tools=self.include_tool_calls,
-                      timeout=self.timeout, retry=retry, label=self.name or "rubric")
+                      timeout=self.timeout, retry=retry, label=self.name or "rubric", first_errors=self.first_errors)
             for c in self._criteria)
 
     def settings(self) -> dict[str, Any] | None:

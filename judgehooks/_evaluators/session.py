@@ -82,7 +82,8 @@ class SessionJudge(Evaluator, JudgeConnection):
         self._call = SessionCall(
             judge=self.judge, criteria=self.criteria, mode=self.scoring_strategy, threshold=self.pass_threshold,
             guidelines=guidelines_tuple(self.additional_guidelines), include_tools=self.include_tool_calls,
-            timeout=self.timeout, retry=self.retry, label=self.name or self.default_name())
+            timeout=self.timeout, retry=self.retry, label=self.name or self.default_name(),
+            first_errors=self.first_errors)
 
     @property
     def lease(self) -> float:

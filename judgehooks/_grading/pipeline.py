@@ -48,6 +48,9 @@ class Graded(Protocol):
     @property
     def evaluator_version(self) -> str | None: ...
 
+    @property
+    def scale(self) -> float: ...  # the full mark of its scores (10 for an LLM judge)
+
     def evaluate(self, ctx: EvalContext) -> Any: ...
 
     def record_metadata(self) -> Mapping[str, Any]: ...

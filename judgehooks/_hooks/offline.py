@@ -94,6 +94,7 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
         else:
             records.append(outcome)
     result = AgentAsJudgeResult(run_id=batch_of(contexts[0].run_id or ""), results=records)
+    result.out_of = pipeline.evaluator.scale
     if print_results:
         result.print_results()
     if print_summary:

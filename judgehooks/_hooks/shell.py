@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._base.caller import as_sync_caller
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
@@ -129,11 +130,13 @@ class HookShell:
             wiring.dispatcher.submit(ctx, rate)
             return
         with tracing.holding(span):  # inline: the events go on the run's own span
-            record = runtime.call(self.grade_quietly, ctx, rate)
+            grade = as_sync_caller(self.grade_quietly)  # an evaluator agent is asked with its sync `run`, as agno does
+            record = runtime.call(grade, ctx, rate)
             fold_judge_usage(record, getattr(run_output, "metrics", None))
+            self._print(record)
             if self.gate is not None:
                 runtime.call(self.gate.enforce, record, run_output, agent or team, self._snapshot(agent, team, ctx),
-                             self.grade_quietly, True)
+                             grade, True)
 
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                                metadata: Mapping[str, Any] | None) -> None:
@@ -148,6 +151,7 @@ class HookShell:
         with tracing.holding(span):  # inline: the events go on the run's own span
             record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate))
             fold_judge_usage(record, getattr(run_output, "metrics", None))
+            self._print(record)
             if self.gate is not None:
                 await self.gate.enforce(record, run_output, agent or team, self._snapshot(agent, team, ctx),
                                         self.grade_quietly, False)
@@ -157,6 +161,20 @@ class HookShell:
         the original run's trace: its events go where the original's go)."""
         return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools,
                                            trace=(original.trace_id, original.span_id), redact=self.settings.redact)
+
+    def _print(self, record: EvalRecord | None) -> None:
+        """`print_results` / `print_summary` on a post hook: agno's evaluator prints its tables after
+        every run it grades inline (a one-evaluation result), and so does this one. Background
+        grading prints nothing: the run has returned before its verdict exists."""
+        settings = self.settings
+        if record is None or not (settings.print_results or settings.print_summary):
+            return
+        result = AgentAsJudgeResult(run_id=record.run_id or "", results=[record])
+        result.out_of = self.evaluator.scale
+        if settings.print_results:
+            result.print_results()
+        if settings.print_summary:
+            result.print_summary()
 
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:
@@ -170,7 +188,8 @@ class HookShell:
     def run(self, input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
             expected_output: str | None, print_summary: bool, print_results: bool,
             run_metrics: Any = None) -> AgentAsJudgeResult:
-        result = runtime.call(self._offline, input, output, cases, expected_output, print_summary, print_results)
+        result = runtime.call(as_sync_caller(self._offline), input, output, cases, expected_output, print_summary,
+                              print_results)
         for record in result.results:
             fold_judge_usage(record, run_metrics)
         return result

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from .._base.caller import sync_caller
 from .._base.context import render_content
 from .._base.record import Mode
-from .base import BaseJudge, JudgeReply
+from .base import BaseJudge, JudgeReply, refuses_structured_output
 from .prompt import JudgeRequest
 
 if TYPE_CHECKING:
@@ -68,21 +69,84 @@ def _cost(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def schema_for(mode: Mode) -> Any:
+    """agno's verdict schema for a scoring strategy (the `output_schema` its judge Agent gets)."""
+    from agno.eval.agent_as_judge import BinaryJudgeResponse, NumericJudgeResponse
+
+    return NumericJudgeResponse if mode == "numeric" else BinaryJudgeResponse
+
+
+def response_format(model: Any, schema: Any) -> Any:
+    """What agno's judge Agent asks `model` for when its `output_schema` is `schema` (agno's
+    `get_response_format` with an Agent's defaults): the schema itself to a model with native
+    structured outputs (agno's OpenAI models send it as a strict ``json_schema``), a ``json_schema``
+    dict to one with JSON schema outputs, else JSON mode."""
+    if getattr(model, "supports_native_structured_outputs", False) is True:
+        return schema
+    if getattr(model, "supports_json_schema_outputs", False) is True:
+        return {"type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}}
+    return {"type": "json_object"}
+
+
+def verdict_text(content: Any, parsed: Any, schema: Any) -> str:
+    """A model's reply as the text `parse_verdict` reads, after what agno's own parsing removes.
+
+    agno reads its judge's reply with `parse_response_model_str`: the reply as the schema's JSON,
+    after a reasoning model's ``<think>...</think>``. A reply that opens with its thinking and then
+    is the schema's JSON is passed on as that JSON (nonce and all: no field is dropped here); any
+    other reply goes on whole, to the nonce-aware reading, never to agno's merge of every JSON object
+    in the text (which a quoted, forged verdict could win)."""
+    if not isinstance(content, str) or not content.strip():
+        if parsed is not None and isinstance(parsed, schema):
+            return str(parsed.model_dump_json())
+        return render_content(content) if content is not None else ""
+    stripped = content.strip()
+    if stripped.startswith("<think>") and "</think>" in stripped:
+        answer = stripped.split("</think>", 1)[1].strip()
+        try:
+            schema.model_validate_json(answer)
+        except ValueError:  # pydantic's ValidationError is one
+            return content
+        return answer
+    return content
+
+
+def metrics_provider(model: Any) -> str | None:
+    """The provider as agno's metrics name it (`Model.get_provider()`: "OpenAI Chat" for OpenAIChat)."""
+    get = getattr(model, "get_provider", None)
+    try:
+        found = get() if callable(get) else None
+    except Exception:  # a mock or a half-built model: fall back to its `provider`
+        found = None
+    return _text(found) or _text(getattr(model, "provider", None))
+
+
 async def _run_agent(agent: Any, prompt: str) -> Any:
-    """One run of the evaluator agent: awaited when it is an agno Agent or Team or has a coroutine
-    `arun`; else its sync `run` on a worker thread (a test's mock agent configures `run`)."""
+    """One run of the evaluator agent, as agno's evaluator makes it: its sync `run` (on a worker
+    thread) when a sync caller asked for the grading (`run()`, a sync post hook), its `arun` when an
+    async one did, as agno's `run()` and `arun()` do (tests mock the one their caller uses). An
+    object whose `arun` is no coroutine function (a mock with only `run`) is run with `run`."""
     from agno.agent import Agent
     from agno.team import Team
 
     arun = getattr(agent, "arun", None)
-    if isinstance(agent, (Agent, Team)) or inspect.iscoroutinefunction(arun):
+    if not sync_caller() and (isinstance(agent, (Agent, Team)) or inspect.iscoroutinefunction(arun)):
         output = arun(prompt, stream=False)  # type: ignore[misc]
         return await output if inspect.isawaitable(output) else output
-    return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False))
+    return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False), abandon_on_cancel=True)
 
 
 class AgnoJudge(BaseJudge):
-    """Grades with an agno Model, or with a caller's evaluator Agent (agno's own API)."""
+    """Grades with an agno Model, or with a caller's evaluator Agent (agno's own API).
+
+    A Model is asked for agno's verdict schema as agno's judge Agent asks it (`response_format`), and
+    asked again without it when the server refuses structured output (HTTP 400), as `LiteLLMJudge` is.
+    """
 
     def __init__(self, model: Any = None, evaluator_agent: Any = None) -> None:
         if model is None and evaluator_agent is None:
@@ -90,9 +154,18 @@ class AgnoJudge(BaseJudge):
         self._model = model
         self._agent = evaluator_agent
         source = model if model is not None else getattr(evaluator_agent, "model", None)
-        provider, model_id = getattr(source, "provider", None), getattr(source, "id", None)
-        self.model = (f"{provider if isinstance(provider, str) and provider else 'agno'}/"
-                      f"{model_id if isinstance(model_id, str) and model_id else 'model'}")
+        self._source = source
+        # the provider as agno's metrics name the judge (get_provider(): "OpenAI Chat" for OpenAIChat)
+        self.model = f"{metrics_provider(source) or 'agno'}/{_text(getattr(source, 'id', None)) or 'model'}"
+
+    @property
+    def endpoint(self) -> str | None:
+        """The agno model's ``base_url`` (or ``api_base`` / ``host``), or None for its provider's default."""
+        for name in ("base_url", "api_base", "host"):
+            value = getattr(self._source, name, None)
+            if value is not None and not callable(value) and str(value):
+                return str(value)
+        return None
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         if self._agent is not None:
@@ -101,19 +174,29 @@ class AgnoJudge(BaseJudge):
             output = await _run_agent(self._agent, prompt)
             content = output.content
             metrics = output.metrics
+            text = content if isinstance(content, str) else (render_content(content) if content is not None else "")
         else:
-            from agno.models.message import Message
-
-            messages = [Message(role=m["role"], content=m["content"]) for m in request.messages]
-            response = await self._model.aresponse(messages=messages)
-            content = response.content
+            schema = schema_for(request.mode)
+            response = await self._ask_model(request, response_format(self._model, schema))
+            text = verdict_text(response.content, getattr(response, "parsed", None), schema)
             metrics = getattr(response, "response_usage", None)
-        if content is not None and not isinstance(content, str):
-            content = render_content(content)
         return JudgeReply(
-            text=content or "",
+            text=text or "",
             model=self.model,
             prompt_tokens=_count(getattr(metrics, "input_tokens", None)),
             completion_tokens=_count(getattr(metrics, "output_tokens", None)),
             cost_usd=_cost(getattr(metrics, "cost", None)),
         )
+
+    async def _ask_model(self, request: JudgeRequest, fmt: Any) -> Any:
+        from agno.models.message import Message
+
+        def messages() -> list[Any]:  # the model appends its answer to the list: a fresh one per call
+            return [Message(role=m["role"], content=m["content"]) for m in request.messages]
+
+        try:
+            return await self._model.aresponse(messages=messages(), response_format=fmt)
+        except Exception as exc:
+            if not refuses_structured_output(exc):
+                raise
+        return await self._model.aresponse(messages=messages())

@@ -64,6 +64,12 @@ class BaseJudge(ABC):
         """Release what the judge holds (clients, processes)."""
         return None
 
+    @property
+    def endpoint(self) -> str | None:
+        """The URL the judge calls (it may carry credentials: strip them before showing it), or None
+        when the provider's default is used."""
+        return None
+
 
 def _status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
@@ -88,6 +94,54 @@ def is_auth_error(exc: BaseException) -> bool:
     if error_name(exc) in _AUTH_NAMES or _status_of(exc) in (401, 403):
         return True
     return bool(_AUTH_TEXT.search(str(exc)[:2000]))
+
+
+def refuses_structured_output(exc: BaseException) -> bool:
+    """A server's 400 for the JSON schema response format: ask again without one."""
+    text = str(exc).lower()
+    return _status_of(exc) == 400 and ("response_format" in text or "json_schema" in text)
+
+
+_TIMEOUT_NAMES = frozenset({"Timeout", "APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout",
+                            "PoolTimeout", "TimeoutError"})
+_CONNECTION_NAMES = frozenset({"APIConnectionError", "ConnectError", "RemoteProtocolError", "JudgeProcessDied",
+                               "ClientConnectorError", "ServerDisconnectedError"})
+_CONNECTION_TEXT = lazy_pattern(r"connection (?:error|refused|reset)|cannot connect|failed to connect", re.IGNORECASE)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and what it was raised from (litellm and agno wrap the transport's error)."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(found) < 8 and current not in found:
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def error_kind(exc: BaseException) -> str:
+    """What went wrong, in words a user acts on: ``auth``, ``timeout``, ``connection``, ``rate_limit``,
+    ``malformed_verdict``, ``HTTP <status>``, else the error's type name. The first judge error of each
+    kind an evaluator meets is logged as a warning (`JudgeCall.ask`)."""
+    if isinstance(exc, MalformedVerdict):  # its message quotes the reply: no keyword in it counts
+        return "malformed_verdict"
+    chain = _chain(exc)
+    if any(is_auth_error(e) for e in chain):
+        return "auth"
+    # The deepest cause decides: aiohttp reports a refused connection as a ConnectTimeout, which
+    # the SDK raises as APITimeoutError, with the ConnectionRefusedError underneath.
+    for e in reversed(chain):
+        if isinstance(e, TimeoutError) or error_name(e) in _TIMEOUT_NAMES:
+            return "timeout"
+        if isinstance(e, ConnectionError) or error_name(e) in _CONNECTION_NAMES:
+            return "connection"
+    if any(_CONNECTION_TEXT.search(str(e)[:500]) for e in chain):
+        return "connection"
+    names = {error_name(e) for e in chain}
+    status = _status_of(exc)
+    if status == 429 or "RateLimitError" in names:
+        return "rate_limit"
+    return f"HTTP {status}" if status is not None else error_name(exc)
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -121,7 +175,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 def error_name(exc: BaseException) -> str:
     """A stable error_type: the exception's class name (litellm's names are informative), or the
-    original's name for an error raised in the judge process."""
+    original's name for an error raised in the judge process or restated with where the judge is."""
     return getattr(exc, "remote_type", None) or type(exc).__name__
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -18,9 +19,20 @@ from .._base.log import log
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import Mode
-from ..exceptions import JudgeUnavailable, MissingContext
+from .._base.urls import without_credentials
+from ..exceptions import EvaluatorError, JudgeUnavailable, MissingContext
 from .agreement import check_agreement
-from .base import BaseJudge, Judge, JudgeReply, error_name, is_retryable, retry_after_seconds
+from .base import (
+    BaseJudge,
+    Judge,
+    JudgeReply,
+    _status_of,
+    describe,
+    error_kind,
+    error_name,
+    is_retryable,
+    retry_after_seconds,
+)
 from .prompt import JudgeRequest, build_request
 from .verdict import Verdict, parse_verdict
 
@@ -41,6 +53,31 @@ class RetryPolicy:
         return min(self.backoff * (2.0 ** (attempt - 1)), self.max_backoff) * (0.5 + random.random() / 2)
 
 
+_HINTS = {
+    "auth": "set the provider's API key variable or pass api_key=... (a local server that needs none: any string)",
+    "timeout": "check that api_base (or the agno model's base_url) is the server you meant, or raise timeout=...",
+    "connection": "nothing answers there: check api_base (or the agno model's base_url) and that the server runs",
+}
+
+
+class FirstErrors:
+    """The kinds of judge error (`error_kind`) an evaluator has met: the first of each kind is
+    logged as one warning; later ones of that kind only make their error records."""
+
+    __slots__ = ("_lock", "_seen")
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def first(self, kind: str) -> bool:
+        with self._lock:
+            if kind in self._seen:
+                return False
+            self._seen.add(kind)
+            return True
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeCall:
     """One LLM-judge question, frozen at construction: criteria, verdict shape, judge, retries."""
@@ -55,6 +92,7 @@ class JudgeCall:
     timeout: float = 60.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     label: str = ""  # who is asking, for the retry log line
+    first_errors: FirstErrors = field(default_factory=FirstErrors, compare=False, repr=False)  # the evaluator's
 
     def request(self, ctx: EvalContext) -> JudgeRequest:
         context = None if self.context_key is None else ctx.metadata.get(self.context_key)
@@ -87,7 +125,7 @@ class JudgeCall:
             try:
                 await self.judge.prepare()
             except Exception as exc:
-                return Outcome(error=exc, attempts=0, judge_model=self.judge.model)
+                return Outcome(error=self.failed(exc, 0), attempts=0, judge_model=self.judge.model)
         meter = current_meter.get()
         refused: str | None = None
         while True:
@@ -127,8 +165,44 @@ class JudgeCall:
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
         if verdict is None:  # a refused call says so: the record's details["spend_cap"]
-            return Outcome(error=error, details={"spend_cap": refused} if refused else {}, **usage)
+            assert error is not None
+            kept = error if refused and attempts == 0 else self.failed(error, attempts)  # a cap is no judge error
+            return Outcome(error=kept, details={"spend_cap": refused} if refused else {}, **usage)
         return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, **usage)
+
+    def endpoint(self) -> str | None:
+        """The judge's URL without credentials (user info, query), or None for the provider's default."""
+        url = self.judge.endpoint if isinstance(self.judge, BaseJudge) else None
+        return (without_credentials(url) or None) if url else None
+
+    def failed(self, error: BaseException, attempts: int) -> BaseException:
+        """The error the record keeps, after the retries: a timeout or connection error restated with
+        the judge's URL and the timeout (its type name kept as the record's error_type). The first
+        error of each kind this evaluator meets is logged as one warning naming the model, the URL
+        and the timeout, so a misconfigured judge speaks once instead of filling the store silently."""
+        if isinstance(error, EvaluatorError):  # e.g. MissingContext: the run's, not the judge's
+            return error
+        kind, url = error_kind(error), self.endpoint()
+        where = url or "the provider's default URL"
+        kept = error
+        if kind in ("timeout", "connection"):
+            tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+            if kind == "timeout":
+                text = f"the judge at {where} did not answer within the {self.timeout:g} s timeout ({tries})"
+            else:
+                text = (f"could not connect to the judge at {where} ({describe(error)}; timeout {self.timeout:g} s, "
+                        f"{tries})")
+            kept = JudgeUnavailable(text, remote_type=error_name(error))
+            kept.__cause__ = error
+        if self.first_errors.first(kind):
+            # the provider's own words only when no server wrote them (a missing key): a reply's
+            # body is not trusted to stay out of logs
+            said = describe(error) if _status_of(error) is None and kind == "auth" else None
+            log.warning("judge_error", evaluator=self.label, kind=kind, error_type=error_name(error),
+                        model=self.judge.model, url=where, timeout_s=self.timeout, attempts=attempts,
+                        **({"message": said} if said else {}), **({"fix": _HINTS[kind]} if kind in _HINTS else {}),
+                        note="logged once per evaluator and kind; every evaluation still ends as an error record")
+        return kept
 
 
 _N = TypeVar("_N", int, float)

@@ -15,7 +15,7 @@ from .._base.record import Mode
 from .._base.secrets import remember, remember_environment
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import BaseJudge, JudgeReply, _status_of, is_auth_error
+from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, refuses_structured_output
 from .openai_wire import MAX_REPLY_BYTES, WireRoute, fast_path_enabled, litellm_configured, resolve_route
 from .prompt import JudgeRequest, verdict_schema
 
@@ -33,11 +33,6 @@ def load_litellm() -> Any:
         litellm.suppress_debug_info = True
         _litellm_module = litellm
     return _litellm_module
-
-
-def _refuses_structured_output(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return _status_of(exc) == 400 and ("response_format" in text or "json_schema" in text)
 
 
 class LiteLLMJudge(BaseJudge):
@@ -98,6 +93,15 @@ class LiteLLMJudge(BaseJudge):
             await anyio.to_thread.run_sync(self.warm_up)
 
     @property
+    def endpoint(self) -> str | None:
+        """The ``api_base`` given, else the base URL litellm resolved (once resolved), else None."""
+        given = self._kwargs.get("api_base")
+        if isinstance(given, str) and given:
+            return given
+        route = self._route
+        return route.base_url if route else None
+
+    @property
     def route(self) -> WireRoute | None:
         """The fast route litellm resolved for this judge, or None when calls go through litellm."""
         if self._route is False:
@@ -113,7 +117,7 @@ class LiteLLMJudge(BaseJudge):
                 try:
                     return await self._send(messages, mode, structured=True)
                 except Exception as exc:
-                    if not _refuses_structured_output(exc):
+                    if not refuses_structured_output(exc):
                         raise
             return await self._send(messages, mode, structured=False)
         except Exception as exc:

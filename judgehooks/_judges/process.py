@@ -162,6 +162,13 @@ class ProcessJudge(BaseJudge):
         #: (None before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
 
+    @property
+    def endpoint(self) -> str | None:
+        """The ``api_base`` the helper process calls, or None for the provider's default."""
+        kwargs = self._config["kwargs"]
+        given = kwargs.get("api_base") if isinstance(kwargs, dict) else None
+        return given if isinstance(given, str) and given else None
+
     def _ensure(self) -> _Child:
         return _child_for(self._config, self.processes)
 

@@ -440,3 +440,134 @@ def test_a_model_with_slashes_in_its_id_keeps_them_in_db_rows_and_metrics():
 
     assert split_model("openrouter/meta-llama/llama-3") == ("openrouter", "meta-llama/llama-3")
     assert split_model("OpenAI/judge") == ("OpenAI", "judge") and split_model("gpt-4o") == ("", "gpt-4o")
+
+
+# ---- agno's own unit-test pattern: mock the evaluator agent's run (sync) or arun (async) ----------
+
+
+def _agnos_mock(ev: Any, method: str, *verdicts: Any) -> MagicMock:
+    """What agno's tests/unit/eval/test_agent_as_judge_eval.py does: the evaluator agent from
+    get_evaluator_agent(), its model a MagicMock, `run` (or `arun`) mocked, assigned back."""
+    from agno.run.agent import RunOutput
+
+    evaluator = ev.get_evaluator_agent()
+    evaluator.model = MagicMock()
+    outputs = [RunOutput(content=v) for v in verdicts]
+    mocked = MagicMock(side_effect=outputs) if method == "run" else AsyncMock(side_effect=outputs)
+    setattr(evaluator, method, mocked)
+    ev.evaluator_agent = evaluator
+    return mocked
+
+
+def test_a_sync_run_is_judged_by_the_mocked_evaluator_agent_run(Eval, server):
+    failed: list[Any] = []
+    ev = Eval(criteria="Response must be excellent", scoring_strategy="numeric", threshold=8, on_fail=failed.append,
+              telemetry=False, show_spinner=False)
+    mocked = _agnos_mock(ev, "run", NumericJudgeResponse(score=9, reason="Excellent."),
+                         NumericJudgeResponse(score=5, reason="Poor."))
+    result = ev.run(cases=[{"input": "Test 1", "output": "Response 1"}, {"input": "Test 2", "output": "Response 2"}],
+                    print_results=False)
+    assert sorted((r.score, r.passed) for r in result.results) == [(5, False), (9, True)]
+    assert [(e.score, e.passed) for e in failed] == [(5, False)] and result.pass_rate == 50.0
+    assert mocked.call_count == 2 and server.settings.counts["judge"] == 0
+
+
+@pytest.mark.anyio
+async def test_an_async_arun_is_judged_by_the_mocked_evaluator_agent_arun(Eval, server):
+    ev = Eval(criteria="Response must be concise", scoring_strategy="numeric", threshold=6, telemetry=False,
+              show_spinner=False)
+    mocked = _agnos_mock(ev, "arun", NumericJudgeResponse(score=7, reason="Mocked async evaluation."))
+    result = await ev.arun(input="What is AI?", output="Artificial intelligence.", print_results=False)
+    assert [(r.score, r.passed, r.reason) for r in result.results] == [(7, True, "Mocked async evaluation.")]
+    assert mocked.await_count == 1 and server.settings.counts["judge"] == 0
+
+
+def test_a_sync_post_hook_is_judged_by_the_mocked_evaluator_agent_run(Eval, server):
+    failed: list[Any] = []
+    ev = make_eval(Eval, server, scoring_strategy="binary", on_fail=failed.append)
+    mocked = _agnos_mock(ev, "run", BinaryJudgeResponse(passed=False, reason="mocked in the hook"))
+    Agent(model=agent_model(server), post_hooks=[ev], telemetry=False).run("q")
+    assert [(e.passed, e.reason) for e in failed] == [(False, "mocked in the hook")]
+    assert mocked.call_count == 1 and server.settings.counts["judge"] == 0
+
+
+# ---- what agno says of its judge: the provider in the run's metrics, the tables a post hook prints ----
+
+
+def openai_chat_judge(server: StubLLMServer) -> Any:
+    from agno.models.openai import OpenAIChat
+
+    return OpenAIChat(id="judge", base_url=server.base_url, api_key="k")
+
+
+def test_the_run_metrics_name_the_judges_provider_as_agno_does(Eval, server):
+    ev = Eval(criteria="The answer echoes the question.", model=openai_chat_judge(server), telemetry=False,
+              show_spinner=False)
+    out = Agent(model=agent_model(server), post_hooks=[ev], telemetry=False).run("q")
+    assert [(m.provider, m.id) for m in out.metrics.details["eval_model"]] == [("OpenAI Chat", "judge")]
+
+
+@pytest.mark.parametrize("numeric", [True, False], ids=["numeric", "binary"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["run", "arun"])
+def test_a_post_hook_with_print_results_and_summary_prints_what_agnos_prints(server, capsys, tmp_path, monkeypatch,
+                                                                          numeric, asynchronous):
+    import asyncio
+
+    monkeypatch.chdir(tmp_path)
+    strategy: dict[str, Any] = {"scoring_strategy": "numeric", "threshold": 7} if numeric else {}
+    printed_by: dict[str, str] = {}
+    for name, Eval in (("agno", AgnoEval), ("judgehooks", OurEval)):
+        ev = Eval(criteria="The answer echoes the question.", model=openai_chat_judge(server), telemetry=False,
+                  print_results=True, print_summary=True, **strategy)
+        agent = Agent(model=agent_model(server), post_hooks=[ev], telemetry=False)
+        capsys.readouterr()
+        if asynchronous:
+            asyncio.run(agent.arun("What is the capital of France?"))
+        else:
+            agent.run("What is the capital of France?")
+        printed_by[name] = capsys.readouterr().out
+    assert "[ Agent As Judge Evaluation Summary ]" in printed_by["agno"]  # agno printed: the comparison means something
+    assert printed_by["judgehooks"] == printed_by["agno"]
+    judgehooks.drain(30)
+
+
+@pytest.mark.parametrize("numeric", [True, False], ids=["numeric", "binary"])
+def test_an_offline_batch_prints_the_summary_agno_prints(server, capsys, numeric):
+    """(print_results too, when the texts hold no square brackets: agno's tables read them as rich
+    markup, judgehooks' print them as they are; the post hook test above compares those.)"""
+    strategy: dict[str, Any] = {"scoring_strategy": "numeric", "threshold": 7} if numeric else {}
+    cases = [{"input": "q1", "output": "a1 [[score=9]]"}, {"input": "q2", "output": "a2 [[score=4]] [[fail]]"},
+             {"input": "q3", "output": "a3 [[score=6]]"}]
+    printed_by: dict[str, str] = {}
+    for name, Eval in (("agno", AgnoEval), ("judgehooks", OurEval)):
+        extra = {"store": judgehooks.MemoryStore(), "max_concurrency": 1} if Eval is OurEval else {}
+        ev = make_eval(Eval, server, **strategy, **extra)
+        capsys.readouterr()
+        ev.run(cases=cases, print_summary=True)
+        printed_by[name] = capsys.readouterr().out
+    assert "Number of Evaluations" in printed_by["agno"]
+    assert printed_by["judgehooks"] == printed_by["agno"]
+
+
+def test_documented_difference_the_summary_counts_judge_errors_beside_the_pass_rate(server, capsys):
+    ev = make_eval(OurEval, server, store=judgehooks.MemoryStore(), retries=0)
+    ev.run(cases=[{"input": "q", "output": "a"}, {"input": "q", "output": "a [[judge_status=500]]"}],
+           print_summary=True)
+    out = capsys.readouterr().out
+    assert "Pass Rate" in out and "100.0%" in out and "Errors" in out and "1 (not in the pass rate)" in out
+
+
+def test_documented_difference_printed_text_is_shown_as_it_is_not_read_as_markup(server):
+    fields = ("q [bold]loud[/bold]", "a [red]x[/red]", "c", None, "r", True)
+    ours, theirs = printed(judgehooks.AgentAsJudgeEvaluation(*fields)), printed(AgentAsJudgeEvaluation(*fields))
+    assert "[bold]loud[/bold]" in ours and "[red]x[/red]" in ours  # a run's text cannot restyle or hide itself
+    assert "[bold]" not in theirs and "loud" in theirs  # agno's table reads it as rich markup
+
+
+def test_documented_difference_background_grading_prints_nothing(server, capsys, tmp_path):
+    store = judgehooks.MemoryStore()
+    ev = make_eval(OurEval, server, store=store, run_in_background=True, outbox=str(tmp_path / "o.db"),
+                   print_results=True, print_summary=True)
+    Agent(model=agent_model(server), post_hooks=[ev], telemetry=False).run("q")
+    assert judgehooks.drain(30) and [r.status for r in store.records] == ["passed"]
+    assert "Agent As Judge" not in capsys.readouterr().out

@@ -80,7 +80,7 @@ def test_print_summary_and_results_are_opt_in(make_judge, capsys):
     assert capsys.readouterr().out == ""
     judge.run(input="a", output="b", print_summary=True, print_results=True)
     out = capsys.readouterr().out
-    assert "Pass rate" in out and "Agent As Judge Evaluation" in out
+    assert "Pass Rate" in out and "Agent As Judge Evaluation" in out
 
 
 def test_results_saved_to_file(make_judge, tmp_path):

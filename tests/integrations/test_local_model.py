@@ -242,6 +242,25 @@ def test_agent_and_judges_run_end_to_end_through_the_local_model(local, tmp_path
 
 
 @pytest.mark.slow
+def test_an_agno_model_judge_on_the_local_model_grades_whatever_agnos_judge_grades(local):
+    """The real, impolite judge: asked for agno's verdict schema, as agno's judge asks it, SmolLM2
+    answers with a verdict; asked in the prompt only, it mostly answered prose (error records)."""
+    from agno.eval.agent_as_judge import AgentAsJudgeEval as AgnoEval
+
+    cases = [{"input": q, "output": a} for q, a in zip(QUESTIONS, ["Rome.", "Hello! Nice to meet you.", "Blue."],
+                                                       strict=True)]
+    judge = {"criteria": "The answer is correct and polite."}
+    # one call at a time: llama.cpp answers them in turn, and a loaded machine must not time them out
+    ours = AgentAsJudgeEval(model=local.agno_model(max_tokens=200, temperature=0), store=judgehooks.MemoryStore(),
+                            timeout=300, retries=0, max_concurrency=1, **judge).run(cases=cases)
+    theirs = AgnoEval(model=local.agno_model(max_tokens=200, temperature=0), telemetry=False, show_spinner=False,
+                      **judge).run(cases=cases)
+    assert theirs is not None and theirs.results, "agno's own judge graded nothing: nothing to compare with"
+    graded = {r.input for r in ours.results if r.status in ("passed", "failed")}
+    assert {e.input for e in theirs.results} <= graded, [(r.error_type, r.error_message) for r in ours.results]
+
+
+@pytest.mark.slow
 def test_structured_output_through_litellm_is_schema_valid_and_a_broken_schema_is_refused(local):
     litellm = load_litellm()
     call = {"model": local.litellm_model, "api_base": local.base_url, "api_key": local.api_key, "timeout": 120,

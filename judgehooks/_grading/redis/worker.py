@@ -61,6 +61,7 @@ class _Unavailable:
     mode: Mode = "binary"
     pass_threshold: float | None = None
     evaluator_version: str | None = None  # unknown: the evaluator was never built
+    scale: float = 1.0
     dead_letter: bool = False  # the job itself killed its workers: not the evaluator's absence
 
     async def evaluate(self, ctx: EvalContext) -> Outcome:
