@@ -76,11 +76,13 @@ def test_a_label_names_what_is_wrong_with_it(make_judge, store):
     assert runtime.call(store.read_labels) == []
 
 
-def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, tmp_path):
+def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, make_agent, tmp_path):
     db = tmp_path / "evals.db"
     store = SQLiteStore(db)
     first, second = sorted(graded(make_judge, store, "q1", "q2"), key=lambda r: r.input)
     [live] = graded(make_judge, store, "q3", name="other")
+    # one live run graded by two evaluators: two records share its run id
+    shared = make_agent(make_judge(store=store, name="judge-a"), make_judge(store=store, name="judge-b")).run("q4")
     lines = [
         json.dumps({"record_id": first.id, "passed": False, "note": "wrong year"}),
         "not json",
@@ -88,7 +90,7 @@ def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, tmp_p
         json.dumps({"run_id": live.run_id, "score": 3, "by": "bob"}),
         json.dumps({"record_id": second.id}),
         json.dumps({"record_id": second.id, "passed": "yes"}),
-        json.dumps({"run_id": first.run_id, "passed": True}),  # an offline batch: two records share the run
+        json.dumps({"run_id": shared.run_id, "passed": True}),  # two evaluators' records share the run
         json.dumps(["a", "list"]),
         "",
     ]
@@ -104,7 +106,8 @@ def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, tmp_p
     assert any("line 3: no record 'missing' in the store" in line for line in done.stderr.splitlines())
     assert any("line 5: a label needs passed=True/False or a score" in line for line in done.stderr.splitlines())
     assert any("line 6: passed must be True, False or None" in line for line in done.stderr.splitlines())
-    assert any(f"line 7: run '{first.run_id}' has 2 records" in line for line in done.stderr.splitlines())
+    ambiguous = f"line 7: run '{shared.run_id}' has records of 2 evaluators (judge-a, judge-b): say which"
+    assert any(ambiguous in line for line in done.stderr.splitlines())
     assert any("line 8: a JSON object is needed, got list" in line for line in done.stderr.splitlines())
     assert len(errors) == 6
     numbers = [int(line.split(": line ")[1].split(":")[0]) for line in done.stderr.splitlines()]

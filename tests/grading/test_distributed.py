@@ -113,7 +113,7 @@ def test_broker_needs_background_grading(make_judge):
     (["--broker", "amqp://x"], "--broker must be a Redis URL"),
     (["--broker", "redis://127.0.0.1:1/0", "--concurrency", "0"], "--concurrency must be >= 1"),
     (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "no_such_module_here"],
-     "--import no_such_module_here: ModuleNotFoundError"),
+     "--import no_such_module_here: No module named 'no_such_module_here'"),
     (["--broker", "redis://127.0.0.1:1/0", "--store", "memory://", "--import", "json"],
      "--import json: the module defines no judgehooks evaluator"),
 ])

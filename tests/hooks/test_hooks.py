@@ -201,7 +201,7 @@ def test_a_raising_callback_changes_nothing(make_judge, make_agent, store):
     assert out.content.startswith("ECHO") and out.status.value == "COMPLETED"
     assert only(store, run_id=out.run_id).status == "failed" and len(calls) == 1
     failure = [e for e in logs if e["event"] == "callback_failed"]
-    assert failure and failure[0]["callback"] == "on_fail" and failure[0]["exc_info"] is True
+    assert failure and failure[0]["callback"] == "on_fail" and "RuntimeError: pager is down" in failure[0]["exception"]
 
 
 # ---- judge errors become error records ----------------------------------------------------------

@@ -461,4 +461,4 @@ def test_grade_sessions_names_a_redactor_it_cannot_import(capsys, tmp_path):
 
     code = main(["grade-sessions", "--agno-db", f"sqlite:///{tmp_path / 'agno.db'}", "--store",
                  f"sqlite:///{tmp_path / 'evals.db'}", "--criteria", "c", "--redact", "no_such_module:redact"])
-    assert code == 2 and "--redact 'no_such_module:redact'" in capsys.readouterr().err
+    assert code == 2 and "--redact no_such_module: No module named 'no_such_module'" in capsys.readouterr().err
