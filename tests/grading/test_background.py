@@ -298,17 +298,16 @@ async def test_requests_per_minute_spaces_judge_calls():
     clock = Clock()
     limiter = RateLimiter(6000, clock=clock, sleep=clock.sleep)  # one call per 10 ms
     await limiter.acquire()
-    first_slot_end = limiter._next
+    first_slot = limiter._last
     for _ in range(4):
         await limiter.acquire()  # each waits for its own slot: back-to-back calls are spaced, not bunched
-    assert limiter._next - first_slot_end == pytest.approx(4 * limiter.interval)
+    assert limiter._last - first_slot == pytest.approx(4 * limiter.interval)
     assert clock.slept == pytest.approx([limiter.interval] * 4)
     clock.now += 1.0  # a caller who comes after a quiet second goes at once, and earns no burst
     await limiter.acquire()
     await limiter.acquire()
     assert clock.slept == pytest.approx([limiter.interval] * 5)
-    assert RateLimiter.for_model("m", 6000) is RateLimiter.for_model("m", 6000)
-    assert RateLimiter.for_model("m", None) is None
+    assert RateLimiter.for_model("m") is RateLimiter.for_model("m")
 
 
 @pytest.mark.slow
