@@ -22,7 +22,6 @@ own session, graded one at a time (``max_concurrency=1``) under every control at
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import re
 import sqlite3
