@@ -64,7 +64,7 @@ class SessionContext(EvalContext):
         return cls(input=first.input, output=last.output, run_id=None, session_id=last.session_id,
                    user_id=last.user_id, agent_id=last.agent_id, agent_name=last.agent_name, team_id=last.team_id,
                    team_name=last.team_name, metadata={}, turns=tuple(turns), redacted_by=redacted_by,
-                   redaction_error=redaction_error)
+                   redaction_error=redaction_error, trace_id=last.trace_id, span_id=last.span_id)
 
     @property
     def run_ids(self) -> list[str]:

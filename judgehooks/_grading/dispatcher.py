@@ -15,7 +15,7 @@ import collections
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -32,7 +32,6 @@ from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
 from .outbox import Job, Outbox, jobs_of
 from .pipeline import Pipeline
-from .ratelimit import RateLimiter
 from .step import Requeue, Step
 from .tasks import current_loop, noop, run_on, safe, spawn, wait_with_timeout
 from .upkeep import upkeep
@@ -46,8 +45,7 @@ class Dispatcher:
 
     def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, step: Step | None = None,
                  max_queue: int = 10_000, max_concurrency: int = 32, overload: Overload = "drop_newest",
-                 block_timeout: float = 5.0, on_drop: Callable[[EvalRecord], Awaitable[None]] | None = None,
-                 requests_per_minute: float | None = None, spec: dict[str, Any] | None = None,
+                 block_timeout: float = 5.0, spec: dict[str, Any] | None = None,
                  batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None,
                  judges_here: bool = True, describe: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES) -> None:
@@ -57,13 +55,10 @@ class Dispatcher:
         self._describe, self.outbox = describe, outbox
         self.max_queue = max_queue
         self.max_concurrency, self.overload, self.block_timeout = max_concurrency, overload, block_timeout
-        self.on_drop = on_drop
         self.spec = None if spec is None else json.dumps(spec)  # once, not on every hook call
         self.counters = Counters()
         self.budget = ByteBudget(max_queue_bytes)
         self._sampling = sampling
-        judge = pipeline.judge
-        self._limiter = RateLimiter.for_model(judge.model if judge is not None else pipeline.name, requests_per_minute)
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
@@ -198,19 +193,13 @@ class Dispatcher:
         self._ready.set()
 
     async def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
+        """A `skipped` record, written and called back (`on_drop`) like any other record."""
         record = self.pipeline.skipped(ctx, reason, job.sample_rate)
         with self._lock:
             self.counters.shed(reason)
         log.warning("evaluation_dropped", evaluator=record.evaluator, run_id=record.run_id, reason=reason,
                     queue_depth=len(self._queue))
-        self._enqueue_write(record, job.id)
-        if self.on_drop is not None:
-            self._notifying += 1
-            try:
-                await self.on_drop(record)
-            finally:
-                self._notifying -= 1
-                self._maybe_idle()
+        self._enqueue_write(record, job.id, notify=True)
 
     async def _serve(self) -> None:
         stopped = self._stopped
@@ -248,9 +237,7 @@ class Dispatcher:
                 self._maybe_idle()
 
     async def _judge(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> EvalRecord:
-        """The default step: grade the job (rate-limited per judge model)."""
-        if self._limiter is not None:
-            await self._limiter.acquire()
+        """The default step: grade the job (its judge calls paced by `Pipeline.grade`)."""
         return await self.pipeline.grade(ctx, job.sample_rate)
 
     async def _run_step(self, job: Job, ctx: EvalContext) -> None:

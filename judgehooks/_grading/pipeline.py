@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
@@ -28,9 +28,10 @@ from ..exceptions import RedactionError, StoreError
 from ..stores import Store
 from ..stores._base import write_salvaging
 from . import tracing
+from .ratelimit import Pace
 from .spend import Meter, SpendCap
 
-__all__ = ("Graded", "Pipeline", "make_record", "make_skipped")
+__all__ = ("CALLBACKS", "Callbacks", "Graded", "Pipeline", "make_record", "make_skipped")
 
 
 class Graded(Protocol):
@@ -109,18 +110,32 @@ def withheld(ctx: EvalContext) -> Outcome:
 
 AsyncCallback = Callable[[EvalRecord], Awaitable[None]]
 
+#: the callback settings, in the order `Pipeline.notify` reads them
+CALLBACKS = ("on_fail", "on_error", "on_drop", "on_record")
+
+
+@dataclass(slots=True)
+class Callbacks:
+    """The user's callbacks, wrapped once (`wrap_callback`). ONE holder shared by every copy of an
+    evaluator's pipeline (inline, offline, its dispatcher's, its session grader's, a worker's), so a
+    callback assigned after construction reaches every path, and none keeps the old one."""
+
+    on_fail: AsyncCallback | None = None
+    on_error: AsyncCallback | None = None
+    on_drop: AsyncCallback | None = None  # a `skipped` record: over a spend cap, shed from a full queue, a lost turn
+    on_record: AsyncCallback | None = None  # every record, any status (windowed alerts)
+
 
 @dataclass(frozen=True, slots=True)
 class Pipeline:
-    """Everything an evaluation needs at run time. Immutable: concurrent calls share it safely."""
+    """Everything an evaluation needs at run time. Immutable (but for the callbacks' one holder):
+    concurrent calls share it safely."""
 
     evaluator: Graded
     store: Store
-    on_fail: AsyncCallback | None = None
-    on_error: AsyncCallback | None = None
-    on_record: AsyncCallback | None = None  # every record, any status (windowed alerts)
-    on_drop: AsyncCallback | None = None  # a run not graded here (over budget); the dispatcher calls it for shed ones
+    callbacks: Callbacks = field(default_factory=Callbacks)
     spend: SpendCap | None = None  # max_cost_usd / max_calls: over them, a `skipped` record with reason "budget"
+    pace: Pace | None = None  # requests_per_minute: every judge call waits its turn (per judge model)
 
     @property
     def name(self) -> str:
@@ -140,23 +155,31 @@ class Pipeline:
         return make_skipped(ctx, self.evaluator, reason, sample_rate)
 
     async def grade(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
-        """Run the evaluator; return the unsaved record. Never raises."""
+        """Run the evaluator; return the unsaved record. Never raises.
+
+        The grading steps of the admission path, the same on every path (inline, background, offline,
+        sessions, resume, Redis workers): a run whose redactor failed is an `error` unjudged; the
+        spend caps admit the run (else a `skipped` record, reason "budget"); then every judge call
+        of the grading, retries and composite members included, is admitted on its own by the
+        grading's `Meter`: against the caps, then `requests_per_minute`."""
         started = time.perf_counter()
         if ctx.redaction_error is not None:
             outcome = withheld(ctx)
-        elif self.spend is not None:
-            ticket = await self.spend.admit()
-            if not ticket.admitted:
-                return make_skipped(ctx, self.evaluator, "budget", sample_rate, self.spend.details(ticket))
-            meter = Meter(self.spend, ticket)  # every further judge call of this grading is admitted on its own
+        elif self.spend is None and self.pace is None:
+            outcome = await run_evaluator(self.evaluator, ctx)
+        else:
+            ticket = None
+            if self.spend is not None:
+                ticket = await self.spend.admit()
+                if not ticket.admitted:
+                    return make_skipped(ctx, self.evaluator, "budget", sample_rate, self.spend.details(ticket))
+            meter = Meter(self.spend, ticket, pace=self.pace)
             token = current_meter.set(meter)
             try:
                 outcome = await run_evaluator(self.evaluator, ctx)
             finally:
                 current_meter.reset(token)
             await meter.settle(outcome.cost_usd)
-        else:
-            outcome = await run_evaluator(self.evaluator, ctx)
         return make_record(ctx, self.evaluator, outcome, latency_ms=(time.perf_counter() - started) * 1000,
                            sample_rate=sample_rate)
 
@@ -195,15 +218,15 @@ class Pipeline:
         return error
 
     async def notify(self, record: EvalRecord, *, stored: bool) -> None:
-        """Callbacks, then the one structured event for this evaluation."""
-        if record.status == "failed" and self.on_fail is not None:
-            await self.on_fail(record)
-        elif record.status == "error" and self.on_error is not None:
-            await self.on_error(record)
-        elif record.status == "skipped" and self.on_drop is not None:
-            await self.on_drop(record)
-        if self.on_record is not None:
-            await self.on_record(record)
+        """Callbacks, then the one structured event for this evaluation: the ONE place any callback
+        is called (a shed job's `on_drop` too)."""
+        callbacks = self.callbacks
+        by_status = {"failed": callbacks.on_fail, "error": callbacks.on_error, "skipped": callbacks.on_drop}
+        callback = by_status.get(record.status)
+        if callback is not None:
+            await callback(record)
+        if callbacks.on_record is not None:
+            await callbacks.on_record(record)
         log.info("evaluation", evaluator=record.evaluator, status=record.status, score=record.score,
                  agent_id=record.agent_id, team_id=record.team_id, run_id=record.run_id,
                  session_id=record.session_id, user_id=record.user_id, latency_ms=record.latency_ms,

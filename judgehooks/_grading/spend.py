@@ -138,33 +138,40 @@ class SpendCap:
 
 @dataclass
 class Meter:
-    """One grading's judge calls against its cap (`_base.metering.CallMeter`): the admission that let
-    the run in paid for its first call; every later call is admitted (and counted) on its own."""
+    """One grading's judge calls (`_base.metering.CallMeter`): each is admitted against the spend cap
+    (the admission that let the run in paid for its first call; every later call is admitted and
+    counted on its own), then waits its turn under `requests_per_minute` (`pace`)."""
 
-    cap: SpendCap
-    ticket: Ticket
+    cap: SpendCap | None
+    ticket: Ticket | None
     prepaid: bool = True
     charged: float = 0.0  # USD added through `add_cost`
     refused: Ticket | None = None
+    pace: Any = None  # a `ratelimit.Pace`, or None
 
     async def admit_call(self) -> bool:
-        if self.prepaid:
-            self.prepaid = False
-            return True
-        ticket = await self.cap.admit()
-        if not ticket.admitted:
-            self.refused = ticket
-            return False
-        self.ticket = ticket
+        if self.cap is not None:
+            if self.prepaid:
+                self.prepaid = False
+            else:
+                ticket = await self.cap.admit()
+                if not ticket.admitted:
+                    self.refused = ticket
+                    return False
+                self.ticket = ticket
+        if self.pace is not None:
+            await self.pace.wait()
         return True
 
     async def add_cost(self, cost_usd: float | None) -> None:
-        if cost_usd is not None and cost_usd > 0:
+        if self.cap is not None and self.ticket is not None and cost_usd is not None and cost_usd > 0:
             await self.cap.charge(self.ticket, cost_usd)
             self.charged += cost_usd
 
     def refusal(self) -> str:
+        assert self.cap is not None  # only a cap refuses
         ticket = self.refused or self.ticket
+        assert ticket is not None
         budget = self.cap.details(ticket)["budget"]
         cap = "max_calls" if self.cap.max_calls is not None and ticket.calls >= self.cap.max_calls else "max_cost_usd"
         return (f"spend cap reached: {cap}={getattr(self.cap, cap)} per {self.cap.per} for budget {budget['name']!r} "
@@ -173,6 +180,8 @@ class Meter:
     async def settle(self, cost_usd: float | None) -> None:
         """At the end of the grading: the part of its cost no call added (an evaluator that reports
         cost without asking through `JudgeCall`), or the unknown-price warning."""
+        if self.cap is None or self.ticket is None:
+            return
         if cost_usd is None:
             await self.cap.charge(self.ticket, None)
         elif cost_usd - self.charged > 0:

@@ -1,10 +1,11 @@
 """The hook shell of a session evaluator: record each run as a turn of its session, never grade here.
 
-On the hook path a session evaluator snapshots the run (a team run with its members' runs, in
-order), decides sampling once per session (the same answer for every run of a session, in every
-process), writes the turn to the session book in one short SQLite transaction and (re)arms the
-session's due time `idle_after` seconds ahead. The grading happens later, on the judgehooks loop
-(`judgehooks._grading.sessions`), so the run never waits for a judge.
+On the hook path a session evaluator takes the admission path's first steps as every evaluator
+does (`HookShell.admit`): it snapshots the run (a team run with its members' runs, in order, with
+the run's trace ids), redacts it, and samples it by its session (the same answer for every run of
+a session, in every process). Then it writes the turn to the session book in one short SQLite
+transaction and (re)arms the session's due time `idle_after` seconds ahead. The grading happens
+later, on the judgehooks loop (`judgehooks._grading.sessions`), so the run never waits for a judge.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .._base.context import render_content
+from .._base.context import EvalContext, render_content
 from .._base.log import log
 from .._base.session import Member, Turn
 from .._base.text import storable
@@ -25,7 +26,6 @@ from .._grading.pipeline import Graded
 from .._grading.sessionbook import SessionBook
 from .._grading.sessions import SessionGrader
 from ..stores._sqlite import outbox_path_for
-from .hooklist import ensure_dual_hooks
 from .redaction import Redactor, redact_turn
 from .settings import HookSettings, Wiring
 from .shell import HookShell
@@ -57,13 +57,16 @@ def members(run_output: Any) -> tuple[Member, ...]:
 
 def snapshot_turn(run_output: Any, *, redact: Redactor | None, agent: Any = None, team: Any = None,
                   user_id: str | None = None, metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
-                  team_members: tuple[Member, ...] | None = None) -> Turn:
+                  team_members: tuple[Member, ...] | None = None,
+                  trace: tuple[str | None, str | None] = (None, None)) -> Turn:
     """The one snapshot of a session turn, for every session path (the hook, the Redis relay that
     forwards the book's turns, `grade-sessions`): the run and its members' runs, redacted together
     by `redact` before the session book, Redis, the judge or a store sees them. `team_members`:
-    the member runs when they are not in the run (an agno db stores them apart)."""
+    the member runs when they are not in the run (an agno db stores them apart); `trace`: the run's
+    OpenTelemetry ids (the session record's event links to its last turn's run)."""
     turn = Turn(snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                             with_tools=with_tools), members(run_output) if team_members is None else team_members)
+                             with_tools=with_tools, trace=trace),
+                members(run_output) if team_members is None else team_members)
     return turn if redact is None else redact_turn(turn, redact)
 
 
@@ -124,20 +127,21 @@ class SessionShell(HookShell):
         relayed = getattr(getattr(self, "grader", None), "relay", None) is not None
         return json.dumps({**self._spec, "relay": True} if relayed else self._spec)
 
-    def record_turn(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                    metadata: Mapping[str, Any] | None) -> None:
-        """Both hooks' one step: snapshot, sample the session, write the turn, arm the due time."""
-        owner = agent if agent is not None else team
-        if owner is not None:
-            ensure_dual_hooks(owner)
-        turn_snapshot = snapshot_turn(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                                      with_tools=self.needs_tools, redact=self.settings.redact)
+    def take(self, run_output: Any, *, agent: Any, team: Any, user_id: str | None,
+             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None]) -> Turn:
+        """Snapshot and redact a turn: the run and its members' runs, redacted together."""
+        return snapshot_turn(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                             with_tools=self.needs_tools, redact=self.settings.redact, trace=trace)
+
+    def sampled_as(self, taken: Turn) -> EvalContext:
+        """Sampling decides on the session, not the run: a sampled session has every turn, the others none."""
+        ctx = taken.run
+        return dataclasses.replace(ctx, run_id=ctx.session_id or ctx.run_id or "")
+
+    def record_turn(self, turn_snapshot: Turn, rate: float) -> None:
+        """After admission: write the turn to the session book and arm the session's due time."""
         ctx = turn_snapshot.run
         session_id = ctx.session_id or ctx.run_id or ""
-        # Decided on the session, not the run: a sampled session has every turn, the others none.
-        rate = 1.0 if self.sampler.always else self.sampler.decide(dataclasses.replace(ctx, run_id=session_id))
-        if rate is None:
-            return
         wiring, grader = self.wiring, self.grader
         now = time.time()
         # With a relay the book only holds turns until Redis has them: due (to be forwarded) at once;
@@ -159,11 +163,13 @@ class SessionShell(HookShell):
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                    metadata: Mapping[str, Any] | None) -> None:
-        self.record_turn(run_output, agent, team, user_id, metadata)
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
+            self.record_turn(*admitted[:2])
 
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                                metadata: Mapping[str, Any] | None) -> None:
-        self.record_turn(run_output, agent, team, user_id, metadata)
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
+            self.record_turn(*admitted[:2])
 
     def stats(self) -> dict[str, Any]:
         counts = self.sampler.counts

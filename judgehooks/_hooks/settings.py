@@ -22,7 +22,8 @@ from .._base.validate import check_choice, check_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
 from .._grading.outbox import Outbox
-from .._grading.pipeline import Graded, Pipeline
+from .._grading.pipeline import CALLBACKS, Callbacks, Graded, Pipeline
+from .._grading.ratelimit import Pace
 from .._grading.redis import check_url, require_extra
 from .._grading.spend import LOCAL, PERIODS, SpendCap
 from .._grading.spend_file import SQLiteLedger
@@ -77,13 +78,12 @@ class Deployment:
 
 
 #: Settings an assignment changes from the next run on, whatever was built: they are read per run.
-LIVE_SETTINGS = frozenset({"on_fail", "on_error", "on_record", "sample_rate", "when", "gate", "fallback", "repair",
+LIVE_SETTINGS = frozenset({*CALLBACKS, "sample_rate", "when", "gate", "fallback", "repair",
                            "gate_on_error", "gate_on_skip", "print_summary", "print_results",
                            "file_path_to_save_results", "redact"})
 #: Settings only a background dispatcher reads: they change until one runs. The others (store, db,
 #: spill, outbox, broker, run_in_background) decide what is built, and change until it is.
-DISPATCH_SETTINGS = frozenset({"on_drop", "max_queue", "overload", "block_timeout", "requests_per_minute",
-                               "max_concurrency"})
+DISPATCH_SETTINGS = frozenset({"max_queue", "overload", "block_timeout", "max_concurrency"})
 
 
 @dataclass(kw_only=True)
@@ -195,16 +195,15 @@ class HookSettings(Deployment):
             found: Store = FanoutStore(store, agno) if with_agno and agno is not None else store
             return found if spill is None else SpillingStore(found, spill)
 
-        pipeline = Pipeline(evaluator=evaluator, store=sink(True), on_fail=wrap_callback("on_fail", self.on_fail),
-                            on_error=wrap_callback("on_error", self.on_error),
-                            on_record=wrap_callback("on_record", self.on_record),
-                            on_drop=wrap_callback("on_drop", self.on_drop))
+        pipeline = Pipeline(evaluator=evaluator, store=sink(True), callbacks=self.callbacks())
+        judge = pipeline.judge
+        spend = None
         if self.max_cost_usd is not None or self.max_calls is not None:
-            judge = pipeline.judge
-            pipeline = dataclasses.replace(pipeline, spend=SpendCap(
-                evaluator=pipeline.name, model=judge.model if judge is not None else "-", per=self.per,
-                max_cost_usd=self.max_cost_usd, max_calls=self.max_calls, budget=self.budget,
-                ledger=LOCAL if self.spend_ledger is None else SQLiteLedger(self.spend_ledger)))
+            spend = SpendCap(evaluator=pipeline.name, model=judge.model if judge is not None else "-", per=self.per,
+                             max_cost_usd=self.max_cost_usd, max_calls=self.max_calls, budget=self.budget,
+                             ledger=LOCAL if self.spend_ledger is None else SQLiteLedger(self.spend_ledger))
+        pace = Pace.local(judge.model if judge is not None else pipeline.name, self.requests_per_minute)
+        pipeline = dataclasses.replace(pipeline, spend=spend, pace=pace)
         # An offline batch is one agno eval run holding every case (as agno writes it), not one per case.
         offline = pipeline if agno is None else dataclasses.replace(pipeline, store=sink(False))
         dispatcher = None
@@ -222,18 +221,14 @@ class HookSettings(Deployment):
                 # overload was checked against OVERLOAD_POLICIES at construction
                 max_concurrency=self.max_concurrency, overload=cast(Overload, self.overload),
                 block_timeout=self.block_timeout, max_queue_bytes=self.max_queue_bytes,
-                on_drop=wrap_callback("on_drop", self.on_drop),
-                requests_per_minute=self.requests_per_minute, spec=None if spec is None else dict(spec),
+                spec=None if spec is None else dict(spec),
                 sampling=sampler.counts, **options)
             dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
         return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher, offline=offline, agno=agno)
 
-    def with_callbacks(self, pipeline: Pipeline) -> Pipeline:
-        """`pipeline` calling these settings' callbacks (after one was assigned)."""
-        return dataclasses.replace(pipeline, on_fail=wrap_callback("on_fail", self.on_fail),
-                                   on_error=wrap_callback("on_error", self.on_error),
-                                   on_record=wrap_callback("on_record", self.on_record),
-                                   on_drop=wrap_callback("on_drop", self.on_drop))
+    def callbacks(self) -> Callbacks:
+        """These settings' callbacks, wrapped once: the holder every copy of the pipeline shares."""
+        return Callbacks(**{name: wrap_callback(name, getattr(self, name)) for name in CALLBACKS})
 
     def _outbox(self, store: Store) -> Outbox | None:
         """The outbox file: explicit path; False for none; else beside a SQLite store, or from

@@ -1,10 +1,20 @@
 """The hook shell: what every evaluator does when agno calls it, the same for a judge and a regex.
 
-`post_check` (agno's `run()`) and `async_post_check` (agno's `arun()`) are thin: snapshot, sample,
-then grade inline on the judgehooks loop (and gate), or persist and hand off to the background
-dispatcher. `run()` / `arun()` grade offline through the same pipeline. The store, pipeline and
-dispatcher come from `HookSettings.build`, on first use (at once for background grading and for
-a store that spills, which resume what a dead process left), so composite members build none.
+The admission path, in order, the same for every evaluator kind:
+
+    snapshot -> redact -> sample -> dispatch -> [admit against the spend caps -> grade] -> deliver
+
+`admit` (snapshot with the run's trace, redact, sample: `HookShell.admit`) is the one first step
+of both hooks, for run-level and session evaluators alike (a session evaluator snapshots a turn
+and samples by session). Then `post_check` / `async_post_check` grade inline on the judgehooks
+loop (and gate), or persist and hand off to the background dispatcher (or Redis); a session
+evaluator records the turn for its session grader. `run()` / `arun()` take the same path from
+`redact` on. The grading steps (caps, every judge call metered and paced) are `Pipeline.grade`,
+and every record leaves through `Pipeline.deliver` (store, callbacks, OpenTelemetry event): the
+same two on every path, inline, background, offline, sessions, `resume` and Redis workers. The
+store, pipeline and dispatcher come from `HookSettings.build`, on first use (at once for
+background grading and for a store that spills, which resume what a dead process left), so
+composite members build none.
 """
 
 from __future__ import annotations
@@ -12,17 +22,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._base.callbacks import wrap_callback
 from .._base.caller import as_sync_caller
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
 from .._base.urls import spec_without_credentials
 from .._grading import tracing
-from .._grading.pipeline import Graded
+from .._grading.pipeline import CALLBACKS, Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
 from . import offline
@@ -44,7 +56,7 @@ class HookShell:
         self.sampler = settings.sampler()
         self.gate = settings.gate_config
         self.needs_tools = needs_tools
-        self._spec = spec_without_credentials(spec)  # it travels with jobs: outbox rows, Redis
+        self._spec = with_controls(spec, settings)  # it travels with jobs: outbox rows, Redis
         self._wiring: Wiring | None = None
         self._lock = threading.Lock()
         if settings.builds_at_once:
@@ -79,12 +91,10 @@ class HookShell:
             self.settings = settings
             self.sampler = Sampler(settings.sample_rate, settings.when, counts=self.sampler.counts)
             self.gate = settings.gate_config
-            if wiring is not None and name in ("on_fail", "on_error", "on_record", "on_drop"):
-                pipeline = settings.with_callbacks(wiring.pipeline)
-                offline = pipeline if wiring.offline is wiring.pipeline else settings.with_callbacks(wiring.offline)
-                self._wiring = dataclasses.replace(wiring, pipeline=pipeline, offline=offline)
-                if wiring.dispatcher is not None:
-                    wiring.dispatcher.pipeline = pipeline
+            if wiring is not None and name in CALLBACKS:  # the one holder every copy of the pipeline reads
+                setattr(wiring.pipeline.callbacks, name, wrap_callback(name, value))
+            if name in CONTROLS:  # before anything was built (after, it raised above): jobs carry the new ones
+                self._spec = with_controls(self._spec, settings)
         if settings.builds_at_once:
             self.wiring  # noqa: B018 - e.g. run_in_background=True: start the queue now, as at construction
         return settings
@@ -96,33 +106,45 @@ class HookShell:
 
     def respec(self, spec: Mapping[str, Any] | None) -> None:
         """The evaluator's own settings changed: jobs queued from now on carry the new spec."""
-        self._spec = spec_without_credentials(spec)
+        self._spec = with_controls(spec, self.settings)
         if self._wiring is not None and self._wiring.dispatcher is not None:
             self._wiring.dispatcher.spec = None if self._spec is None else json.dumps(self._spec)
 
     # ---- agno's hooks -----------------------------------------------------------------------
 
-    def _admit(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-               metadata: Mapping[str, Any] | None) -> tuple[EvalContext, float, Any] | None:
-        """Both shells' first step: the snapshot, its sampling rate and the run's current
-        OpenTelemetry span (`tracing.current_span`), or None when this run is not graded here
-        (sampled out, filtered, or a gate's own repair re-run)."""
+    def admit(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
+              metadata: Mapping[str, Any] | None) -> tuple[Any, float, Any] | None:
+        """Every hook's first step, for every shell: the snapshot (with the run's OpenTelemetry
+        trace ids, redacted by `redact=`), its sampling rate and the run's current span
+        (`tracing.current_span`); or None when this run is not graded here (sampled out, filtered,
+        or a gate's own repair re-run). The snapshot is `take`'s: a run's context, or a session turn."""
         owner = agent if agent is not None else team
         if self.gate is not None and self.gate.stands_aside(owner):
             return None
         if owner is not None:
             ensure_dual_hooks(owner)
         span = tracing.current_span()
-        ctx = snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                           with_tools=self.needs_tools, trace=(None, None) if span is None else span[:2],
-                           redact=self.settings.redact)
-        rate = self.sampler.decide(ctx)
-        return None if rate is None else (ctx, rate, span)
+        taken = self.take(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                          trace=(None, None) if span is None else span[:2])
+        rate = self.sampler.decide(self.sampled_as(taken))
+        return None if rate is None else (taken, rate, span)
+
+    def take(self, run_output: Any, *, agent: Any, team: Any, user_id: str | None,
+             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None]) -> Any:
+        """Snapshot and redact: the run's context (a session shell takes a turn instead)."""
+        return snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+                            with_tools=self.needs_tools, trace=trace, redact=self.settings.redact)
+
+    def sampled_as(self, taken: Any) -> EvalContext:
+        """What sampling decides on: the run (a session shell: its session, so a sampled session
+        has every turn and the others none)."""
+        assert isinstance(taken, EvalContext)
+        return taken
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                    metadata: Mapping[str, Any] | None) -> None:
         """Grade this run inline (then gate it), or persist it and hand it off."""
-        if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is None:
             return
         ctx, rate, span = admitted
         wiring = self.wiring
@@ -141,7 +163,7 @@ class HookShell:
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                                metadata: Mapping[str, Any] | None) -> None:
         """Grading runs on the judgehooks loop; the caller's loop only awaits."""
-        if (admitted := self._admit(run_output, agent, team, user_id, metadata)) is None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is None:
             return
         ctx, rate, span = admitted
         wiring = self.wiring
@@ -223,3 +245,23 @@ class HookShell:
         spend = None if self._wiring is None else self._wiring.pipeline.spend
         return {"evaluator": self.evaluator.evaluator_name, "sampled_out": counts.sampled_out,
                 "filtered_out": counts.filtered_out, **({} if spend is None else spend.stats())}
+
+
+#: The deployment settings that decide how a job is graded (spend caps, their ledger, the rate): they
+#: travel in its spec (`deployment`), so an evaluator rebuilt from it (`judgehooks resume`,
+#: `judgehooks worker --rebuild`) grades under the same controls as the process that queued it.
+CONTROLS = ("max_cost_usd", "max_calls", "per", "budget", "spend_ledger", "requests_per_minute")
+
+
+def with_controls(spec: Mapping[str, Any] | None, settings: HookSettings) -> dict[str, Any] | None:
+    """The spec jobs carry: the evaluator's own (no credentials) and the grading controls set."""
+    clean = spec_without_credentials(spec)
+    if clean is None:
+        return None
+    clean.pop("deployment", None)
+    controls = {name: getattr(settings, name) for name in CONTROLS if getattr(settings, name) is not None}
+    if "spend_ledger" in controls:
+        controls["spend_ledger"] = os.fspath(controls["spend_ledger"])
+    if set(controls) - {"per"}:  # `per` alone (its default) caps nothing
+        clean["deployment"] = controls
+    return clean

@@ -280,37 +280,6 @@ def test_retry_after_is_honoured(make_judge, make_agent, store, server):
     assert store.records[0].status == "passed" and store.records[0].attempts == 2
 
 
-@pytest.mark.anyio
-async def test_requests_per_minute_spaces_judge_calls():
-    from judgehooks._grading.ratelimit import RateLimiter
-
-    class Clock:  # time passes only when the limiter sleeps, or when the test says so
-        def __init__(self) -> None:
-            self.now, self.slept = 100.0, []
-
-        def __call__(self) -> float:
-            return self.now
-
-        async def sleep(self, seconds: float) -> None:
-            self.slept.append(seconds)
-            self.now += seconds
-
-    clock = Clock()
-    limiter = RateLimiter(6000, clock=clock, sleep=clock.sleep)  # one call per 10 ms
-    await limiter.acquire()
-    first_slot_end = limiter._next
-    for _ in range(4):
-        await limiter.acquire()  # each waits for its own slot: back-to-back calls are spaced, not bunched
-    assert limiter._next - first_slot_end == pytest.approx(4 * limiter.interval)
-    assert clock.slept == pytest.approx([limiter.interval] * 4)
-    clock.now += 1.0  # a caller who comes after a quiet second goes at once, and earns no burst
-    await limiter.acquire()
-    await limiter.acquire()
-    assert clock.slept == pytest.approx([limiter.interval] * 5)
-    assert RateLimiter.for_model("m", 6000) is RateLimiter.for_model("m", 6000)
-    assert RateLimiter.for_model("m", None) is None
-
-
 @pytest.mark.slow
 def test_a_forked_child_grades_its_own_runs(make_bg, make_agent, store, tmp_path):
     """gunicorn --preload style: the eval (and its dispatcher) exist before the fork."""

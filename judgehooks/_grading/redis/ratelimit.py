@@ -1,18 +1,18 @@
 """`requests_per_minute` across every `judgehooks worker`, kept in Redis.
 
 A worker process pacing itself alone lets N workers send N times the limit. Here each judge model
-has one GCRA state (its next allowed time) in Redis. A Lua script, atomic on the server and timed
-by the server's clock, admits a call when that time has come and moves it on by 60/rpm seconds;
-otherwise it says how long to wait. A waiting call reserves nothing, so a worker that stalls or
-dies holds no slot, and calls are spaced evenly whichever worker makes them.
+has one state in Redis: the time of its last admitted call. A Lua script, atomic on the server and
+timed by the server's clock, admits a call once the caller's own interval (60/rpm of its
+evaluator) has passed since then, as the in-process `RateLimiter` does; otherwise it says how long
+to wait. A waiting call reserves nothing, so a worker that stalls or dies holds no slot, and calls
+are spaced evenly whichever worker makes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
-from collections.abc import Mapping
-from typing import Any
 
 from redis.asyncio import ConnectionPool, Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -20,22 +20,25 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..._base.log import log
 from ..pipeline import Pipeline
+from ..ratelimit import Pace
 
 KEY_PREFIX = "judgehooks:ratelimit:"
 
-# KEYS[1]: the model's key; ARGV[1]: microseconds between calls. Returns 0 (go) or microseconds to wait.
-_GCRA = """
+# KEYS[1]: the model's key; ARGV[1]: this caller's microseconds between calls. Returns 0 (go) or
+# microseconds to wait. The key keeps the last call's time (server clock) for an hour, or longer
+# than the caller's interval.
+_PACE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local next_allowed = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+local last = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
 local interval = tonumber(ARGV[1])
-if next_allowed > now + interval then
-    next_allowed = 0  -- never set by a limiter (one call's wait is at most an interval): not honoured
+if last > now then
+    last = 0  -- a call in the future was never admitted by a limiter: not honoured
 end
-if next_allowed > now then
-    return math.ceil(next_allowed - now)
+if last > 0 and last + interval > now then
+    return math.ceil(last + interval - now)
 end
-redis.call('SET', KEYS[1], string.format('%.0f', now + interval), 'PX', math.ceil(interval / 1000) + 1000)
+redis.call('SET', KEYS[1], string.format('%.0f', now), 'PX', math.max(3600000, math.ceil(interval / 1000) + 1000))
 return 0
 """
 
@@ -44,19 +47,21 @@ class SharedRateLimiter:
     """At most `requests_per_minute` acquisitions per minute under `key`, across every process that
     shares the Redis server, evenly spaced (no burst), like the in-process `RateLimiter`."""
 
-    def __init__(self, redis: Redis, key: str, requests_per_minute: float) -> None:
+    def __init__(self, redis: Redis, key: str, requests_per_minute: float = 60.0) -> None:
         if requests_per_minute <= 0:
             raise ValueError(f"requests_per_minute must be > 0, got {requests_per_minute!r}")
         self.key = key
         self.interval_us = max(1, round(60_000_000 / requests_per_minute))
-        self._script = redis.register_script(_GCRA)
+        self._script = redis.register_script(_PACE)
 
-    async def acquire(self) -> None:
-        """Wait until this call may go. Redis unreachable: wait and ask again (the job stays unacked)."""
+    async def acquire(self, interval: float | None = None) -> None:
+        """Wait until this call may go: `interval` seconds (default: this limiter's rate) after the
+        model's last call. Redis unreachable: wait and ask again (the job stays unacked)."""
+        interval_us = self.interval_us if interval is None else max(1, round(interval * 1_000_000))
         backoff = 0.1
         while True:
             try:
-                wait_us = int(await self._script(keys=[self.key], args=[self.interval_us]))
+                wait_us = int(await self._script(keys=[self.key], args=[interval_us]))
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                 log.warning("rate_limit_unavailable", key=self.key, error_type=type(exc).__name__, error=str(exc),
                             retry_in_s=backoff)
@@ -66,30 +71,17 @@ class SharedRateLimiter:
             if wait_us <= 0:
                 return
             # Callers woken together would ask together; a little jitter spreads them.
-            await asyncio.sleep(wait_us / 1e6 + random.random() * min(0.01, self.interval_us / 1e7))
+            await asyncio.sleep(wait_us / 1e6 + random.random() * min(0.01, interval_us / 1e7))
 
 
-class FleetRateLimits:
-    """For each job's pipeline, the shared limit of its judge model: the `requests_per_minute` of the
-    evaluator the worker imported, else the worker's `default` (None: no limit)."""
-
-    def __init__(self, pool: ConnectionPool, rates: Mapping[str, float | None], default: float | None = None) -> None:
-        self._redis = Redis(connection_pool=pool)
-        self._rates, self._default = dict(rates), default
-        self._limiters: dict[tuple[str, float], SharedRateLimiter] = {}
-
-    @classmethod
-    def of(cls, pool: ConnectionPool, evaluators: Mapping[str, Any], default: float | None = None) -> FleetRateLimits:
-        """The limits of imported judgehooks evaluators (each knows its `hook_settings`)."""
-        return cls(pool, {name: ev.hook_settings.requests_per_minute for name, ev in evaluators.items()}, default)
-
-    async def acquire(self, pipeline: Pipeline) -> None:
-        rate = self._rates.get(pipeline.name) or self._default
-        if rate is None:
-            return
-        judge = pipeline.judge
-        model = judge.model if judge is not None else pipeline.name  # as the in-process limiter keys
-        limiter = self._limiters.get((model, rate))
-        if limiter is None:
-            limiter = self._limiters[(model, rate)] = SharedRateLimiter(self._redis, KEY_PREFIX + model, rate)
-        await limiter.acquire()
+def shared(pipeline: Pipeline, pool: ConnectionPool, default: float | None = None) -> Pipeline:
+    """`pipeline` with its `requests_per_minute` (else the worker's `default`; None: no limit) held
+    for the whole fleet: its judge calls wait their turn in Redis, keyed by judge model as in a process."""
+    pace = pipeline.pace
+    rate = pace.requests_per_minute if pace is not None else default
+    if rate is None:
+        return pipeline
+    judge = pipeline.judge
+    model = pace.model if pace is not None else judge.model if judge is not None else pipeline.name
+    limiter = SharedRateLimiter(Redis(connection_pool=pool), KEY_PREFIX + model, rate)
+    return dataclasses.replace(pipeline, pace=Pace(rate, model, limiter))

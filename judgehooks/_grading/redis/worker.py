@@ -42,7 +42,7 @@ from ...stores import Store
 from ...stores._base import BaseStore
 from ..pipeline import Pipeline
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
-from .ratelimit import FleetRateLimits
+from .ratelimit import shared as shared_pace
 from .sessionworker import SessionClock
 from .signing import job_key
 from .spend import shared as shared_spend
@@ -119,17 +119,15 @@ class Worker:
             await self.grade(job, context)
 
         self.broker.register_task(grade, task_name=TASK_NAME)  # taskiq renames the function: not a method
-        # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`;
-        # their spend caps are counted in Redis, for the whole fleet.
+        self.requests_per_minute = requests_per_minute  # for evaluators that set none of their own
+        # Imported evaluators keep their judge, settings and callbacks; every record goes to `store`.
         self._pipelines: dict[str, Pipeline] = {
-            name: shared_spend(dataclasses.replace(ev._pipeline, store=store), self.broker.connection_pool)
+            name: self._fleet(dataclasses.replace(ev._pipeline, store=store))
             for name, ev in (evaluators or {}).items()}
-        # requests_per_minute holds for the whole fleet: each judge call waits its turn in Redis.
-        self.limits = FleetRateLimits.of(self.broker.connection_pool, evaluators or {}, requests_per_minute)
         self.counts = {"graded": 0, "unavailable": 0, "store_failed": 0, "duplicate": 0}
         # SessionJudge(broker=...) sessions: graded here once due, under a lease of reclaim_after seconds
         self.sessions = SessionClock(self.broker, self._pipeline, self._failed, concurrency=concurrency,
-                                     lease=reclaim_after, max_deliveries=max_deliveries, before=self.limits.acquire)
+                                     lease=reclaim_after, max_deliveries=max_deliveries)
 
     @property
     def signed_only(self) -> bool:
@@ -144,6 +142,12 @@ class Worker:
                 "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
                 "signed_only": self.signed_only,
                 "dead_lettered": self.broker.dead_lettered, **self.sessions.counts}
+
+    def _fleet(self, pipeline: Pipeline) -> Pipeline:
+        """A pipeline whose controls hold for the whole fleet: its spend caps counted, and its
+        requests_per_minute (else the worker's --requests-per-minute) paced, in Redis."""
+        pool = self.broker.connection_pool
+        return shared_pace(shared_spend(pipeline, pool), pool, self.requests_per_minute)
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
         """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
@@ -161,7 +165,7 @@ class Worker:
                 # rather than waiting in a file on this worker's disk.
                 built = self.rebuild(json.loads(spec_text) if spec_text else None, store=self.store,
                                      run_in_background=False, spill=False)
-                pipeline: Pipeline = built._pipeline
+                pipeline: Pipeline = self._fleet(built._pipeline)  # the job's spend caps and rate, fleet-wide
                 self._pipelines[key] = pipeline
                 return pipeline
             except NotRebuildable as exc:
@@ -191,7 +195,6 @@ class Worker:
             await context.ack()
             return
         try:
-            await self.limits.acquire(pipeline)
             await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
         except StoreError:  # logged with the record; unacked, so it is reclaimed and graded again
             self.counts["store_failed"] += 1
