@@ -183,7 +183,8 @@ def test_threshold_ranges(Eval, threshold):
 # test_arun_logs_distinct_run_id_per_execution
 
 
-@pytest.mark.parametrize(("strategy", "verdict", "threshold"), [("numeric", numeric(8), 7), ("binary", binary(True), None)],
+@pytest.mark.parametrize(("strategy", "verdict", "threshold"),
+                         [("numeric", numeric(8), 7), ("binary", binary(True), None)],
                          ids=["db_logging_numeric", "db_logging_binary"])
 def test_db_logging(Eval, strategy, verdict, threshold):
     db = InMemoryDb()
