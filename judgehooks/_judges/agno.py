@@ -133,9 +133,10 @@ async def _run_agent(agent: Any, prompt: str, in_order: anyio.Lock) -> Any:
     async one did, as agno's `run()` and `arun()` do (tests mock the one their caller uses). An
     object whose `arun` is no coroutine function (a mock with only `run`) is run with `run`.
 
-    Sync `run` calls take `in_order` (a fair lock): one at a time, in the order the cases reached
-    the judge, as agno's `run(cases=...)` makes them, so a mock answering from a `side_effect` list
-    answers case i with its i-th answer. (Worker threads would otherwise call it in any order.)"""
+    A `run` that is a `unittest.mock` mock takes `in_order` (a fair lock): one call at a time, in
+    the order the cases reached the judge, as agno's `run(cases=...)` makes them, so a `side_effect`
+    list answers case i with its i-th answer (worker threads would call it in any order). A real
+    agent's `run` is not queued: the wait would count against each case's judge timeout."""
     from agno.agent import Agent
     from agno.team import Team
 
@@ -143,6 +144,8 @@ async def _run_agent(agent: Any, prompt: str, in_order: anyio.Lock) -> Any:
     if not sync_caller() and (isinstance(agent, (Agent, Team)) or inspect.iscoroutinefunction(arun)):
         output = arun(prompt, stream=False)  # type: ignore[misc]
         return await output if inspect.isawaitable(output) else output
+    if type(getattr(agent, "run", None)).__module__ != "unittest.mock":
+        return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False), abandon_on_cancel=True)
     async with in_order:
         return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False), abandon_on_cancel=True)
 

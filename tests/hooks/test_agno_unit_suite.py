@@ -282,3 +282,30 @@ def test_a_sync_batch_calls_the_evaluator_agents_run_one_case_at_a_time_in_case_
                     print_results=False)
     assert [r.passed for r in result.results] == [True] * 6
     assert (most, prompts) == (1, [f"Test {i}" for i in range(1, 7)])
+
+
+def test_a_real_evaluator_agents_run_is_still_called_for_many_cases_at_once(server):
+    """Only a mocked `run` is queued: a real one keeps judging up to `max_concurrency` cases at once
+    (queued, each case's wait would count against its judge timeout)."""
+    import threading
+    import time
+
+    inside, most, lock = 0, 0, threading.Lock()
+    ev = OurEval(criteria="Response must be excellent", scoring_strategy="numeric", threshold=8,
+                 store=judgehooks.MemoryStore())
+    evaluator = ev.get_evaluator_agent()
+
+    def run(prompt: str, **_: Any) -> RunOutput:  # a plain function: not a mock
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.2)
+        with lock:
+            inside -= 1
+        return RunOutput(content=numeric(9))
+
+    evaluator.run = run
+    ev.evaluator_agent = evaluator
+    result = ev.run(cases=[{"input": f"q{i}", "output": f"a{i}"} for i in range(6)], print_results=False)
+    assert [r.status for r in result.results] == ["passed"] * 6 and most > 1
