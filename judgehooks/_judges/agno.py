@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.to_thread
 
 from .._base.caller import sync_caller
@@ -126,11 +127,16 @@ def metrics_provider(model: Any) -> str | None:
     return _text(found) or _text(getattr(model, "provider", None))
 
 
-async def _run_agent(agent: Any, prompt: str) -> Any:
+async def _run_agent(agent: Any, prompt: str, in_order: anyio.Lock) -> Any:
     """One run of the evaluator agent, as agno's evaluator makes it: its sync `run` (on a worker
     thread) when a sync caller asked for the grading (`run()`, a sync post hook), its `arun` when an
     async one did, as agno's `run()` and `arun()` do (tests mock the one their caller uses). An
-    object whose `arun` is no coroutine function (a mock with only `run`) is run with `run`."""
+    object whose `arun` is no coroutine function (a mock with only `run`) is run with `run`.
+
+    A `run` that is a `unittest.mock` mock takes `in_order` (a fair lock): one call at a time, in
+    the order the cases reached the judge, as agno's `run(cases=...)` makes them, so a `side_effect`
+    list answers case i with its i-th answer (worker threads would call it in any order). A real
+    agent's `run` is not queued: the wait would count against each case's judge timeout."""
     from agno.agent import Agent
     from agno.team import Team
 
@@ -138,7 +144,10 @@ async def _run_agent(agent: Any, prompt: str) -> Any:
     if not sync_caller() and (isinstance(agent, (Agent, Team)) or inspect.iscoroutinefunction(arun)):
         output = arun(prompt, stream=False)  # type: ignore[misc]
         return await output if inspect.isawaitable(output) else output
-    return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False), abandon_on_cancel=True)
+    if type(getattr(agent, "run", None)).__module__ != "unittest.mock":
+        return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False), abandon_on_cancel=True)
+    async with in_order:
+        return await anyio.to_thread.run_sync(lambda: agent.run(prompt, stream=False), abandon_on_cancel=True)
 
 
 class AgnoJudge(BaseJudge):
@@ -153,6 +162,7 @@ class AgnoJudge(BaseJudge):
             raise ValueError("AgnoJudge needs an agno `model` or an `evaluator_agent`")
         self._model = model
         self._agent = evaluator_agent
+        self._in_order: anyio.Lock | None = None  # made on first use, on the loop that grades
         source = model if model is not None else getattr(evaluator_agent, "model", None)
         self._source = source
         # the provider as agno's metrics name the judge (get_provider(): "OpenAI Chat" for OpenAIChat)
@@ -171,7 +181,9 @@ class AgnoJudge(BaseJudge):
         if self._agent is not None:
             # The caller's agent keeps its own instructions; ours travel in the message.
             prompt = "\n\n".join(m["content"] for m in request.messages)
-            output = await _run_agent(self._agent, prompt)
+            if self._in_order is None:
+                self._in_order = anyio.Lock()
+            output = await _run_agent(self._agent, prompt, self._in_order)
             content = output.content
             metrics = output.metrics
             text = content if isinstance(content, str) else (render_content(content) if content is not None else "")
