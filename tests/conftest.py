@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# judgehooks' per-user state folder (the outbox of a store that is not a SQLite file) is this test
+# process's own, set before any test module builds an evaluator: never the real user's.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="judgehooks-state-")
 
 import gc
 import time

@@ -16,7 +16,7 @@ from ..stores._sqlite import outbox_path_for
 def add_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--outbox", metavar="PATH",
                         help="spill/outbox file whose dead letters to show; default beside a SQLite store, "
-                             "else $JUDGEHOOKS_OUTBOX or ./judgehooks.outbox.db")
+                             "else $JUDGEHOOKS_OUTBOX, else the store's own file in the per-user state folder")
 
 
 def dead_letters(path: str | None, store: Any) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from typing import Any
 from .._evaluators.spec import rebuild
 from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
-from ..stores._spill import SpillFile, SpillingStore, store_key
+from ..stores._base import store_key
+from ..stores._spill import SpillFile, SpillingStore
 from ..stores._sqlite import outbox_path_for
 from .common import add_store_argument, finite, import_module, open_store
 from .terminal import say
@@ -21,8 +22,9 @@ from .terminal import say
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
-    parser.add_argument("--outbox", help="outbox file; default beside a SQLite store, else $JUDGEHOOKS_OUTBOX "
-                                         "or ./judgehooks.outbox.db")
+    parser.add_argument("--outbox", help="outbox file; default beside a SQLite store, else $JUDGEHOOKS_OUTBOX, "
+                                         "else the store's own file in the per-user state folder "
+                                         "(~/.local/state/judgehooks on Linux)")
     parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
                         help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
     parser.add_argument("--timeout", type=finite, default=600.0, help="seconds to wait (default 600)")

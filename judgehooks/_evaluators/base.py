@@ -382,6 +382,15 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
         await self._shell.async_post_check(run_output, agent, team, user_id, metadata)
 
+    # ---- agno's Scorer protocol --------------------------------------------------------------
+
+    async def ascore(self, run: Any, expected: Any = None) -> Any:
+        """agno's `Scorer` protocol: grade one agno run (RunOutput or TeamRunOutput) and return agno's
+        ``Score`` (value in [0, 1], passed, reason, detail naming the record), so
+        ``agno.eval.Case(scorer=evaluator)`` and agno's ``run_cases`` grade with it. The verdict is
+        stored like any other; a run with no verdict (error, skipped) raises `EvaluatorError`."""
+        return await self._shell.ascore(run, expected)
+
     # ---- offline grading --------------------------------------------------------------------
 
     def run(self, *, input: str | None = None, output: Any = None, cases: Sequence[Mapping[str, Any]] | None = None,

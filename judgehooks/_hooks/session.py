@@ -171,6 +171,11 @@ class SessionShell(HookShell):
         if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
             self.record_turn(*admitted[:2])
 
+    async def ascore(self, run_output: Any, expected: Any) -> Any:
+        raise TypeError(f"{type(self.evaluator).__name__} grades whole conversations, not one run, so it is no "
+                        "agno Scorer: put it in post_hooks (agno's suite runner runs hooks too) or use a run "
+                        "evaluator as the Case's scorer")
+
     def stats(self) -> dict[str, Any]:
         counts = self.sampler.counts
         return {**self.grader.stats(), "sampled_out": counts.sampled_out, "filtered_out": counts.filtered_out}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -28,9 +28,19 @@ from .._grading.redis import check_url, require_extra
 from .._grading.spend import LOCAL, PERIODS, SpendCap
 from .._grading.spend_file import SQLiteLedger
 from .._grading.step import Step
-from ..stores import AgnoDbStore, FanoutStore, JsonlStore, MemoryStore, SpillingStore, SQLiteStore, Store, default_store
+from ..stores import (
+    AgnoDbStore,
+    BaseStore,
+    FanoutStore,
+    JsonlStore,
+    MemoryStore,
+    SpillingStore,
+    SQLiteStore,
+    Store,
+    default_store,
+)
 from ..stores._sqlite import outbox_path_for
-from ..stores._url import check_default_store_url, redact, store_from_url
+from ..stores._url import ENV, check_default_store_url, redact, store_from_url
 from .gate import DEFAULT_FALLBACK, Gate
 from .sampling import Sampler, SampleRate
 
@@ -179,20 +189,22 @@ class HookSettings(Deployment):
         rather than on first use: a background dispatcher resumes the jobs a dead process left, and
         a spill re-delivers the records one left, both as soon as the application starts."""
         default_is_local = self.store is None and self.db is None and self.spill is None
-        return self.run_in_background or (not default_is_local and self._spill_path(self.the_store) is not None)
+        return self.run_in_background or (not default_is_local and self._spills(self.the_store))
 
     def sampler(self) -> Sampler:
         return Sampler(self.sample_rate, self.when)
 
     def build(self, evaluator: Graded, *, sampler: Sampler, spec: Mapping[str, Any] | None) -> Wiring:
         """The store, pipeline and (for background grading) the started dispatcher of one evaluator."""
-        given = self.the_store
-        store: Store = given if given is not None else default_store()
         agno = None if self.db is None else AgnoDbStore(self.db, name=getattr(evaluator, "name", None))
+        store = self._store(agno)
         spill = self._spill_path(store)
 
         def sink(with_agno: bool) -> Store:
-            found: Store = FanoutStore(store, agno) if with_agno and agno is not None else store
+            if store is agno:  # db= alone: an offline batch's cases are its one eval run, written beside
+                found: Store = agno if with_agno else _BatchOnly()
+            else:
+                found = FanoutStore(store, agno) if with_agno and agno is not None else store
             return found if spill is None else SpillingStore(found, spill)
 
         pipeline = Pipeline(evaluator=evaluator, store=sink(True), callbacks=self.callbacks())
@@ -226,28 +238,53 @@ class HookSettings(Deployment):
             dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
         return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher, offline=offline, agno=agno)
 
+    def _store(self, agno: AgnoDbStore | None) -> Store:
+        """Where records go besides the agno db: `store=`; else, with `db=`, nowhere (agno's db is
+        the only store and no file of ours appears), unless $JUDGEHOOKS_DB names a store; else the
+        default store."""
+        given = self.the_store
+        if given is not None:
+            return given
+        if agno is not None and not os.environ.get(ENV, "").strip():
+            return agno
+        found: Store = default_store()
+        return found
+
     def callbacks(self) -> Callbacks:
         """These settings' callbacks, wrapped once: the holder every copy of the pipeline shares."""
         return Callbacks(**{name: wrap_callback(name, getattr(self, name)) for name in CALLBACKS})
 
     def _outbox(self, store: Store) -> Outbox | None:
-        """The outbox file: explicit path; False for none; else beside a SQLite store, or from
-        $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
+        """The outbox file: explicit path; False for none; else `outbox_path_for(store)` (beside a
+        SQLite store, $JUDGEHOOKS_OUTBOX, else the store's own file in the per-user state folder)."""
         if self.outbox is False:
             return None
         return Outbox(self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store))
 
-    def _spill_path(self, store: Store | None) -> str | os.PathLike[str] | None:
-        """Where records wait while the store is down: an explicit path; False for nowhere; else the
-        outbox file, by default only for stores that can go away (not a local file or memory)."""
+    def _spills(self, store: Store | None) -> bool:
+        """Whether records wait on disk while the store is down: by default only for stores that can
+        go away (not a local file or memory); `spill=` decides otherwise."""
         local = self.db is None and isinstance(store, (SQLiteStore, MemoryStore, JsonlStore))
-        if self.spill is False or (self.spill is None and local):
+        return not (self.spill is False or (self.spill is None and local))
+
+    def _spill_path(self, store: Store) -> str | os.PathLike[str] | None:
+        """Where records wait while the store is down: an explicit path; False for nowhere; else the
+        outbox file (see `_spills`)."""
+        if not self._spills(store):
             return None
         if isinstance(self.spill, (str, os.PathLike)):
             return self.spill
         if isinstance(self.outbox, (str, os.PathLike)):
             return self.outbox
-        return outbox_path_for(store if store is not None else default_store())
+        return outbox_path_for(store)
+
+
+class _BatchOnly(BaseStore):
+    """With `db=` alone, an offline batch's cases: the batch is one agno eval run holding them all
+    (as agno writes it), written beside this store, so each case is written nowhere else."""
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

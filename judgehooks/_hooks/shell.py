@@ -37,7 +37,7 @@ from .._grading import tracing
 from .._grading.pipeline import CALLBACKS, Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
-from . import offline
+from . import offline, scoring
 from .hooklist import ensure_dual_hooks
 from .metrics import fold_judge_usage
 from .redaction import redact_context
@@ -197,6 +197,13 @@ class HookShell:
             result.print_results()
         if settings.print_summary:
             result.print_summary()
+
+    async def ascore(self, run_output: Any, expected: Any) -> Any:
+        """agno's Scorer protocol (`scoring`): the run snapshotted as the hook does, graded inline on
+        the judgehooks loop through this evaluator's pipeline (one stored record), as a ``Score``."""
+        ctx = snapshot_run(run_output, with_tools=self.needs_tools, redact=self.settings.redact)
+        record = await runtime.wait(runtime.submit(self.grade_quietly, scoring.with_expected(ctx, expected)))
+        return scoring.score_of(record, self.evaluator.scale)
 
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from .._base.label import Label
 from .._base.record import EvalRecord, split_model
 from ..exceptions import StoreError
 from . import _agnorows
+from ._agnorows import KEY
 from ._base import BaseStore, RecordFilter
 
 #: eval runs read per `get_eval_runs` call
@@ -20,10 +22,9 @@ PAGE = 500
 
 
 def _evaluation(record: EvalRecord) -> dict[str, Any]:
-    """One result as agno's `asdict(AgentAsJudgeEvaluation)` has it, plus the record's id and status."""
+    """One result exactly as agno's `asdict(AgentAsJudgeEvaluation)` has it (its six fields)."""
     return {"input": record.input, "output": record.output, "criteria": record.criteria, "score": record.score,
-            "reason": record.reason or record.error_message or "", "passed": bool(record.passed),
-            "id": record.id, "status": record.status}
+            "reason": record.reason or record.error_message or "", "passed": bool(record.passed)}
 
 
 def _stats(graded: Sequence[EvalRecord]) -> dict[str, Any]:
@@ -38,31 +39,24 @@ def _stats(graded: Sequence[EvalRecord]) -> dict[str, Any]:
 
 
 def eval_run_payload(record: EvalRecord) -> dict[str, Any]:
-    """`eval_data` shaped like agno's AgentAsJudgeResult, plus our status and error fields."""
+    """`eval_data` with agno's AgentAsJudgeResult keys, and ours under one key, ``judgehooks``:
+    ``{"record": ...}``, the whole record (status, errors, ids, version, latency, details...)."""
     graded = [record] if record.status in ("passed", "failed") else []
-    return {
-        "run_id": record.id, "results": [_evaluation(r) for r in graded], **_stats(graded),
-        "status": record.status, "error_type": record.error_type, "error_message": record.error_message,
-        "evaluator_version": record.evaluator_version,
-        "judged_run_id": record.run_id, "session_id": record.session_id, "user_id": record.user_id,
-        "scope": record.scope, "judged_run_ids": record.run_ids,  # a session record: the runs it covered
-        "judged_component": record.agent_name or record.team_name,
-        "latency_ms": record.latency_ms, "details": record.details,
-        "trace_id": record.trace_id, "span_id": record.span_id,
-        "record": _agnorows.record_payload(record, bool(graded)),  # the whole record, read back by `query`
-    }
+    return {"run_id": record.id, "results": [_evaluation(r) for r in graded], **_stats(graded),
+            KEY: {"record": _agnorows.record_payload(record, bool(graded))}}  # read back by `query`
 
 
 def batch_payload(run_id: str, records: Sequence[EvalRecord]) -> dict[str, Any]:
     """`eval_data` of an offline batch: one agno eval run holding every graded case, as agno's
-    ``run(cases=...)`` writes it, with the errors and skips counted beside it."""
+    ``run(cases=...)`` writes it; under ``judgehooks``, ``{"batch": ...}``: the graded cases' record
+    ids (in the order of ``results``), and the errors and skips counted beside them."""
     graded = [r for r in records if r.status in ("passed", "failed")]
-    return {"run_id": run_id, "results": [_evaluation(r) for r in graded], **_stats(graded),
-            "evaluator_version": records[0].evaluator_version if records else None,
-            "graded_count": len(graded), "error_count": sum(r.status == "error" for r in records),
-            "skipped_count": sum(r.status == "skipped" for r in records),
-            "errors": [{"id": r.id, "input": r.input, "error_type": r.error_type, "error_message": r.error_message}
-                       for r in records if r.status == "error"]}
+    batch = {"evaluator_version": records[0].evaluator_version if records else None,
+             "graded_count": len(graded), "error_count": sum(r.status == "error" for r in records),
+             "skipped_count": sum(r.status == "skipped" for r in records), "ids": [r.id for r in graded],
+             "errors": [{"id": r.id, "input": r.input, "error_type": r.error_type, "error_message": r.error_message}
+                        for r in records if r.status == "error"]}
+    return {"run_id": run_id, "results": [_evaluation(r) for r in graded], **_stats(graded), KEY: {"batch": batch}}
 
 
 def eval_input(record: EvalRecord) -> dict[str, Any]:
@@ -107,6 +101,27 @@ def open_agno_db(url: str) -> Any:
                      "URL")
 
 
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
+
+
+def db_location(db: Any) -> str:
+    """Where an agno db keeps its eval runs, written the same by every process that opens it
+    (``SqliteDb(db_file="agno.db")`` here, ``--store agno+sqlite:///agno.db`` there), without a
+    password: the store's repr, so its outbox file and spilled rows are found again by name."""
+    url = getattr(getattr(db, "db_engine", None), "url", None)
+    table = getattr(db, "eval_table_name", None) or "agno_eval_runs"
+    if url is None:  # not SQLAlchemy (MongoDb, JsonDb, ...): agno's own id for it
+        return f"{type(db).__name__} id={getattr(db, 'id', None)!r} table={table}"
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        database = url.database or ":memory:"
+        return f"sqlite:///{database if database == ':memory:' else os.path.abspath(database)} table={table}"
+    port = url.port or _DEFAULT_PORTS.get(backend)
+    schema = getattr(db, "db_schema", None)
+    return (f"{backend}://{url.username or ''}@{url.host or ''}:{port or ''}/{url.database or ''} "
+            f"{f'schema={schema} ' if schema else ''}table={table}")
+
+
 def _field(row: Any, name: str) -> Any:
     return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
 
@@ -132,7 +147,7 @@ class AgnoDbStore(BaseStore):
         self._async = inspect.iscoroutinefunction(type(db).create_eval_run)
 
     def __repr__(self) -> str:
-        return f"AgnoDbStore({type(self.db).__name__} id={getattr(self.db, 'id', None)!r})"
+        return f"AgnoDbStore({db_location(self.db)})"
 
     def _eval_run(self, record: EvalRecord, run_id: str | None = None, data: dict[str, Any] | None = None) -> Any:
         from agno.db.schemas.evals import EvalRunRecord, EvalType

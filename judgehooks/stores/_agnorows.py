@@ -1,7 +1,9 @@
 """What AgnoDbStore keeps in agno's eval table beyond agno's own shape, and reads back.
 
-A record's eval run carries the whole record under ``eval_data["record"]`` (its input and output
-only once: in agno's ``results`` when it was graded), so `judgehooks report`, `calibrate` and
+Everything we add to an eval run's ``eval_data`` sits under one key, ``judgehooks``, beside agno's
+own AgentAsJudgeResult keys: a record's eval run carries the whole record as
+``eval_data["judgehooks"]["record"]`` (its input and output only once: in agno's ``results`` when
+it was graded), so `judgehooks report`, `calibrate` and
 `review` can read an agno db. A human label is an eval run of its own: agno's eval table has no
 place for one and no way to update a row's ``eval_data``, so each label is a row (model
 ``LABEL_MODEL``, no agent or team, so AgentOS's per-agent lists do not show it) whose id comes
@@ -23,6 +25,8 @@ from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
 
+#: the one key of an eval run's ``eval_data`` that holds what we add to agno's own keys
+KEY = "judgehooks"
 #: the model id of label rows: what `get_eval_runs(model_id=...)` finds them by
 LABEL_MODEL = "judgehooks-human-label"
 LABEL_PROVIDER = "human"
@@ -30,9 +34,18 @@ LABEL_NAME = "judgehooks human label"
 _TEXT = ("input", "output")
 
 
+def ours(eval_data: Any, name: str) -> Any:
+    """``eval_data["judgehooks"][name]``; or, for a row written before our additions moved under one
+    key, ``eval_data[name]``. None when the row holds none (agno's own rows)."""
+    if not isinstance(eval_data, Mapping):
+        return None
+    added = eval_data.get(KEY)
+    return added.get(name) if isinstance(added, Mapping) else eval_data.get(name)
+
+
 def record_payload(record: EvalRecord, graded: bool) -> dict[str, Any]:
-    """The record as JSON data for ``eval_data["record"]``; without the input and output of a graded
-    record, which agno's ``results`` already hold."""
+    """The record as JSON data for ``eval_data["judgehooks"]["record"]``; without the input and
+    output of a graded record, which agno's ``results`` already hold."""
     data = record_data(record)
     return {k: v for k, v in data.items() if not (graded and k in _TEXT)}
 
@@ -41,9 +54,10 @@ def record_of(run_id: str, eval_data: Any) -> EvalRecord | None:
     """The record an eval run holds; None for a row that holds none (agno's own eval runs, an
     offline batch, a label, or a row written before records were kept), with a warning when the
     row claims to hold one that does not read back."""
-    if not isinstance(eval_data, Mapping) or not isinstance(eval_data.get("record"), Mapping):
+    held = ours(eval_data, "record")
+    if not isinstance(held, Mapping):
         return None
-    data = dict(eval_data["record"])
+    data = dict(held)
     results = eval_data.get("results")
     if isinstance(results, list) and results and isinstance(results[0], Mapping):
         for key in _TEXT:
@@ -66,15 +80,16 @@ def label_run_id(label: Label) -> str:
 
 
 def label_payload(label: Label) -> dict[str, Any]:
-    """``eval_data`` of a label row: agno's AgentAsJudgeResult fields (no graded results) and the label."""
+    """``eval_data`` of a label row: agno's AgentAsJudgeResult fields (no graded results), and the
+    label under ``judgehooks``."""
     return {"run_id": label_run_id(label), "results": [], "avg_score": label.score, "min_score": label.score,
             "max_score": label.score, "std_dev_score": None,
-            "pass_rate": None if label.passed is None else 100.0 * label.passed, "label": label.data()}
+            "pass_rate": None if label.passed is None else 100.0 * label.passed, KEY: {"label": label.data()}}
 
 
 def label_of(run_id: str, eval_data: Any) -> Label | None:
     """The label a label row holds; None, with a warning, when it holds none that reads back."""
-    data = eval_data.get("label") if isinstance(eval_data, Mapping) else None
+    data = ours(eval_data, "label")
     try:
         if not isinstance(data, Mapping):
             raise ValueError("no label in its eval_data")

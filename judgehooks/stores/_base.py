@@ -217,6 +217,13 @@ class RecordFilter:
         return dataclasses.replace(self, **changes)
 
 
+def store_key(store: object) -> str:
+    """Which store a spilled row or an outbox file belongs to, the same in every process: its repr,
+    unless that is the default one with a memory address, then its class."""
+    text = repr(store)
+    return f"{type(store).__module__}.{type(store).__qualname__}" if " at 0x" in text else text
+
+
 class BaseStore(ABC):
     """A `Store` with every optional method declared: subclass it, implement `write` and
     `_query(where, limit)`, and the public `query` / `iter_records` keywords come from here.

@@ -34,7 +34,7 @@ from .._base.sqlitefile import add_column, checked_path, connect_wal
 from .._base.validate import check_number
 from .._runtime import runtime
 from . import _deadletter
-from ._base import BaseStore, RecordFilter, Store, refused, unstorable
+from ._base import BaseStore, RecordFilter, Store, refused, store_key, unstorable
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (
@@ -49,13 +49,6 @@ _SCHEMA = (
 )
 #: columns added since the first version, with their declarations (a file written before gains them)
 _ADDED = {"tries": "INTEGER NOT NULL DEFAULT 0", "last_error": "TEXT"}
-
-
-def store_key(store: object) -> str:
-    """Which store spilled rows belong to, the same in every process: its repr, unless that is
-    the default one with a memory address, then its class."""
-    text = repr(store)
-    return f"{type(store).__module__}.{type(store).__qualname__}" if " at 0x" in text else text
 
 
 class SpillFile:

@@ -16,9 +16,10 @@ from .._base.jsondata import jsonable
 from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, connect_wal
+from .._base.statedir import state_file
 from .._base.validate import check_number
 from . import _labels
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, store_key
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
@@ -176,9 +177,12 @@ class SQLiteStore(BaseStore):
 
 
 def outbox_path_for(store: object) -> str:
-    """Where background jobs wait: beside a SQLite store file (evals.db -> evals.outbox.db), else
-    $JUDGEHOOKS_OUTBOX, else ./judgehooks.outbox.db."""
+    """Where background jobs (and spilled records, and open sessions) wait: beside a SQLite store
+    file (evals.db -> evals.outbox.db), else $JUDGEHOOKS_OUTBOX, else a file of that store's own in
+    the per-user state folder (`judgehooks._base.statedir`), named after the store (`store_key`):
+    never the working directory, and the same file for every process, and `judgehooks resume`,
+    that names the same store."""
     path = store.path if isinstance(store, SQLiteStore) else None
     if path and path != ":memory:":
         return f"{path[:-3] if path.endswith('.db') else path}.outbox.db"
-    return os.environ.get("JUDGEHOOKS_OUTBOX") or "judgehooks.outbox.db"
+    return os.environ.get("JUDGEHOOKS_OUTBOX") or state_file("outbox", store_key(store))

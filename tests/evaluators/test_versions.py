@@ -192,9 +192,10 @@ def test_the_agno_db_keeps_the_version_in_eval_data(make_judge, tmp_path):
     db = SqliteDb(db_file=str(tmp_path / "agno.db"))
     ev = make_judge(db=db)
     result = ev.run(input="q", output="a")  # an offline batch: one eval run holding its cases
-    assert db.get_eval_run(result.run_id).eval_data["evaluator_version"] == ev.evaluator_version
+    batch = db.get_eval_run(result.run_id).eval_data["judgehooks"]["batch"]
+    assert batch["evaluator_version"] == ev.evaluator_version
     [record] = result.results  # a live hook's eval run, one per record
-    assert eval_run_payload(record)["evaluator_version"] == ev.evaluator_version
+    assert eval_run_payload(record)["judgehooks"]["record"]["evaluator_version"] == ev.evaluator_version
 
 
 # ---- report ----------------------------------------------------------------------------------------

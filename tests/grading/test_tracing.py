@@ -172,7 +172,8 @@ async def test_every_store_keeps_the_trace_and_span_ids(kind, tmp_path, request)
         db = SqliteDb(db_file=str(tmp_path / "agno.db"))
         await AgnoDbStore(db).write([record])
         [run] = db.get_eval_runs(agent_id="a")
-        assert (run.eval_data["trace_id"], run.eval_data["span_id"]) == (record.trace_id, record.span_id)
+        ours = run.eval_data["judgehooks"]["record"]
+        assert (ours["trace_id"], ours["span_id"]) == (record.trace_id, record.span_id)
         return
     store = {"sqlite": lambda: SQLiteStore(tmp_path / "evals.db"), "jsonl": lambda: JsonlStore(tmp_path / "e.jsonl"),
              "memory": MemoryStore, "postgres": lambda: PostgresStore(request.getfixturevalue("postgres_dsn"))}[kind]()

@@ -122,8 +122,8 @@ def test_a_session_record_reaches_an_agno_db_as_an_eval_run(make_session_judge, 
     [record] = judgehooks.end_session("s-agno")
     [row] = db.get_eval_runs(agent_id="agent-db")
     assert row.run_id == record.id
-    assert (row.eval_data["scope"], row.eval_data["judged_run_ids"], row.eval_data["session_id"]) == (
-        "session", runs, "s-agno")
+    ours = row.eval_data["judgehooks"]["record"]
+    assert (ours["scope"], ours["run_ids"], ours["session_id"]) == ("session", runs, "s-agno")
 
 
 # ---- end_session, drain ------------------------------------------------------------------------

@@ -49,7 +49,8 @@ def test_db_parameter_mirrors_verdicts_into_agnos_eval_table(make_judge, make_ag
     assert len(runs) == 1
     run = runs[0]
     assert (run.run_id, run.name, run.eval_type.value) == (r.id, "helpful", "agent_as_judge")
-    assert run.eval_data["judged_run_id"] == out.run_id and run.eval_data["status"] == "failed"
+    ours = run.eval_data["judgehooks"]["record"]
+    assert ours["run_id"] == out.run_id and ours["status"] == "failed"
     assert run.eval_data["results"][0]["passed"] is False
 
 

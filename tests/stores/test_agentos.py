@@ -75,20 +75,21 @@ def test_agentos_lists_every_verdict_with_agent_and_user(kind, make_judge, make_
         assert ours == ["error", "failed", "passed"], [(r.id, r.status, r.error_type) for r in store.records]
         listed = client.get("/eval-runs", params={"agent_id": "os-agent", "limit": 50}).json()["data"]
         other = client.get("/eval-runs", params={"agent_id": "someone-else"}).json()["data"]
-    by_status = {run["eval_data"]["status"]: run for run in listed}
-    seen = [(run["id"], run["eval_data"]["status"]) for run in listed]
+    by_status = {run["eval_data"]["judgehooks"]["record"]["status"]: run for run in listed}
+    seen = [(run["id"], run["eval_data"]["judgehooks"]["record"]["status"]) for run in listed]
     assert sorted(by_status) == ["error", "failed", "passed"] and other == [], (seen, ours)
     assert {r.id for r in store.records} == {run["id"] for run in listed}  # same ids as our own store
     for run in listed:
         assert (run["agent_id"], run["user_id"], run["eval_type"]) == ("os-agent", "user-7", "agent_as_judge")
         # agno's row: the name given (none here) and no component name; ours names the agent in eval_data
         assert (run["name"], run["evaluated_component_name"]) == (None, None)
-        assert run["eval_data"]["judged_component"] == "os-agent"
+        assert run["eval_data"]["judgehooks"]["record"]["agent_name"] == "os-agent"
     passed, failed, error = (by_status[s]["eval_data"] for s in ("passed", "failed", "error"))
     # eval_data is shaped like agno's AgentAsJudgeResult
     assert (passed["avg_score"], passed["pass_rate"], passed["results"][0]["passed"]) == (9, 100.0, True)
     assert (failed["avg_score"], failed["pass_rate"], failed["results"][0]["score"]) == (2, 0.0, 2)
-    assert (error["results"], error["pass_rate"], error["error_type"]) == ([], None, "InternalServerError")
+    assert (error["results"], error["pass_rate"]) == ([], None)
+    assert error["judgehooks"]["record"]["error_type"] == "InternalServerError"
 
 
 @pytest.mark.anyio

@@ -106,9 +106,9 @@ def test_rows_that_do_not_read_back_are_skipped_not_believed(make_judge, make_ag
     [record] = live_records(make_judge, make_agent, store, db, "q1 [[score=9]]")
     agno = AgnoDbStore(db)
     judgehooks.label(record.id, passed=True, by="ann", store=agno)
-    forged = {"record": {**record.model_dump(mode="json"), "id": "someone-else", "status": "failed"}}
-    broken = {"record": {"id": "r-2", "status": "maybe"}}
-    fake_label = {"label": {"record_id": record.id, "reviewer": "mallory", "passed": False}}
+    forged = {"judgehooks": {"record": {**record.model_dump(mode="json"), "id": "someone-else", "status": "failed"}}}
+    broken = {"judgehooks": {"record": {"id": "r-2", "status": "maybe"}}}
+    fake_label = {"judgehooks": {"label": {"record_id": record.id, "reviewer": "mallory", "passed": False}}}
     for run_id, data, model in (("r-1", forged, None), ("r-2", broken, None), ("label-x", fake_label, LABEL_MODEL),
                                 ("agno-own", {"results": [], "pass_rate": 100.0}, None)):
         db.create_eval_run(EvalRunRecord(run_id=run_id, eval_type=EvalType.AGENT_AS_JUDGE, eval_data=data,
