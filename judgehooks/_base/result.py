@@ -62,7 +62,8 @@ class AgentAsJudgeResult:
 
     Errors and skips never count toward the pass rate; they are reported beside it, so a batch
     with judge errors cannot look healthier than it was. ``pass_rate`` is a percentage, as in
-    agno, and None when nothing was graded (agno says 0.0, which reads as "all failed").
+    agno, and None when nothing was graded (agno says 0.0, which reads as "all failed");
+    ``pass_fraction`` is the same rate in the unit of every rate judgehooks itself reports (0-1).
     """
 
     run_id: str
@@ -85,6 +86,12 @@ class AgentAsJudgeResult:
     def records(self) -> list[EvalRecord]:
         """Every record of the batch, whatever its status (the same list as ``results``)."""
         return self.results
+
+    @property
+    def pass_fraction(self) -> float | None:
+        """The pass rate from 0 to 1, as `judgehooks report`, `grade --json`, alerts and
+        `calibrate` give every rate (``pass_rate`` stays agno's percentage)."""
+        return None if self.pass_rate is None else self.pass_rate / 100.0
 
     @property
     def errors(self) -> list[EvalRecord]:

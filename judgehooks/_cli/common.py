@@ -242,8 +242,9 @@ async def unmatched(store: Any, where: RecordFilter) -> str | None:
             text += f"; {wanted!r} is the name of {kind} {', '.join(named[:3])}: {option} takes the id, e.g. " \
                     f"{option} {named[0]}"
         elif name_field:
-            text += (f"; {option} takes the {kind}'s id, and one built with neither id= nor name= gets a new "
-                     f"random id in every process: give it one, e.g. {kind.capitalize()}(name={wanted!r}, ...) "
+            text += (f"; {option} takes the {kind}'s id, and one built with neither id= nor name= is stored "
+                     f"under unnamed-{kind}-<hash of its model, instructions and tools>, which changes when they "
+                     f"do: give it one, e.g. {kind.capitalize()}(name={wanted!r}, ...) "
                      f"(agno derives the id from the name) or {kind.capitalize()}(id={wanted!r}, ...)")
         parts.append(text)
     return "; ".join(parts)

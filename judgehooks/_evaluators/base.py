@@ -51,6 +51,12 @@ from .version import NOT_VERDICT, Version
 HOOK_SETTINGS = HookSettings.names()
 
 
+def _deploys(cls: type[object], name: str) -> bool:
+    """Whether `name` is a deployment setting on `cls`: one of HookSettings' names that the class
+    does not claim as its own (`Budget.max_cost_usd` is the run's limit, not a spend cap)."""
+    return name in HOOK_SETTINGS and name not in getattr(cls, "own_settings", ())
+
+
 def stable_name(kind: str, settings: Any) -> str:
     """A default evaluator name that is the same in every process for the same settings."""
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=repr).encode()).hexdigest()[:10]
@@ -90,7 +96,7 @@ class EvaluatorType(ABCMeta):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         own = _own_parameters(cls)
-        hook = {k: kwargs.pop(k) for k in list(kwargs) if k in HOOK_SETTINGS and k not in own}
+        hook = {k: kwargs.pop(k) for k in list(kwargs) if _deploys(cls, k) and k not in own}
         evaluator = super().__call__(*args, **kwargs)
         if "name" not in vars(evaluator):  # a hand-written __init__ that never reached Evaluator's
             raise TypeError(f"{cls.__name__}.__init__ must call super().__init__(**hook) after setting its "
@@ -145,6 +151,9 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     needs_tools: ClassVar[bool] = True
     #: what answers agno's hooks (a session evaluator's records turns instead of grading runs)
     shell_type: ClassVar[type[HookShell]] = HookShell
+    #: fields of the class that share a deployment setting's name but mean the evaluator's own
+    #: setting (never a HookSettings one): `Budget.max_cost_usd`
+    own_settings: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, *, name: str | None = None, threshold: float | None = None, **hook: Any) -> None:
         """For hand-written subclasses: ``super().__init__(**hook)`` after their own settings."""
@@ -194,7 +203,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         shell: HookShell | None = self.__dict__.get("_shell")
         if shell is None or name.startswith("_") or self.__dict__.get("_rebuilding"):
             object.__setattr__(self, name, value)
-        elif name in HOOK_SETTINGS:
+        elif _deploys(type(self), name):
             shell.reconfigure(name, value, self._rebuild_judge)
             if name in _field_names(type(self)):
                 object.__setattr__(self, name, value)
@@ -257,7 +266,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         """Deployment settings this class declares as its own fields (agno's on_fail, db, ...)."""
         if not dataclasses.is_dataclass(self):
             return {}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in HOOK_SETTINGS}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if _deploys(type(self), f.name)}
 
     def _prepare(self, settings: HookSettings) -> None:
         """Called once the settings are known, before the shell: LLM evaluators build their judge
@@ -280,7 +289,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         if not dataclasses.is_dataclass(self):
             return None
         found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                 if f.init and f.name not in ("name", "threshold") and f.name not in HOOK_SETTINGS}
+                 if f.init and f.name not in ("name", "threshold") and not _deploys(type(self), f.name)}
         return found if plain(found) else None
 
     def default_name(self) -> str:
@@ -295,7 +304,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         add their prompts and model."""
         names = [f.name for f in dataclasses.fields(self) if f.init] if dataclasses.is_dataclass(self) \
             else [k for k in vars(self) if not k.startswith("_")]  # a hand-written __init__: public attributes
-        return {n: getattr(self, n) for n in names if n not in NOT_VERDICT and n not in HOOK_SETTINGS}
+        return {n: getattr(self, n) for n in names if n not in NOT_VERDICT and not _deploys(type(self), n)}
 
     def _new_version(self) -> None:
         self.__dict__["_version"] = Version(self)

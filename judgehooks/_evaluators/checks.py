@@ -375,8 +375,11 @@ class ToolUse(Evaluator):
 @dataclass(eq=False)
 class Budget(Evaluator):
     """Passes when the run stayed within every limit given: ``max_latency_ms`` (time until its
-    post hooks ran), ``max_tokens`` (input + output), ``max_cost_usd``. A figure the run's metrics
-    do not have is an error, never a pass."""
+    post hooks ran), ``max_tokens`` (input + output), ``max_cost_usd`` (what the run cost). A
+    figure the run's metrics do not have is an error, never a pass.
+
+    ``max_cost_usd`` here is the run's limit, not the spend cap of the same name that other
+    evaluators take (a Budget makes no judge call: it has nothing to cap but ``max_calls``)."""
 
     _: KW_ONLY
     max_latency_ms: float | None = None
@@ -384,6 +387,7 @@ class Budget(Evaluator):
     max_cost_usd: float | None = None
 
     needs_tools = False
+    own_settings = frozenset({"max_cost_usd"})
 
     def __post_init__(self) -> None:
         limits = {"latency_ms": self.max_latency_ms, "total_tokens": self.max_tokens, "cost_usd": self.max_cost_usd}

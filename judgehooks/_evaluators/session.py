@@ -26,6 +26,7 @@ from .._judges.transcript import BudgetUnit, SessionCall, plan
 from ..exceptions import StoreError
 from .base import Evaluator, stable_name
 from .llm import JudgeConnection, check_grading, guidelines_tuple
+from .version import judge_inputs, session_prompt_text
 
 
 @dataclass(eq=False)
@@ -98,6 +99,11 @@ class SessionJudge(Evaluator, JudgeConnection):
 
     def default_name(self) -> str:
         return stable_name("session_judge", [self.criteria, self.scoring_strategy, self.pass_threshold])
+
+    def version_inputs(self) -> dict[str, Any]:
+        """The own settings, the session prompt and the judge's model: another model's verdicts are
+        another version's (`grade-sessions --model` grades again)."""
+        return {**super().version_inputs(), **judge_inputs([self._call], session_prompt_text)}
 
     def record_metadata(self) -> Mapping[str, Any]:
         found: dict[str, Any] = {"criteria": self.criteria, "idle_after": self.idle_after}

@@ -19,12 +19,14 @@ import enum
 import hashlib
 import inspect
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._base.context import EvalContext
+from .._base.session import Turn
 from .._judges.call import JudgeCall
 from .._judges.prompt import build_request
+from .._judges.transcript import Transcript, build_session_request
 
 #: settings that decide whether and how a judge is reached, or how results are shown, not the verdict
 NOT_VERDICT = frozenset({
@@ -121,9 +123,20 @@ def prompt_text(call: JudgeCall) -> str:
     return "\n".join(f"{m['role']}: {m['content']}" for m in request.messages)
 
 
-def judge_inputs(calls: tuple[JudgeCall, ...] | list[JudgeCall]) -> dict[str, Any]:
-    """What an LLM evaluator's judge calls add to its version: each prompt, and the model asked."""
-    return {"prompts": [prompt_text(c) for c in calls], "judge_model": sorted({c.judge.model for c in calls})}
+def session_prompt_text(call: JudgeCall) -> str:
+    """The messages a session judge's `call` would send about a one-turn conversation of
+    placeholders: the session template's wording, criteria, verdict shape and guidelines."""
+    transcript = Transcript(turns=(Turn(_PLACEHOLDER),), numbers=(1,), total=1, chars=0)
+    request = build_session_request(transcript, criteria=call.criteria, mode=call.mode, guidelines=call.guidelines,
+                                    include_tools=call.include_tools, nonce="{nonce}")
+    return "\n".join(f"{m['role']}: {m['content']}" for m in request.messages)
+
+
+def judge_inputs(calls: tuple[JudgeCall, ...] | list[JudgeCall],
+                 text: Callable[[JudgeCall], str] = prompt_text) -> dict[str, Any]:
+    """What an LLM evaluator's judge calls add to its version: each prompt (as `text` renders it),
+    and the model asked."""
+    return {"prompts": [text(c) for c in calls], "judge_model": sorted({c.judge.model for c in calls})}
 
 
 def members(values: Iterable[Any]) -> list[Any]:

@@ -10,7 +10,6 @@ grading, used inline, by the batched background writer and by the Redis worker.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,6 +22,7 @@ from .._base.metering import current_meter
 from .._base.observers import observers
 from .._base.outcome import Outcome, clip_reason, run_evaluator
 from .._base.record import EvalRecord, Mode, record_id
+from .._base.stopwatch import Stopwatch, current_stopwatch
 from .._judges.base import Judge, describe, error_name
 from ..exceptions import RedactionError, StoreError
 from ..stores import Store
@@ -162,7 +162,14 @@ class Pipeline:
         spend caps admit the run (else a `skipped` record, reason "budget"); then every judge call
         of the grading, retries and composite members included, is admitted on its own by the
         grading's `Meter`: against the caps, then `requests_per_minute`."""
-        started = time.perf_counter()
+        stopwatch = Stopwatch()  # a judge's one-time setup (an import) pauses it: not judge latency
+        token = current_stopwatch.set(stopwatch)
+        try:
+            return await self._grade(ctx, sample_rate, stopwatch)
+        finally:
+            current_stopwatch.reset(token)
+
+    async def _grade(self, ctx: EvalContext, sample_rate: float, stopwatch: Stopwatch) -> EvalRecord:
         if ctx.redaction_error is not None:
             outcome = withheld(ctx)
         elif self.spend is None and self.pace is None:
@@ -180,8 +187,7 @@ class Pipeline:
             finally:
                 current_meter.reset(token)
             await meter.settle(outcome.cost_usd)
-        return make_record(ctx, self.evaluator, outcome, latency_ms=(time.perf_counter() - started) * 1000,
-                           sample_rate=sample_rate)
+        return make_record(ctx, self.evaluator, outcome, latency_ms=stopwatch.elapsed_ms(), sample_rate=sample_rate)
 
     async def evaluate(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Grade, then deliver. Raises StoreError (after callbacks) if the store is down."""

@@ -18,6 +18,7 @@ from typing import Any, cast
 from .._base.callbacks import wrap_callback
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
+from .._base.sqlitefile import checked_path
 from .._base.validate import check_choice, check_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
@@ -151,6 +152,8 @@ class HookSettings(Deployment):
                                               or not os.fspath(self.spend_ledger)):
             raise TypeError(f"spend_ledger must be the path of a SQLite file that the processes sharing the caps "
                             f"name, got {self.spend_ledger!r}")
+        if self.spend_ledger is not None:  # else every call would be admitted uncounted: the caps off
+            checked_path(self.spend_ledger, "spend_ledger")
         if self.redact is not None and not callable(self.redact):
             raise TypeError(f"redact must be a function from text to text (e.g. judgehooks.redact.PII), "
                             f"got {type(self.redact).__name__}")

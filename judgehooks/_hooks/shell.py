@@ -34,6 +34,7 @@ from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
 from .._base.urls import spec_without_credentials
 from .._grading import tracing
+from .._grading.counters import Counters
 from .._grading.pipeline import CALLBACKS, Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
@@ -59,6 +60,8 @@ class HookShell:
         self._spec = with_controls(spec, settings)  # it travels with jobs: outbox rows, Redis
         self._wiring: Wiring | None = None
         self._lock = threading.Lock()
+        self._counters = Counters()  # inline grading's (background grading counts in its dispatcher)
+        self._count_lock = threading.Lock()
         if settings.builds_at_once:
             self.wiring  # noqa: B018 - resume orphaned jobs and re-deliver spilled records now
 
@@ -71,7 +74,10 @@ class HookShell:
         return self._wiring
 
     def _build(self) -> Wiring:
-        return self.settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
+        wiring = self.settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
+        if wiring.dispatcher is None:  # inline: judgehooks.stats() lists it too (a dispatcher registers itself)
+            runtime.add_counted(self)
+        return wiring
 
     def reconfigure(self, name: str, value: Any, prepare: Callable[[HookSettings], None]) -> HookSettings:
         """Assign one deployment setting: it takes effect from the next run, or, when what it
@@ -206,11 +212,18 @@ class HookShell:
         return scoring.score_of(record, self.evaluator.scale)
 
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
+        with self._count_lock:
+            self._counters.submitted += 1
         try:
-            return await self.wiring.pipeline.evaluate(ctx, sample_rate)
+            record = await self.wiring.pipeline.evaluate(ctx, sample_rate)
         except StoreError as exc:
             # Already logged with the full record by the store writer; a gate still needs the verdict.
-            return exc.records[0] if exc.records else None
+            record = exc.records[0] if exc.records else None
+            with self._count_lock:
+                self._counters.store_failures += 1
+        with self._count_lock:
+            self._counters.finished(record)
+        return record
 
     # ---- offline grading --------------------------------------------------------------------
 
@@ -250,7 +263,10 @@ class HookShell:
             return self._wiring.dispatcher.stats()
         counts = self.sampler.counts
         spend = None if self._wiring is None else self._wiring.pipeline.spend
-        return {"evaluator": self.evaluator.evaluator_name, "sampled_out": counts.sampled_out,
+        with self._count_lock:
+            graded = self._counters.as_dict()
+        return {"evaluator": self.evaluator.evaluator_name, "inline": True, **graded,
+                "in_flight": graded["submitted"] - graded["done"], "sampled_out": counts.sampled_out,
                 "filtered_out": counts.filtered_out, **({} if spend is None else spend.stats())}
 
 

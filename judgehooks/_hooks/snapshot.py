@@ -11,6 +11,7 @@ from typing import Any
 
 from .._base.context import EvalContext, RunUsage, ToolCall, render_content
 from .._base.text import storable, storable_data
+from .identity import stable_id
 from .redaction import redact_context
 
 
@@ -65,10 +66,10 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
     merged.update(metadata or {})
     if is_team:
         agent_id = agent_name = None
-        team_id = getattr(run_output, "team_id", None) or getattr(team, "id", None)
+        team_id = stable_id(team, getattr(run_output, "team_id", None) or getattr(team, "id", None))
         team_name = getattr(run_output, "team_name", None) or getattr(team, "name", None)
     else:
-        agent_id = run_output.agent_id or getattr(agent, "id", None)
+        agent_id = stable_id(agent, run_output.agent_id or getattr(agent, "id", None))
         agent_name = run_output.agent_name or getattr(agent, "name", None)
         # A member agent's run inside a team carries the team in its parent context.
         team_id = getattr(run_output, "team_id", None) or getattr(agent, "team_id", None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ from .._base.log import log
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import Mode
+from .._base.stopwatch import current_stopwatch
 from .._base.urls import without_credentials
 from ..exceptions import EvaluatorError, JudgeUnavailable, MissingContext
 from .agreement import check_agreement
@@ -122,8 +124,10 @@ class JudgeCall:
         verdict: Verdict | None = None
         error: BaseException | None = None
         if isinstance(self.judge, BaseJudge):  # e.g. import litellm (seconds) off the loop, outside the timeout
+            stopwatch = current_stopwatch.get()  # and outside the record's latency: setup is not judging
             try:
-                await self.judge.prepare()
+                with nullcontext() if stopwatch is None else stopwatch.paused():
+                    await self.judge.prepare()
             except Exception as exc:
                 return Outcome(error=self.failed(exc, 0), attempts=0, judge_model=self.judge.model)
         meter = current_meter.get()

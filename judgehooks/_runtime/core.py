@@ -4,8 +4,9 @@
   blocking portal. litellm and the OpenAI client cache HTTP clients per event loop and break
   across loops, so sync callers never `asyncio.run()` per evaluation: they hand coroutines here.
 - Tracked work: inline grading from async callers and offline batches are futures `drain()` waits for.
-- Registered drainables (background dispatchers), spill waiters and closers (connection pools,
-  judge processes, spill re-delivery). The runtime imports none of them: they register here.
+- Registered drainables (background dispatchers), inline evaluators' counters (for `stats()`),
+  spill waiters and closers (connection pools, judge processes, spill re-delivery). The runtime
+  imports none of them: they register here.
 - ONE `atexit` hook: drain with a deadline ($JUDGEHOOKS_EXIT_DRAIN_TIMEOUT, default 30 s), release
   the drainables (what is unfinished stays in the outbox), run the closers, stop the loop.
 - After `os.fork()` the child has none of the parent's threads: its state is reset so its hooks
@@ -52,6 +53,12 @@ class Drainable(Protocol):
     def reset_after_fork(self) -> None: ...
 
 
+class Counted(Protocol):
+    """What grades inline (no queue to drain) yet shows in `stats()`: an inline evaluator's shell."""
+
+    def stats(self) -> dict[str, Any]: ...
+
+
 #: a spill waiter: waits until its records are re-delivered or the deadline passes (False)
 Waiter = Callable[[float | None], bool]
 
@@ -68,6 +75,7 @@ class Runtime:
         self._pending: set[concurrent.futures.Future[Any]] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._drainables: list[Drainable] = []
+        self._counted: weakref.WeakSet[Any] = weakref.WeakSet()  # inline evaluators, while they live
         self._waiters: dict[int, weakref.WeakMethod[Waiter]] = {}
         self._closers: list[tuple[int, Callable[[], None]]] = []
         self._fork_resets: list[Callable[[], None]] = []
@@ -182,6 +190,11 @@ class Runtime:
             self._drainables.append(drainable)
         self._install_exit_hook()
 
+    def add_counted(self, source: Counted) -> None:
+        """An inline evaluator's counters, in `stats()` for as long as the evaluator lives (held weakly)."""
+        with self._lock:
+            self._counted.add(source)
+
     def drainables(self) -> list[Drainable]:
         with self._lock:
             return list(self._drainables)
@@ -242,7 +255,13 @@ class Runtime:
                 return False
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        return {d.name: d.stats() for d in self.drainables()}
+        found = {d.name: d.stats() for d in self.drainables()}
+        with self._lock:
+            counted: list[Counted] = list(self._counted)
+        for source in counted:
+            stats = source.stats()
+            found.setdefault(stats["evaluator"], stats)
+        return found
 
     # ---- exit and fork ----------------------------------------------------------------------
 

@@ -75,6 +75,7 @@ async def adrain(timeout: float | None = None) -> bool:
 
 
 def stats() -> dict[str, dict[str, Any]]:
-    """Counters per background evaluator: queue depth, in flight, done, errors, dropped, retries,
-    sampled out, resumed, age of the oldest pending job."""
+    """Counters per evaluator, by its name: for one grading in the background, queue depth, in
+    flight, done, errors, dropped, retries, sampled out, resumed, age of the oldest pending job;
+    for one grading inline (``"inline": True``), the same graded counts and sampling."""
     return runtime.stats()

@@ -94,6 +94,23 @@ def test_grade_sessions_skips_only_sessions_graded_by_the_same_evaluator_version
     assert "already graded by 'nightly' version " + polite.evaluator_version in out
 
 
+def test_another_judge_model_is_another_evaluator_version_and_grades_again(capsys, server, tmp_path):
+    """`--model <another>` asks another judge: its verdicts are not the first one's, so the
+    sessions are graded again (the judge model is in the SessionJudge's version), once."""
+    from agno.db.sqlite import SqliteDb
+
+    path = tmp_path / "agno.db"
+    converse(Agent(model=model(server), db=SqliteDb(db_file=str(path)), id="m-agent", telemetry=False), "m", 2)
+    url, store = f"sqlite:///{path}", str(tmp_path / "evals.db")
+    assert "graded 1" in grade(capsys, server, url, store, "--name", "nightly")[1]
+    for said in ("graded 1", "graded 0"):
+        code, out = grade(capsys, server, url, store, "--name", "nightly", "--model", "openai/another-judge")
+        assert code == 0 and said in out, out
+    records = session_records(store)["m"]
+    assert sorted(r.judge_model for r in records) == ["another-judge", "judge"]
+    assert len({r.evaluator_version for r in records}) == 2 and len({r.id for r in records}) == 2
+
+
 def test_records_from_before_versions_count_as_the_same_evaluator_when_their_criteria_match(capsys, server,
                                                                                           tmp_path):
     import sqlite3

@@ -1,6 +1,6 @@
-"""An unnamed agno agent's id is random per process, so `--agent support-bot` finds nothing: "no
-records" names the filter that matched nothing, what the store holds, and how to give the agent an
-id that stays the same. agno itself is asked what id it gives (`Agent.set_id`)."""
+"""`--agent support-bot` on a store of an unnamed agent finds nothing: "no records" names the filter
+that matched nothing, what the store holds, and how to give the agent an id of one's choosing. agno
+itself is asked what id it gives (`Agent.set_id`)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ def graded(make_judge, server, db, **agent):
 
 @pytest.fixture
 def unnamed(make_judge, server, tmp_path):
-    """Records of an agent built with neither id= nor name=: agno makes its id up, anew per process."""
+    """Records of an agent built with neither id= nor name=: stored under an id derived from it."""
     db = tmp_path / "evals.db"
     record = graded(make_judge, server, db)
-    assert record.agent_name is None and record.agent_id != Agent().id  # another agent: another random id
+    assert record.agent_name is None and record.agent_id.startswith("unnamed-agent-")
     return db, record
 
 
@@ -38,8 +38,9 @@ def test_report_names_the_agent_filter_that_matched_nothing_and_how_to_name_the_
     assert done.returncode == 0, done.stderr
     assert "no records in this window" not in done.stdout
     assert (f"no records for agent 'support-bot' (agents in the store: {record.agent_id}); --agent takes the "
-            "agent's id, and one built with neither id= nor name= gets a new random id in every process: "
-            "give it one, e.g. Agent(name='support-bot', ...) (agno derives the id from the name) or "
+            "agent's id, and one built with neither id= nor name= is stored under unnamed-agent-<hash of its "
+            "model, instructions and tools>, which changes when they do: give it one, e.g. "
+            "Agent(name='support-bot', ...) (agno derives the id from the name) or "
             "Agent(id='support-bot', ...)") in done.stdout
     named = Agent(name="support-bot")  # as the message says: the name gives the id the filter takes
     named.set_id()

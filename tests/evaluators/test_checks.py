@@ -171,6 +171,25 @@ def test_budget_without_reported_cost_is_an_error_not_a_pass(make_agent, store):
     assert (r.status, r.error_type) == ("error", "MissingMetrics") and "no cost_usd" in r.error_message
 
 
+def test_a_budgets_max_cost_usd_is_the_runs_limit_not_a_spend_cap(make_agent, store):
+    """`Budget(max_cost_usd=...)` limits what the run cost; it no longer doubles as the spend cap
+    of the same name (which would skip later runs as `budget` once a window's cost passed it)."""
+    from judgehooks._evaluators.spec import rebuild
+
+    check = Budget(max_cost_usd=0.001, name="cost", store=store)
+    assert check.hook_settings.max_cost_usd is None
+    outs = [make_agent(check).run("hello [[cost=0.004]]") for _ in range(3)]
+    got = [records(store, out.run_id)["cost"] for out in outs]
+    assert [(r.status, r.reason) for r in got] == [("failed", "cost_usd 0.004 > 0.001")] * 3
+    assert Budget(max_cost_usd=0.5).evaluator_version != Budget(max_cost_usd=0.001).evaluator_version
+    again = rebuild(check.spec())  # as a worker or `resume` rebuilds it: the limit travels
+    assert again.max_cost_usd == 0.001 and again.hook_settings.max_cost_usd is None
+    check.max_cost_usd = 0.01  # assigned later: the check's limit changes, and no cap appears
+    assert check.limits["cost_usd"] == 0.01 and check.hook_settings.max_cost_usd is None
+    capped = Budget(max_tokens=10, max_calls=5)  # the other caps still apply to a Budget
+    assert capped.hook_settings.max_calls == 5
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({}, "Budget needs at least one of"),
     ({"max_tokens": 1.5}, "max_tokens must be an integer"),

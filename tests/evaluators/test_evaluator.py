@@ -46,7 +46,7 @@ def only(store, run_id, evaluator_name):
 def test_a_small_subclass_is_a_full_post_hook(make_agent, store):
     failed: list = []
     check = MaxWords(3, name="short", store=store, on_fail=failed.append)
-    agent = make_agent(check)
+    agent = make_agent(check, id="writer")
     ok = agent.run("hi")
     long = agent.run("this answer is far too long")
     assert only(store, ok.run_id, "short").details == {"words": 2}

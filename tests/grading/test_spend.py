@@ -355,8 +355,20 @@ def test_a_spend_ledger_value_that_is_not_a_number_counts_as_zero(make_judge, ma
     assert statuses(store) == ["passed", "passed", "passed", "skipped"]
 
 
-def test_an_unusable_spend_ledger_admits_the_call_uncounted_and_says_so(make_judge, make_agent, store, tmp_path):
-    judge = make_judge(name="no-ledger", max_calls=1, spend_ledger=str(tmp_path / "missing-dir" / "spend.db"))
+def test_a_spend_ledger_in_a_missing_folder_is_refused_naming_the_path(make_judge, tmp_path):
+    """Accepted, it would admit every call uncounted: the caps silently off."""
+    missing = tmp_path / "missing-dir"
+    said = f"spend_ledger path '{missing / 'spend.db'}': directory '{missing}' does not exist"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        make_judge(name="no-ledger", max_calls=1, spend_ledger=str(missing / "spend.db"))
+
+
+def test_a_spend_ledger_unusable_later_admits_the_call_uncounted_and_says_so(make_judge, make_agent, store,
+                                                                             tmp_path):
+    folder = tmp_path / "removed-later"
+    folder.mkdir()
+    judge = make_judge(name="no-ledger", max_calls=1, spend_ledger=str(folder / "spend.db"))
+    folder.rmdir()  # e.g. a clean-up job: the caps cannot be counted, and that is said
     with capture_logs() as logs:
         make_agent(judge).run("q0")
         make_agent(judge).run("q1")
