@@ -10,7 +10,6 @@ import dataclasses
 from test_sessions import make_session_judge  # noqa: F401 - a fixture, used by name
 
 import judgehooks
-from judgehooks._judges.prompt import DEFAULT_PROMPT_BUDGET
 
 BUDGET = 20_000
 
@@ -59,6 +58,8 @@ def test_two_thousand_member_runs_stay_within_the_budget(make_session_judge, mak
 
 
 def test_a_run_level_judge_holds_its_prompt_to_the_default_budget(make_judge, make_agent, store, server):
+    from judgehooks._judges.prompt import DEFAULT_PROMPT_BUDGET
+
     def lookup(text: str) -> str:
         """Look something up."""
         return "R" * 300_000
