@@ -192,8 +192,8 @@ class SessionBook(Outbox):
                         break
                     if sid in busy or not self._lapsed(owner, until, now):
                         continue
-                    rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? AND session_id = ? "
-                                        "ORDER BY seq", (name, sid)).fetchall()
+                    rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
+                                        "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()
                     if not rows:  # nothing left to grade (e.g. its turns were graded by a process that then died)
                         conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
                         continue
@@ -202,8 +202,8 @@ class SessionBook(Outbox):
                     claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
                                         turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
                                         owner=self.owner, positions=tuple(
-                                            None if r[2] is None or r[3] is None else (str(r[2]), int(r[3]))
-                                            for r in rows)))
+                                            None if r[2] is None or r[3] is None
+                                            else (str(r[2]), int(r[3])) for r in rows)))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 
 import redis.asyncio
-from test_distributed import redis_url, serve_until, signed  # noqa: F401 - fixtures, used by name
-from test_sessions_distributed import in_process_worker, make_producer, rds  # noqa: F401 - fixtures
+from test_distributed import redis_url, serve_until, signed
+from test_sessions_distributed import in_process_worker, make_producer, rds
 
 import judgehooks
 from judgehooks._grading.redis.sessions import DUE, RedisSessions, keys_of, member_of
+
+__all__ = ("make_producer", "rds", "redis_url", "signed")  # fixtures, used by name
 
 
 def three_turns(make_producer, make_agent, session_id: str) -> tuple[list[str], str]:
@@ -24,13 +26,13 @@ def three_turns(make_producer, make_agent, session_id: str) -> tuple[list[str], 
     return run_ids, member_of("conversation", session_id)
 
 
-def grade(redis_url, server, done) -> judgehooks.MemoryStore:  # noqa: F811
+def grade(redis_url, server, done) -> judgehooks.MemoryStore:
     store = judgehooks.MemoryStore()
     asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: done(store)))
     return store
 
 
-def test_reordered_turns_are_an_error_record_not_graded(make_producer, make_agent, redis_url, rds, server):  # noqa: F811
+def test_reordered_turns_are_an_error_record_not_graded(make_producer, make_agent, redis_url, rds, server):
     run_ids, member = three_turns(make_producer, make_agent, "s-reorder")
     turns = keys_of(member)[2]
     first, last = rds.zscore(turns, run_ids[0]), rds.zscore(turns, run_ids[2])
@@ -43,7 +45,7 @@ def test_reordered_turns_are_an_error_record_not_graded(make_producer, make_agen
     assert rds.zcard(DUE) == 0 and not rds.exists(turns)
 
 
-def test_a_dropped_turn_is_an_error_record_naming_it(make_producer, make_agent, redis_url, rds, server):  # noqa: F811
+def test_a_dropped_turn_is_an_error_record_naming_it(make_producer, make_agent, redis_url, rds, server):
     run_ids, member = three_turns(make_producer, make_agent, "s-drop")
     _, _, turns, data, sigs, _ = keys_of(member)
     rds.zrem(turns, run_ids[1])  # the attacker removes the middle turn, every trace of it
@@ -56,7 +58,7 @@ def test_a_dropped_turn_is_an_error_record_naming_it(make_producer, make_agent, 
     assert server.settings.counts["judge"] == 0
 
 
-def test_dropping_a_session_s_first_turn_is_seen_too(make_producer, make_agent, redis_url, rds, server):  # noqa: F811
+def test_dropping_a_session_s_first_turn_is_seen_too(make_producer, make_agent, redis_url, rds, server):
     run_ids, member = three_turns(make_producer, make_agent, "s-drop-first")
     _, _, turns, data, sigs, _ = keys_of(member)
     for key in (turns, data, sigs):
@@ -68,7 +70,7 @@ def test_dropping_a_session_s_first_turn_is_seen_too(make_producer, make_agent, 
 
 
 def test_a_replayed_graded_turn_is_not_graded_again_and_the_session_goes_on(make_producer, make_agent, redis_url,
-                                                                            rds, server):  # noqa: F811
+                                                                            rds, server):
     judge = make_producer()
     agent = make_agent(judge)
     runs = [agent.run(f"question {i}", session_id="s-replay").run_id for i in range(2)]
@@ -103,7 +105,7 @@ def test_a_replayed_graded_turn_is_not_graded_again_and_the_session_goes_on(make
     assert server.settings.counts["judge"] == 2
 
 
-def test_a_forged_graded_through_mark_is_an_error_record(make_producer, make_agent, redis_url, rds, server):  # noqa: F811
+def test_a_forged_graded_through_mark_is_an_error_record(make_producer, make_agent, redis_url, rds, server):
     """Lowering the mark (to make a replay look new) needs the key: an unsigned mark is a break."""
     from judgehooks._grading.redis.sessions import through_key
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from test_sessions import make_session_judge  # noqa: F401 - a fixture, used by name
+from test_sessions import make_session_judge
 
 import judgehooks
+
+__all__ = ("make_session_judge",)  # a fixture, used by name
 
 BUDGET = 20_000
 

@@ -235,8 +235,9 @@ class RedisSessions:
     async def mark_through(self, member: str, marks: dict[str, bytes]) -> None:
         """Set graded-through marks (the window's record is stored), kept `SEEN_TTL` seconds."""
         if marks:
+            mapping: dict[Any, Any] = dict(marks)
             async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.hset(through_key(member), mapping=marks)
+                pipe.hset(through_key(member), mapping=mapping)
                 pipe.expire(through_key(member), SEEN_TTL)
                 await pipe.execute()
 
