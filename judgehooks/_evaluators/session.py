@@ -41,9 +41,11 @@ class SessionJudge(Evaluator, JudgeConnection):
     `AgentAsJudgeEval`'s; sampling is decided once per session. There is no gate: once a
     conversation has ended there is nothing left to block.
 
-    A transcript longer than ``transcript_budget`` (``transcript_unit`` "chars", or "tokens" estimated at four
-    characters each) keeps the first turn and the last ``keep_last`` turns with a marked gap, and
-    the record's ``details["transcript"]`` says it was clipped.
+    ``transcript_budget`` (``transcript_unit`` "chars", or "tokens" estimated at four characters
+    each) holds for the judge's whole prompt, tool calls and member runs included: a longer
+    transcript keeps the first turn and the last ``keep_last`` turns with a marked gap, its texts
+    are shortened to fit (each cut marked, and stated in the prompt), and the record's
+    ``details["transcript"]`` and ``details["prompt"]`` say what was cut.
     """
 
     criteria: str
@@ -117,7 +119,10 @@ class SessionJudge(Evaluator, JudgeConnection):
         transcript = plan(turns, budget=self.transcript_budget, unit=self.transcript_unit, keep_last=self.keep_last,
                           include_tools=self.include_tool_calls)
         outcome = await replace(self._call, transcript=transcript).ask(ctx)
-        return replace(outcome, details={**outcome.details, "transcript": transcript.details()})
+        said = transcript.details()
+        if "prompt" in outcome.details:  # texts were cut to the budget too (details["prompt"] says how much)
+            said["clipped"] = True
+        return replace(outcome, details={**outcome.details, "transcript": said})
 
     async def grade_session(self, session_id: str, turns: Sequence[Turn]) -> tuple[EvalRecord, StoreError | None]:
         """Grade a whole session given as turns (e.g. read from an agno db) and deliver its record

@@ -5,6 +5,11 @@ loses no turn. A session is due `idle_after` seconds after its last turn. A grad
 sessions under a lease, so exactly one process grades each window even when several processes
 share the file; a lease whose holder died (same host, pid gone) or ran out is taken over. Once the
 record is stored, the graded turns are deleted; turns that arrived meanwhile form the next window.
+
+Each turn also gets a position in its session: a chain (random, one per session in this book) and
+a sequence number that goes on across windows (kept `CHAIN_KEEP_S` after the session's last turn).
+With broker= the position is signed with the turn, so a Redis worker sees a turn missing, moved or
+replayed (`judgehooks._grading.redis.sessionworker`).
 """
 
 from __future__ import annotations
@@ -43,7 +48,29 @@ _SCHEMA = (
         PRIMARY KEY (evaluator, session_id, seq)
     )""",
     "CREATE UNIQUE INDEX IF NOT EXISTS ix_session_turns_run ON session_turns (evaluator, session_id, run_id)",
+    """CREATE TABLE IF NOT EXISTS session_chain (
+        evaluator TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        chain TEXT NOT NULL,
+        last_seq INTEGER NOT NULL,
+        last_at REAL NOT NULL,
+        PRIMARY KEY (evaluator, session_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS ix_session_chain_at ON session_chain (last_at)",
 )
+#: columns a book file made before turn positions lacks (added in place)
+_POSITION_COLUMNS = (("chain", "TEXT"), ("pos", "INTEGER"))
+#: how long a session's chain outlives its last turn (seconds); a later turn starts a new chain.
+#: Shorter than the time Redis keeps a session's graded-through mark (`SEEN_TTL`, 7 days), so a
+#: chain never goes on past the mark that says where it was graded to.
+CHAIN_KEEP_S = 3 * 24 * 3600
+
+# One step per turn: the next position in the session's chain (a new chain after `CHAIN_KEEP_S`
+# idle), and a run time never before the chain's last one (two racing runs of a session keep
+# their times in the order of their positions).
+_POSITION = ("INSERT INTO session_chain (evaluator, session_id, chain, last_seq, last_at) VALUES (?, ?, ?, 1, ?) "
+             "ON CONFLICT (evaluator, session_id) DO UPDATE SET last_seq = last_seq + 1, "
+             "last_at = MAX(last_at, excluded.last_at) RETURNING chain, last_seq, last_at")
 
 _ARM = ("INSERT INTO session_state (evaluator, session_id, spec, sample_rate, next_seq, due_at) "
         "VALUES (?, ?, ?, ?, 2, ?) ON CONFLICT (evaluator, session_id) DO UPDATE SET "
@@ -62,6 +89,9 @@ class Claim:
     last_seq: int
     owner: str
     spec: str | None = None
+    #: each turn's position in its session, (chain, sequence number); None for a turn a book file
+    #: made before positions holds
+    positions: tuple[tuple[str, int] | None, ...] = ()
 
 
 class SessionBook(Outbox):
@@ -81,6 +111,13 @@ class SessionBook(Outbox):
         if self._ready is not conn:  # a new connection (first use, or after a fork): the session tables
             for statement in _SCHEMA:
                 conn.execute(statement)
+            have = {row[1] for row in conn.execute("PRAGMA table_info(session_turns)")}
+            for column, kind in _POSITION_COLUMNS:
+                if column not in have:
+                    try:
+                        conn.execute(f"ALTER TABLE session_turns ADD COLUMN {column} {kind}")
+                    except sqlite3.OperationalError:  # another process sharing the file added it first
+                        pass
             self._ready = conn
         return conn
 
@@ -88,19 +125,30 @@ class SessionBook(Outbox):
                  due_at: float, sample_rate: float = 1.0, spec: str | None = None) -> bool:
         """Record one turn and (re)arm the session's due time (the hook path). Idempotent on the run
         id: False when this run was recorded already."""
-        text = turn if isinstance(turn, str) else json_text(turn)
+        now = time.time()
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? AND run_id = ?",
+                                (evaluator, session_id, run_id)).fetchone() is not None:
+                    conn.execute("ROLLBACK")
+                    return False
                 (seq,) = conn.execute(_ARM, (evaluator, session_id, spec, sample_rate, due_at)).fetchone()
-                added = conn.execute("INSERT OR IGNORE INTO session_turns VALUES (?, ?, ?, ?, ?, ?)",
-                                     (evaluator, session_id, seq, run_id, text, time.time())).rowcount == 1
+                at = turn.get("at") if isinstance(turn, Mapping) else None
+                at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else now
+                chain, pos, at = conn.execute(_POSITION, (evaluator, session_id, os.urandom(8).hex(), at)).fetchone()
+                if isinstance(turn, Mapping) and "at" in turn:
+                    turn = {**turn, "at": at}
+                text = turn if isinstance(turn, str) else json_text(turn)
+                conn.execute("INSERT INTO session_turns (evaluator, session_id, seq, run_id, turn, created_at, chain, "
+                             "pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (evaluator, session_id, seq, run_id, text, now, chain, pos))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return added
+        return True
 
     def end(self, evaluator: str | None, session_id: str) -> int:
         """Make a session due now (for `evaluator`, or every evaluator): how many were open."""
@@ -144,8 +192,8 @@ class SessionBook(Outbox):
                         break
                     if sid in busy or not self._lapsed(owner, until, now):
                         continue
-                    rows = conn.execute("SELECT seq, turn FROM session_turns WHERE evaluator = ? AND session_id = ? "
-                                        "ORDER BY seq", (name, sid)).fetchall()
+                    rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
+                                        "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()
                     if not rows:  # nothing left to grade (e.g. its turns were graded by a process that then died)
                         conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
                         continue
@@ -153,7 +201,9 @@ class SessionBook(Outbox):
                                  "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
                     claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
                                         turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
-                                        owner=self.owner))
+                                        owner=self.owner, positions=tuple(
+                                            None if r[2] is None or r[3] is None
+                                            else (str(r[2]), int(r[3])) for r in rows)))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -177,6 +227,7 @@ class SessionBook(Outbox):
                 else:
                     conn.execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
                                  "WHERE evaluator = ? AND session_id = ?", key)
+                conn.execute("DELETE FROM session_chain WHERE last_at < ?", (time.time() - CHAIN_KEEP_S,))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

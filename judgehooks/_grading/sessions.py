@@ -92,6 +92,16 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
     return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
 
 
+async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the store holds the record `pipeline` gives this window of turns (as stored, JSON data)."""
+    run_ids = [str((t.get("run") or {}).get("run_id") or "") if isinstance(t.get("run"), Mapping) else ""
+               for t in turns]
+    if not run_ids:
+        return False
+    return await _stored(pipeline, session_record_id(pipeline.name, session_id, run_ids,
+                                                     pipeline.evaluator.evaluator_version))
+
+
 async def _stored(pipeline: Pipeline, key: str) -> bool:
     """Whether the store already holds record `key`; False when it cannot say (down, or a store
     that cannot look records up): then the window is graded, and the store still keeps one record."""

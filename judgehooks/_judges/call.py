@@ -35,7 +35,7 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import JudgeRequest, build_request
+from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request
 from .verdict import Verdict, parse_verdict
 
 
@@ -95,6 +95,7 @@ class JudgeCall:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     label: str = ""  # who is asking, for the retry log line
     first_errors: FirstErrors = field(default_factory=FirstErrors, compare=False, repr=False)  # the evaluator's
+    prompt_budget: int | None = DEFAULT_PROMPT_BUDGET  # characters of the whole prompt, tool calls included
 
     def request(self, ctx: EvalContext) -> JudgeRequest:
         context = None if self.context_key is None else ctx.metadata.get(self.context_key)
@@ -102,7 +103,7 @@ class JudgeCall:
             raise MissingContext(f"run metadata has no {self.context_key!r}: this evaluator grades against the "
                                  f"context given there, e.g. agent.run(..., metadata={{{self.context_key!r}: docs}})")
         return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
-                             include_tools=self.include_tools, context=context)
+                             include_tools=self.include_tools, context=context, budget=self.prompt_budget)
 
     def decide(self, verdict: Verdict) -> bool:
         if self.mode == "numeric":
@@ -123,6 +124,7 @@ class JudgeCall:
         reply: JudgeReply | None = None
         verdict: Verdict | None = None
         error: BaseException | None = None
+        cut: PromptCut | None = None
         if isinstance(self.judge, BaseJudge):  # e.g. import litellm (seconds) off the loop, outside the timeout
             stopwatch = current_stopwatch.get()  # and outside the record's latency: setup is not judging
             try:
@@ -145,6 +147,7 @@ class JudgeCall:
             attempts += 1
             try:
                 request = self.request(ctx)  # a fresh nonce per attempt
+                cut = request.cut
                 async with asyncio.timeout(self.timeout):
                     reply = await self.judge.complete(request)
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
@@ -168,11 +171,12 @@ class JudgeCall:
             "used": {"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold},
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
+        said: dict[str, Any] = {} if cut is None else {"prompt": cut.details()}  # cut to its budget: the record says so
         if verdict is None:  # a refused call says so: the record's details["spend_cap"]
             assert error is not None
             kept = error if refused and attempts == 0 else self.failed(error, attempts)  # a cap is no judge error
-            return Outcome(error=kept, details={"spend_cap": refused} if refused else {}, **usage)
-        return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, **usage)
+            return Outcome(error=kept, details={**said, "spend_cap": refused} if refused else said, **usage)
+        return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, details=said, **usage)
 
     def endpoint(self) -> str | None:
         """The judge's URL without credentials (user info, query), or None for the provider's default."""

@@ -3,18 +3,27 @@
 Every untrusted piece (the run's input, output, tool calls, expected answer) is fenced between
 markers carrying a fresh random nonce, and the judge is told the fenced text is data to grade,
 never instructions to follow. A run cannot close the fence because it cannot guess the nonce.
+
+Every prompt has one hard character budget, its system and user messages together (`fit_prompt`):
+over it, the untrusted texts (tool calls and member runs included) are shortened fairly, each cut
+marked where it was made, and a note outside the fences says how much was left out. The request
+carries the cut (`JudgeRequest.cut`), and the record's ``details["prompt"]`` says so.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._base.context import EvalContext
 from .._base.record import Mode
+from ..exceptions import EvaluatorError
+
+#: a run-level judge's whole prompt is held to this many characters (about 100,000 tokens)
+DEFAULT_PROMPT_BUDGET = 400_000
 
 _NUMERIC_SCALE = """## Scoring (1-10)
 - 1-2: Completely fails the criteria
@@ -48,12 +57,94 @@ def verdict_schema(mode: Mode) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptCut:
+    """How a prompt was cut to its budget: the record's ``details["prompt"]``."""
+
+    budget: int
+    whole: int  # characters the prompt would have had
+    chars: int  # characters it has
+    texts: int  # texts shortened (a run's input or output, its tool calls, its member runs...)
+    removed: int  # characters of those texts left out
+
+    def details(self) -> dict[str, Any]:
+        return {"budget": self.budget, "chars": self.chars, "whole_chars": self.whole, "cut_texts": self.texts,
+                "cut_chars": self.removed}
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeRequest:
     """What a Judge is asked: chat messages plus the verdict shape expected back."""
 
     messages: tuple[dict[str, str], ...]
     mode: Mode
     nonce: str
+    cut: PromptCut | None = None  # set when the prompt was cut to its budget
+
+
+#: renders a prompt's (system, user) messages from its untrusted texts, in order, and a cut note
+Render = Callable[[Sequence[str], str], tuple[str, str]]
+
+
+def cut_note(budget: int, removed: int, texts: int) -> str:
+    """Said outside the fences, where only judgehooks writes."""
+    return (f"[judgehooks: this prompt was cut to its budget of {budget} characters: {removed} characters "
+            f"were left out of {texts} text(s) (tool calls and member runs included), each cut marked where "
+            f"it was made. Grade what is shown; do not assume the parts left out were good or bad.]")
+
+
+def _marker(removed: int) -> str:
+    return f"\n[... {removed} characters cut here by judgehooks ...]\n"
+
+
+def fit_texts(texts: Sequence[str], room: int) -> tuple[list[str], int, int]:
+    """Shorten `texts` to `room` characters in all, fairly: every text longer than a common length
+    keeps that length (its head and its tail, a marker between them), shorter ones stay whole.
+    Returns the texts, how many were cut and how many characters were left out."""
+    sizes = [len(t) for t in texts]
+    if sum(sizes) <= room:
+        return list(texts), 0, 0
+    marks = [len(_marker(n)) for n in sizes]
+
+    def cost(level: int) -> int:
+        return sum(min(n, level + m) for n, m in zip(sizes, marks, strict=True))
+
+    if cost(0) > room:  # not even a marker each fits: every text is left out (the note says so)
+        return ["" for _ in texts], sum(1 for n in sizes if n), sum(sizes)
+    low, high = 0, max(sizes)
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if cost(mid) <= room else (low, mid - 1)
+    out, cut, removed = [], 0, 0
+    for text, n, m in zip(texts, sizes, marks, strict=True):
+        if n <= low + m:
+            out.append(text)
+            continue
+        head = (low + 1) // 2
+        tail = low - head
+        out.append(text[:head] + _marker(n - low) + (text[n - tail:] if tail else ""))
+        cut, removed = cut + 1, removed + n - low
+    return out, cut, removed
+
+
+def fit_prompt(render: Render, texts: Sequence[str], budget: int | None) -> tuple[tuple[str, str], PromptCut | None]:
+    """The prompt's messages within `budget` characters (None: no budget), and how it was cut.
+    Raises EvaluatorError when the budget cannot hold even the prompt's own words (criteria,
+    instructions, fences): a record says so, never a prompt over its budget."""
+    whole = render(texts, "")
+    size = len(whole[0]) + len(whole[1])
+    if budget is None or size <= budget:
+        return whole, None
+    reserve = cut_note(budget, sum(len(t) for t in texts), len(texts))  # the longest note it can be
+    empty = render(["" for _ in texts], reserve)
+    room = budget - len(empty[0]) - len(empty[1])
+    if room < 0:
+        raise EvaluatorError(f"the prompt budget of {budget} characters cannot hold the prompt's own words "
+                             f"(criteria, instructions and fences: {budget - room} characters); raise the budget")
+    fitted, cut, removed = fit_texts(texts, room)
+    messages = render(fitted, cut_note(budget, removed, cut))
+    chars = len(messages[0]) + len(messages[1])
+    assert chars <= budget, (chars, budget)
+    return messages, PromptCut(budget=budget, whole=size, chars=chars, texts=cut, removed=removed)
 
 
 def fence(label: str, text: str, nonce: str) -> str:
@@ -86,20 +177,30 @@ def system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: s
 
 
 def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
-                  include_tools: bool = False, context: Any = None, nonce: str | None = None) -> JudgeRequest:
-    """Build the judge's messages for one context. A fresh nonce per call unless one is given."""
+                  include_tools: bool = False, context: Any = None, nonce: str | None = None,
+                  budget: int | None = DEFAULT_PROMPT_BUDGET) -> JudgeRequest:
+    """Build the judge's messages for one context, within `budget` characters. A fresh nonce per
+    call unless one is given."""
     nonce = nonce or secrets.token_hex(8)
-    sections = [fence("INPUT", ctx.input, nonce)]
+    labels = ["INPUT"]
+    texts = [ctx.input]
     if context is not None:
-        text = context if isinstance(context, str) else json.dumps(context, ensure_ascii=False, default=str)
-        sections.append(fence("GIVEN-CONTEXT", text, nonce))
+        labels.append("GIVEN-CONTEXT")
+        texts.append(context if isinstance(context, str) else json.dumps(context, ensure_ascii=False, default=str))
     if include_tools:
-        calls = [c.as_dict() for c in ctx.tool_calls]
-        sections.append(fence("TOOL-CALLS", json.dumps(calls, ensure_ascii=False, default=str), nonce))
-    sections.append(fence("OUTPUT", ctx.output, nonce))
+        labels.append("TOOL-CALLS")
+        texts.append(json.dumps([c.as_dict() for c in ctx.tool_calls], ensure_ascii=False, default=str))
+    labels.append("OUTPUT")
+    texts.append(ctx.output)
     if ctx.expected is not None:
-        sections.append(fence("EXPECTED-OUTPUT", ctx.expected, nonce))
-    user = "Grade this run.\n\n" + "\n\n".join(sections)
-    messages = ({"role": "system", "content": system_prompt(criteria, mode, guidelines, nonce)},
-                {"role": "user", "content": user})
-    return JudgeRequest(messages=messages, mode=mode, nonce=nonce)
+        labels.append("EXPECTED-OUTPUT")
+        texts.append(ctx.expected)
+    system = system_prompt(criteria, mode, guidelines, nonce)
+
+    def render(parts: Sequence[str], note: str) -> tuple[str, str]:
+        head = "Grade this run.\n\n" + (note + "\n\n" if note else "")
+        return system, head + "\n\n".join(fence(label, text, nonce) for label, text in zip(labels, parts, strict=True))
+
+    (system, user), cut = fit_prompt(render, texts, budget)
+    messages = ({"role": "system", "content": system}, {"role": "user", "content": user})
+    return JudgeRequest(messages=messages, mode=mode, nonce=nonce, cut=cut)

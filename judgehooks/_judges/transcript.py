@@ -1,9 +1,11 @@
 """The judge's view of a whole conversation: which turns fit the budget, and the fenced prompt.
 
 Pure. A transcript over its budget keeps the first turn and the last `keep_last` turns with a
-marked gap between them (then fewer last turns, then shortened texts, until it fits), and says so
-in `Transcript.details()`, which the record carries. Every turn's input, output, member runs and
-tool calls are fenced with the request's nonce, as a single run's are (`prompt.py`).
+marked gap between them (then fewer last turns), and says so in `Transcript.details()`, which the
+record carries. The budget then holds for the whole prompt (`prompt.fit_prompt`): the texts shown,
+each turn's tool calls and member runs included, are shortened to fit, and if even the prompt's
+own words for so many turns do not fit, more middle turns are left out. Every turn's input,
+output, member runs and tool calls are fenced with the request's nonce, as a single run's are.
 """
 
 from __future__ import annotations
@@ -11,20 +13,19 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._base.context import EvalContext
 from .._base.record import Mode
-from .._base.session import Member, Turn
+from .._base.session import Turn
+from ..exceptions import EvaluatorError
 from .call import JudgeCall
-from .prompt import JudgeRequest, fence, system_prompt
+from .prompt import JudgeRequest, fence, fit_prompt, system_prompt
 
 BudgetUnit = Literal["chars", "tokens"]
 #: a token budget is held as characters at this rate (an estimate: no tokenizer is loaded)
 CHARS_PER_TOKEN = 4
-#: no text is shortened below this many characters, whatever the budget
-MIN_TEXT_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,20 +38,29 @@ class Transcript:
     chars: int  # of the whole window's texts, before clipping
     clipped: bool = False
     omitted: tuple[int, int] | None = None  # first and last turn left out
-    shortened: int = 0  # texts cut to fit
+    budget: int | None = None  # characters the whole prompt is held to
 
     def details(self) -> dict[str, Any]:
         found: dict[str, Any] = {"turns": self.total, "judged_turns": len(self.turns), "chars": self.chars,
                                  "clipped": self.clipped}
         if self.omitted is not None:
             found["omitted_turns"] = list(self.omitted)
-        if self.shortened:
-            found["shortened_texts"] = self.shortened
         return found
+
+    def without_second(self) -> Transcript:
+        """The same transcript less the oldest turn shown after the first (the gap grows)."""
+        turns, numbers = self.turns[:1] + self.turns[2:], self.numbers[:1] + self.numbers[2:]
+        return Transcript(turns=turns, numbers=numbers, total=self.total, chars=self.chars, clipped=True,
+                          omitted=(2, numbers[1] - 1), budget=self.budget)
 
 
 def _tools(run: EvalContext) -> str:
     return json.dumps([c.as_dict() for c in run.tool_calls], ensure_ascii=False, default=str)
+
+
+def _members(turn: Turn) -> str:
+    """A turn's member runs, one JSON line each, in the order they ran."""
+    return "\n".join(json.dumps(m.as_dict(), ensure_ascii=False) for m in turn.members)
 
 
 def _size(turn: Turn, tools: bool) -> int:
@@ -59,79 +69,85 @@ def _size(turn: Turn, tools: bool) -> int:
     return size + (len(_tools(run)) if tools and run.tool_calls else 0)
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    marker = f" … [clipped from {len(text)} characters]"
-    return text[:max(0, limit - len(marker))] + marker
-
-
-def _shorten(turn: Turn, limit: int) -> Turn:
-    members = tuple(Member(m.name, _cut(m.input, limit), _cut(m.output, limit)) for m in turn.members)
-    return Turn(run=replace(turn.run, input=_cut(turn.run.input, limit), output=_cut(turn.run.output, limit)),
-                members=members)
-
-
 def plan(turns: Sequence[Turn], *, budget: int | None, unit: BudgetUnit = "chars", keep_last: int = 8,
          include_tools: bool = False) -> Transcript:
     """The transcript to judge: every turn when it fits `budget`, else the first turn, a gap and as
-    many of the last `keep_last` turns as fit, their texts shortened when even that is too long."""
+    many of the last `keep_last` turns as fit (at least one; `build_session_request` shortens
+    their texts to the budget)."""
     sizes = [_size(t, include_tools) for t in turns]
     total, numbers = len(turns), tuple(range(1, len(turns) + 1))
-    whole = Transcript(turns=tuple(turns), numbers=numbers, total=total, chars=sum(sizes))
     limit = None if budget is None else budget * (CHARS_PER_TOKEN if unit == "tokens" else 1)
+    whole = Transcript(turns=tuple(turns), numbers=numbers, total=total, chars=sum(sizes), budget=limit)
     if limit is None or whole.chars <= limit:
         return whole
     last = max(1, min(keep_last, total - 1))
     while last > 1 and sizes[0] + sum(sizes[total - last:]) > limit:
         last -= 1
     keep = [0, *range(total - last, total)] if total > 1 else [0]
-    kept = [turns[i] for i in keep]
-    shortened = 0
-    if sum(sizes[i] for i in keep) > limit:
-        texts = sum(2 + 2 * len(t.members) for t in kept)
-        share = max(MIN_TEXT_CHARS, limit // max(1, texts))
-        before = kept
-        kept = [_shorten(t, share) for t in kept]
-        shortened = sum(a != b for x, y in zip(before, kept, strict=True)
-                        for a, b in zip(_texts(x), _texts(y), strict=True))
     first_gap, last_gap = 2, total - last
-    return Transcript(turns=tuple(kept), numbers=tuple(i + 1 for i in keep), total=total, chars=whole.chars,
-                      clipped=True, omitted=(first_gap, last_gap) if last_gap >= first_gap else None,
-                      shortened=shortened)
+    return Transcript(turns=tuple(turns[i] for i in keep), numbers=tuple(i + 1 for i in keep), total=total,
+                      chars=whole.chars, clipped=True, omitted=(first_gap, last_gap) if last_gap >= first_gap else None,
+                      budget=limit)
 
 
-def _texts(turn: Turn) -> list[str]:
-    return [turn.run.input, turn.run.output, *(t for m in turn.members for t in (m.input, m.output))]
+def _texts(transcript: Transcript, include_tools: bool) -> list[str]:
+    """The untrusted texts of the prompt, in the order `_render` places them."""
+    found: list[str] = []
+    for turn in transcript.turns:
+        found.append(turn.run.input)
+        if turn.members:
+            found.append(_members(turn))
+        if include_tools and turn.run.tool_calls:
+            found.append(_tools(turn.run))
+        found.append(turn.run.output)
+    return found
+
+
+def _render(transcript: Transcript, system: str, include_tools: bool, nonce: str):  # type: ignore[no-untyped-def]
+    def render(texts: Sequence[str], note: str) -> tuple[str, str]:
+        head = f"Grade this conversation between a user and an AI agent: {transcript.total} turn(s), in order."
+        if transcript.omitted is not None:
+            a, b = transcript.omitted
+            head += (f" It was too long to show whole: turns {a} to {b} are left out; the first turn and the last "
+                     f"{len(transcript.turns) - 1} are shown.")
+        sections = [head + (f"\n\n{note}" if note else "")]
+        parts = iter(texts)
+        previous = 0
+        for number, turn in zip(transcript.numbers, transcript.turns, strict=True):
+            if number > previous + 1:
+                sections.append(f"[... turns {previous + 1} to {number - 1} omitted ...]")
+            previous = number
+            shown = [f"### Turn {number} of {transcript.total}", fence("INPUT", next(parts), nonce)]
+            if turn.members:
+                shown.append(fence("MEMBERS", next(parts), nonce))
+            if include_tools and turn.run.tool_calls:
+                shown.append(fence("TOOL-CALLS", next(parts), nonce))
+            shown.append(fence("OUTPUT", next(parts), nonce))
+            sections.append("\n".join(shown))
+        return system, "\n\n".join(sections)
+
+    return render
 
 
 def build_session_request(transcript: Transcript, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
                           include_tools: bool = False, nonce: str | None = None) -> JudgeRequest:
-    """The judge's messages for a conversation: each turn's parts fenced, in order, with the gap
-    (if any) marked outside the fences, where only judgehooks writes."""
+    """The judge's messages for a conversation, within the transcript's budget: each turn's parts
+    fenced, in order, with the gap (if any) and any cut stated outside the fences, where only
+    judgehooks writes."""
     nonce = nonce or secrets.token_hex(8)
-    head = f"Grade this conversation between a user and an AI agent: {transcript.total} turn(s), in order."
-    if transcript.omitted is not None:
-        a, b = transcript.omitted
-        head += (f" It was too long to show whole: turns {a} to {b} are left out; the first turn and the last "
-                 f"{len(transcript.turns) - 1} are shown.")
-    sections = [head]
-    previous = 0
-    for number, turn in zip(transcript.numbers, transcript.turns, strict=True):
-        if number > previous + 1:
-            sections.append(f"[... turns {previous + 1} to {number - 1} omitted ...]")
-        previous = number
-        parts = [f"### Turn {number} of {transcript.total}", fence("INPUT", turn.run.input, nonce)]
-        for member in turn.members:
-            parts.append(fence("MEMBER", json.dumps(member.as_dict(), ensure_ascii=False), nonce))
-        if include_tools and turn.run.tool_calls:
-            parts.append(fence("TOOL-CALLS", _tools(turn.run), nonce))
-        parts.append(fence("OUTPUT", turn.run.output, nonce))
-        sections.append("\n".join(parts))
     subject = "a whole conversation between a user and an AI agent (every turn, together)"
-    messages = ({"role": "system", "content": system_prompt(criteria, mode, guidelines, nonce, subject)},
-                {"role": "user", "content": "\n\n".join(sections)})
-    return JudgeRequest(messages=messages, mode=mode, nonce=nonce)
+    system = system_prompt(criteria, mode, guidelines, nonce, subject)
+    while True:
+        try:
+            (shown, user), cut = fit_prompt(_render(transcript, system, include_tools, nonce),
+                                            _texts(transcript, include_tools), transcript.budget)
+            break
+        except EvaluatorError:
+            if len(transcript.turns) <= 2:  # the first and the last turn: nothing more to leave out
+                raise
+            transcript = transcript.without_second()
+    messages = ({"role": "system", "content": shown}, {"role": "user", "content": user})
+    return JudgeRequest(messages=messages, mode=mode, nonce=nonce, cut=cut)
 
 
 @dataclass(frozen=True, slots=True)

@@ -421,7 +421,7 @@ def test_a_team_session_redacts_what_its_members_were_asked_and_answered(make_te
              f"[[arg_task=write to {EMAIL} about card {CARD}]]", session_id="s-team-red")
     [record] = judgehooks.end_session("s-team-red", judge.evaluator_name)
     prompt = server.settings.judge_prompts[-1]
-    assert "<<<MEMBER-" in prompt and leaks(prompt) == [] and prompt.count("[EMAIL]") >= 2
+    assert "<<<MEMBERS-" in prompt and leaks(prompt) == [] and prompt.count("[EMAIL]") >= 2
     assert record.redacted_by == "PII" and leaks(record.model_dump_json()) == []
 
 

@@ -196,7 +196,7 @@ def test_a_team_session_includes_member_runs_in_order(make_session_judge, make_t
     [record] = judgehooks.end_session("s-team")
     assert (record.team_id, record.team_name) == ("team-1", "support") and record.run_ids == [r.run_id for r in runs]
     prompt = server.settings.judge_prompts[-1]
-    members = [i for i in range(len(prompt)) if prompt.startswith("<<<MEMBER-", i)]
+    members = [i for i in range(len(prompt)) if prompt.startswith("<<<MEMBERS-", i)]
     assert len(members) == 2  # one member run per team turn
     turn_two = prompt.index("### Turn 2 of 2")
     assert members[0] < turn_two < members[1]  # each member run inside its own turn, in order
@@ -206,9 +206,9 @@ def test_a_team_session_includes_member_runs_in_order(make_session_judge, make_t
 # ---- long sessions -----------------------------------------------------------------------------
 
 def test_a_long_session_is_clipped_keeping_the_first_and_last_turns(make_session_judge, make_agent, store, server):
-    judge = make_session_judge(idle_after=300, transcript_budget=400, keep_last=2)
+    judge = make_session_judge(idle_after=300, transcript_budget=3000, keep_last=2)
     agent = make_agent(judge)
-    runs = [agent.run(f"turn-{i:02d} " + "x" * 40, session_id="s-long") for i in range(10)]
+    runs = [agent.run(f"turn-{i:02d} " + "x" * 400, session_id="s-long") for i in range(10)]
     [record] = judgehooks.end_session("s-long")
     assert record.status == "passed" and record.run_ids == [r.run_id for r in runs]  # it covered every turn
     transcript = record.details["transcript"]
@@ -217,13 +217,14 @@ def test_a_long_session_is_clipped_keeping_the_first_and_last_turns(make_session
     assert "turn-00" in prompt and "turn-08" in prompt and "turn-09" in prompt
     assert not any(f"turn-{i:02d}" in prompt for i in range(1, 8))
     assert "[... turns 2 to 8 omitted ...]" in prompt
+    assert len("".join(m["content"] for m in server.settings.judge_requests[-1]["messages"])) <= 3000
 
 
 def test_a_token_budget_counts_four_characters_a_token(make_session_judge, make_agent, server):
-    judge = make_session_judge(idle_after=300, transcript_budget=100, transcript_unit="tokens", keep_last=1)
+    judge = make_session_judge(idle_after=300, transcript_budget=750, transcript_unit="tokens", keep_last=1)
     agent = make_agent(judge)
     for i in range(6):
-        agent.run(f"tok-{i} " + "y" * 60, session_id="s-tok")
+        agent.run(f"tok-{i} " + "y" * 600, session_id="s-tok")
     [record] = judgehooks.end_session("s-tok")
     assert record.details["transcript"]["clipped"] is True and record.details["transcript"]["omitted_turns"] == [2, 5]
 
@@ -520,16 +521,19 @@ def test_a_transcript_keeps_fewer_last_turns_before_shortening_texts():
     from judgehooks._judges.transcript import plan
 
     transcript = plan(_turns(50, 50, 50, 50, 50, 50), budget=200, keep_last=4)
-    assert transcript.numbers == (1, 5, 6) and transcript.omitted == (2, 4) and transcript.shortened == 0
+    assert transcript.numbers == (1, 5, 6) and transcript.omitted == (2, 4)
 
 
 def test_texts_are_shortened_when_even_first_and_last_turns_do_not_fit():
-    from judgehooks._judges.transcript import plan
+    from judgehooks._judges.transcript import build_session_request, plan
 
-    transcript = plan(_turns(5000, 10, 5000), budget=1000, keep_last=1)
-    assert transcript.numbers == (1, 3) and transcript.shortened == 2
-    assert all(len(t.run.input) <= 1000 // 4 for t in transcript.turns)  # four texts share the budget
-    assert transcript.turns[0].run.input.endswith("[clipped from 5004 characters]")
+    transcript = plan(_turns(5000, 10, 5000), budget=3000, keep_last=1)
+    assert transcript.numbers == (1, 3)
+    request = build_session_request(transcript, criteria="Helps.", mode="binary")
+    prompt = "".join(m["content"] for m in request.messages)
+    assert len(prompt) <= 3000 and request.cut is not None and request.cut.texts == 2  # the two long inputs
+    assert "characters cut here by judgehooks" in prompt and "this prompt was cut to its budget of 3000" in prompt
+    assert "in0 aaa" in prompt and "in2 aaa" in prompt  # each long text keeps its head
 
 
 # ---- several processes on one outbox file ------------------------------------------------------

@@ -12,11 +12,16 @@ then forgets them, so Redis being down delays turns and loses none. In Redis, pe
 - ``...:turns`` (sorted set of run ids by run time), ``...:data`` and ``...:sigs`` (each turn's
   entry and, with a job key, its HMAC); ``...:seen`` (run ids already taken in, kept
   `SEEN_TTL` seconds), so a turn forwarded twice (a crash between Redis taking it and the book
-  forgetting it) is never graded twice, even after its window was graded.
+  forgetting it) is never graded twice, even after its window was graded;
+- ``...:through`` (hash): per chain, the last position a worker graded, signed by the worker (kept
+  `SEEN_TTL` seconds after the session's last turn).
 
 Each step is one Lua script, so two workers never both take a session. An entry carries its
-evaluator, session, spec and sampling inside the signed text: what Redis holds otherwise only
-decides when, never what, is graded. Everything read back is checked in `sessionworker`.
+evaluator, session, spec, sampling and position (chain and sequence number, from the producer's
+session book) inside the signed text. So what Redis holds otherwise only decides when a session is
+graded: a turn moved, dropped or replayed shows as a break in the signed positions, and the
+window is an `error` record saying so, never graded on the changed turns. Everything read back is
+checked in `sessionworker`.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,6 +65,7 @@ for i = 3, #ARGV, 5 do
     end
 end
 redis.call('EXPIRE', KEYS[6], ARGV[2])
+redis.call('EXPIRE', KEYS[7], ARGV[2])
 if added > 0 then
     local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
     local lease = tonumber(redis.call('HGET', KEYS[2], 'lease_until') or '') or 0
@@ -141,10 +148,21 @@ def keys_of(member: str) -> list[str]:
     return [DUE, f"{base}:state", f"{base}:turns", f"{base}:data", f"{base}:sigs", f"{base}:seen"]
 
 
-def signed_text(member: str, entry: str) -> bytes:
-    """What a turn's signature covers: its session's member and its whole entry, so a signed turn
-    cannot be moved into another session."""
-    return f"{member}\x1f{entry}".encode()
+def through_key(member: str) -> str:
+    """The session's graded-through marks: chain -> "<sequence number>:<signature>"."""
+    return f"{PREFIX}{member}:through"
+
+
+def signed_text(member: str, chain: str, seq: int, entry: str) -> bytes:
+    """What a turn's signature covers: its session's member, its position in the session (chain and
+    sequence number) and its whole entry, so a signed turn cannot be moved into another session
+    or to another place in its own."""
+    return f"{member}\x1f{chain}\x1f{seq}\x1f{entry}".encode()
+
+
+def through_text(member: str, chain: str, seq: int) -> bytes:
+    """What a graded-through mark's signature covers."""
+    return f"{member}\x1fthrough\x1f{chain}\x1f{seq}".encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +193,7 @@ class RedisSessions:
         args: list[Any] = [member, SEEN_TTL]
         for run_id, at, due_at, entry, sig in turns:
             args += [run_id, repr(at), repr(due_at), entry, sig or b""]
-        return int(await self._append(keys=keys_of(member), args=args))
+        return int(await self._append(keys=[*keys_of(member), through_key(member)], args=args))
 
     async def end(self, member: str, now: float) -> bool:
         return bool(await self._end(keys=keys_of(member)[:3], args=[member, repr(now)]))
@@ -208,6 +226,21 @@ class RedisSessions:
         """Ungraded (the store was down, or this worker is stopping): due again at `retry_at`."""
         await self._lease(keys=keys_of(window.member)[:2], args=[window.member, window.token, repr(retry_at), "1"])
 
+    async def through(self, member: str) -> dict[str, bytes]:
+        """The session's graded-through marks as Redis holds them (chain -> raw value)."""
+        found = await self.redis.hgetall(through_key(member))
+        return {(k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): v if isinstance(v, bytes)
+                else str(v).encode() for k, v in found.items()}
+
+    async def mark_through(self, member: str, marks: dict[str, bytes]) -> None:
+        """Set graded-through marks (the window's record is stored), kept `SEEN_TTL` seconds."""
+        if marks:
+            mapping: dict[Any, Any] = dict(marks)
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hset(through_key(member), mapping=mapping)
+                pipe.expire(through_key(member), SEEN_TTL)
+                await pipe.execute()
+
     async def finish(self, window: Window, run_ids: Sequence[str]) -> int:
         """Forget these turns (their record is stored, or they were refused): how many turns are left."""
         return int(await self._finish(keys=keys_of(window.member)[:5], args=[window.member, window.token, *run_ids]))
@@ -235,17 +268,20 @@ class SessionRelay:
         return self._sessions
 
     def entries(self, claim: Claim) -> tuple[str, list[tuple[str, float, float, str, bytes | None]]]:
-        """The claim's turns as Redis entries: each carries its evaluator, session, spec and sampling."""
+        """The claim's turns as Redis entries: each carries its evaluator, session, spec, sampling and
+        position (a turn from a book file older than positions starts a chain of its own)."""
         member = member_of(claim.evaluator, claim.session_id)
         out = []
-        for turn in claim.turns:
+        positions = claim.positions or (None,) * len(claim.turns)
+        for turn, position in zip(claim.turns, positions, strict=True):
             at = turn.get("at")
             at = float(at) if isinstance(at, (int, float)) else time.time()
+            chain, seq = position if position is not None else (os.urandom(8).hex(), 1)
             run_id = str((turn.get("run") or {}).get("run_id") or "")
             entry = json.dumps({"evaluator": claim.evaluator, "session_id": claim.session_id, "run_id": run_id,
-                                "at": at, "sample_rate": claim.sample_rate, "spec": claim.spec, "turn": turn},
-                               ensure_ascii=False, default=str)
-            sig = None if self.key is None else sign(self.key, signed_text(member, entry))
+                                "at": at, "chain": chain, "seq": seq, "sample_rate": claim.sample_rate,
+                                "spec": claim.spec, "turn": turn}, ensure_ascii=False, default=str)
+            sig = None if self.key is None else sign(self.key, signed_text(member, chain, seq, entry))
             out.append((run_id, at, at + self.idle_after, entry, sig))
         return member, out
 

@@ -13,6 +13,13 @@ moved to the refused stream (counted, logged) and never graded; an entry that is
 turn of this session is refused the same way; a member of the due set that names no session is
 dropped. A session taken over `max_deliveries` times without being finished (it kills its workers)
 ends as one `error` record and its entries move to ``judgehooks:sessions:dead``.
+
+Each turn's signed position (chain and sequence number) is checked against Redis's order and
+against the signed mark of what was graded already: a window whose turns Redis reordered, that
+misses a turn (a gap in a chain) or that holds a turn graded before (a replay) is one `error`
+record naming the break, never graded on those turns; its turns are then forgotten and the mark
+moves past them, so the session goes on. A turn dropped from the end of a session shows when the
+session's next turn arrives.
 """
 
 from __future__ import annotations
@@ -30,11 +37,11 @@ from redis.exceptions import RedisError
 from ..._base.log import log
 from ...exceptions import StoreError
 from ..pipeline import Pipeline
-from ..sessions import STORE_RETRY_S, grade_window
+from ..sessions import STORE_RETRY_S, grade_window, window_stored
 from .broker import JudgeStreamBroker
 from .detached import detached
-from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text
-from .signing import refusal
+from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text, through_text
+from .signing import refusal, sign
 
 #: the pipeline grading an evaluator's sessions (by name and spec text), as for run jobs
 PipelineFor = Callable[[str, str | None], Pipeline]
@@ -52,6 +59,8 @@ class Turns:
         self.session_id: str | None = None
         self.spec: str | None = None
         self.sample_rate = 1.0
+        #: each graded turn's signed position and run time, in Redis's order
+        self.positions: list[tuple[str, int, float]] = []
         for run_id, raw, sig in zip(window.run_ids, window.entries, window.sigs, strict=True):
             why, entry = self._check(window.member, key, raw, sig)
             if why is not None or entry is None:
@@ -60,20 +69,28 @@ class Turns:
                 self.refused.append((run_id, raw or b"", "wrong_run"))
             else:
                 self.graded.append(entry["turn"])
+                self.positions.append((entry["chain"], entry["seq"], float(entry["at"])))
 
     def _check(self, member: str, key: bytes | None, raw: Any, sig: Any) -> tuple[str | None, dict[str, Any] | None]:
         if not isinstance(raw, bytes):
             return "missing_turn", None
-        why = refusal(key, signed_text(member, raw.decode("utf-8", "replace")), sig if isinstance(sig, bytes) else None)
-        if why is not None:
-            return why, None
         try:
             entry = json.loads(raw)
         except ValueError:
-            return "bad_turn", None
+            entry = None
+        # the position the signature covers is read from the entry: a changed one fails the check
+        chain, seq = (entry.get("chain"), entry.get("seq")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(chain, str) or isinstance(seq, bool) or not isinstance(seq, int):
+            chain, seq = "", 0
+        text = signed_text(member, chain, seq, raw.decode("utf-8", "replace"))
+        why = refusal(key, text, sig if isinstance(sig, bytes) else None)
+        if why is not None:
+            return why, None
         if not isinstance(entry, dict) or not isinstance(entry.get("turn"), dict) \
                 or not isinstance(entry.get("evaluator"), str) or not isinstance(entry.get("session_id"), str) \
-                or not isinstance(entry.get("run_id"), str) or not isinstance(entry.get("spec"), (str, type(None))):
+                or not isinstance(entry.get("run_id"), str) or not isinstance(entry.get("spec"), (str, type(None))) \
+                or not chain or seq < 1 or isinstance(entry.get("at"), bool) \
+                or not isinstance(entry.get("at"), (int, float)):
             return "bad_turn", None
         if member_of(entry["evaluator"], entry["session_id"]) != member:  # filed under another session
             return "wrong_session", None
@@ -83,6 +100,58 @@ class Turns:
         self.evaluator, self.session_id, self.spec, self.sample_rate = (entry["evaluator"], entry["session_id"],
                                                                         entry["spec"], float(rate))
         return None, entry
+
+
+def _mark(raw: bytes | None, member: str, chain: str, key: bytes | None) -> int | None:
+    """A graded-through mark's sequence number; None when it does not hold (unreadable, or its
+    signature is missing or wrong)."""
+    if raw is None:
+        return 0
+    text, _, sig = raw.decode("utf-8", "replace").partition(":")
+    if not text.isdigit() or len(text) > 18:
+        return None
+    seq = int(text)
+    if refusal(key, through_text(member, chain, seq), sig.encode() if sig else None) is not None:
+        return None
+    return seq
+
+
+def breaks(turns: Turns, marks: dict[str, bytes], member: str, key: bytes | None) -> list[str]:
+    """What is wrong with a window's signed positions (empty when nothing is): turns out of their
+    signed order, a sequence number graded already (a replay), or one missing (a dropped turn)."""
+    found: list[str] = []
+    times = [at for _, _, at in turns.positions]
+    if times != sorted(times):
+        found.append("turns are out of their signed order (reordered)")
+    chains: dict[str, list[int]] = {}
+    for chain, seq, _ in turns.positions:
+        chains.setdefault(chain, []).append(seq)
+    for chain, seqs in chains.items():
+        if seqs != sorted(seqs) and "turns are out of their signed order (reordered)" not in found:
+            found.append("turns are out of their signed order (reordered)")
+        through = _mark(marks.get(chain), member, chain, key)
+        if through is None:
+            found.append(f"the graded-through mark of chain {chain} is forged or unreadable")
+            continue
+        ordered = sorted(set(seqs))
+        if len(ordered) != len(seqs):
+            found.append(f"turn {ordered[0]} of chain {chain} appears twice (replayed)")
+        replayed = [s for s in ordered if s <= through]
+        if replayed:
+            found.append(f"turn(s) {_span(replayed)} of chain {chain} were graded already (replayed)")
+        expected = through + 1
+        missing: list[int] = []
+        for seq in ordered:
+            if seq > expected:
+                missing += range(expected, seq)
+            expected = max(expected, seq + 1)
+        if missing:
+            found.append(f"turn(s) {_span(missing)} of chain {chain} are missing (dropped)")
+    return found
+
+
+def _span(seqs: list[int]) -> str:
+    return str(seqs[0]) if len(seqs) == 1 else f"{seqs[0]}-{seqs[-1]} ({len(seqs)})"
 
 
 class SessionClock:
@@ -103,7 +172,7 @@ class SessionClock:
         self.token = f"{broker.consumer_name}:{uuid.uuid4().hex[:8]}"
         self.running: dict[str, asyncio.Task[None]] = {}
         self.counts = {"sessions_graded": 0, "sessions_taken_over": 0, "sessions_dead_lettered": 0,
-                       "sessions_store_failed": 0, "sessions_already_stored": 0}
+                       "sessions_store_failed": 0, "sessions_already_stored": 0, "sessions_tampered": 0}
 
     async def serve(self, stop: asyncio.Event, shutdown_timeout: float) -> None:
         """Take and grade due sessions until `stop`; then give running ones `shutdown_timeout`
@@ -191,18 +260,31 @@ class SessionClock:
         if not turns.graded or turns.evaluator is None or turns.session_id is None:
             await self.sessions.finish(window, window.run_ids)  # nothing authentic to grade: all refused
             return
+        key = self.broker.job_key
+        marks = await self.sessions.through(window.member)
+        broken = breaks(turns, marks, window.member, key)
         if window.claims > self.max_deliveries:
             pipeline = self.failed(turns.evaluator, (
                 f"the session was taken {window.claims} times and no worker finished grading it (each died or "
                 f"stopped while grading it); its turns are kept in the Redis stream {DEAD_STREAM!r}"))
         else:
             pipeline = self.pipeline_for(turns.evaluator, turns.spec)
-            if self.before is not None:
+            if broken and not await window_stored(pipeline, turns.session_id, turns.graded):
+                # Never graded on turns Redis changed: one `error` record naming the break, and the
+                # session goes on past it. (A window stored already, re-offered whole, is not graded again.)
+                self.counts["sessions_tampered"] += 1
+                log.error("session_tampered", consumer=self.broker.consumer_name, session=window.member,
+                          evaluator=turns.evaluator, breaks=broken)
+                pipeline = self.failed(turns.evaluator, (
+                    "the session's turns in Redis were changed by someone without the job key: " + "; ".join(broken)
+                    + ". Each turn's position in its session is signed; this window is not graded on them"))
+            elif self.before is not None:
                 await self.before(pipeline)
         record = await grade_window(pipeline, turns.session_id, turns.graded, turns.sample_rate,
                                     last_key=window.run_ids[-1])
         if record is None:  # stored already (its worker died after storing it): not graded nor called back again
             self.counts["sessions_already_stored"] += 1
+            await self._mark_through(window.member, turns, marks, key)
             await self.sessions.finish(window, window.run_ids)
             return
         error: StoreError | None = await pipeline.deliver([record])
@@ -219,6 +301,16 @@ class SessionClock:
             self.counts["sessions_dead_lettered"] += 1
             log.error("session_dead_letter", consumer=self.broker.consumer_name, session=window.member,
                       claims=window.claims, dead_stream=DEAD_STREAM)
-        else:
+        elif not broken:
             self.counts["sessions_graded"] += 1
+        await self._mark_through(window.member, turns, marks, key)
         await self.sessions.finish(window, window.run_ids)
+
+    async def _mark_through(self, member: str, turns: Turns, marks: dict[str, bytes], key: bytes | None) -> None:
+        """The window's record is stored: each chain's mark moves to its last position (never back)."""
+        last: dict[str, int] = {}
+        for chain, seq, _ in turns.positions:
+            last[chain] = max(seq, last.get(chain, 0), _mark(marks.get(chain), member, chain, key) or 0)
+        await self.sessions.mark_through(member, {
+            chain: f"{seq}:{'' if key is None else sign(key, through_text(member, chain, seq)).decode()}".encode()
+            for chain, seq in last.items()})
