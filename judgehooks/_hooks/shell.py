@@ -214,6 +214,7 @@ class HookShell:
     async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
         with self._count_lock:
             self._counters.submitted += 1
+        record: EvalRecord | None
         try:
             record = await self.wiring.pipeline.evaluate(ctx, sample_rate)
         except StoreError as exc:
