@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._base.secrets import remember
-from .openai_wire import _OWN_KWARGS, MAX_REPLY_BYTES, Price, WireRoute, litellm_configured
+from .openai_wire import _OWN_KWARGS, MAX_REPLY_BYTES, WireRoute, litellm_configured, price_of_row
 from .prompt import verdict_schema
 
 # Model families whose parameters litellm rewrites or refuses (reasoning and audio models): with a
@@ -50,7 +50,7 @@ def light_route(model: str, kwargs: Mapping[str, Any], max_reply_bytes: int = MA
     if entry is None:
         if _SPECIAL.search(wire_model):
             return None  # a name litellm reads as a reasoning or audio model: its rules
-    elif (entry.get("mode") != "chat" or not entry.get("supports_response_schema") or _price(entry) is None):
+    elif (entry.get("mode") != "chat" or not entry.get("supports_response_schema") or price_of_row(entry) is None):
         return None  # another API, no JSON schema (litellm refuses it), or no price in the row: litellm's path
     temperature = kwargs.get("temperature")
     if temperature is not None and (_SPECIAL.search(wire_model) or (entry or {}).get("supports_reasoning")):
@@ -66,7 +66,7 @@ def light_route(model: str, kwargs: Mapping[str, Any], max_reply_bytes: int = MA
               for mode in ("binary", "numeric") for structured in (True, False)}
     return WireRoute(model=model, wire_model=wire_model, base_url=str(base_url), api_key=str(api_key),
                      organization=None, timeout=float(kwargs.get("timeout") or 600.0), params=params,
-                     price=_price(entry), max_reply_bytes=max_reply_bytes)
+                     price=price_of_row(entry), max_reply_bytes=max_reply_bytes)
 
 
 def price_table() -> Mapping[str, Any] | None:
@@ -97,12 +97,3 @@ def _entry(table: Mapping[str, Any], model: str, wire_model: str) -> Mapping[str
             return row
     return None
 
-
-def _price(entry: Mapping[str, Any] | None) -> Price | None:
-    if entry is None:
-        return None
-    prompt, completion = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-    if not isinstance(prompt, (int, float)) or not isinstance(completion, (int, float)):
-        return None
-    cached = entry.get("cache_read_input_token_cost")
-    return Price(float(prompt), float(completion), float(cached) if isinstance(cached, (int, float)) else None)

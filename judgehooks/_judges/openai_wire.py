@@ -295,6 +295,13 @@ def _price(litellm: Any, model: str) -> Price | None:
         info = litellm.get_model_info(model)
     except Exception:  # an unpriced model: cost None, as litellm reports it
         return None
+    return price_of_row(info)
+
+
+def price_of_row(info: Mapping[str, Any] | None) -> Price | None:
+    """The prices in one row of litellm's model table (its `get_model_info`), None when unpriced."""
+    if info is None:
+        return None
     prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if not isinstance(prompt, (int, float)) or not isinstance(completion, (int, float)):
         return None
