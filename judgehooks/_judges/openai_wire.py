@@ -32,6 +32,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
@@ -58,16 +59,34 @@ _LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organizatio
                     "route_all_chat_openai_to_responses", "enable_preview_features")
 
 
+_import_lock = threading.Lock()  # litellm imported by one thread at a time: its lazy submodules race
+_mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIError, once imported
+
+
 def load_litellm() -> Any:
     """Import litellm on first use (it takes seconds) with its remote price-list fetch turned off."""
-    litellm = sys.modules.get("litellm")
-    if litellm is None or not getattr(litellm, "suppress_debug_info", False):
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+    with _import_lock:
+        litellm = sys.modules.get("litellm")
+        if litellm is None or not getattr(litellm, "suppress_debug_info", False):
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
 
-        # litellm prints a "Give Feedback" banner on every error; a hook must never print.
-        litellm.suppress_debug_info = True
-    return litellm
+            # litellm prints a "Give Feedback" banner on every error; a hook must never print.
+            litellm.suppress_debug_info = True
+        return litellm
+
+
+def _load_mapping() -> tuple[Any, Any]:
+    """litellm's error mapping, imported once (by one thread)."""
+    global _mapping
+    load_litellm()
+    with _import_lock:
+        if _mapping is None:
+            from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+            from litellm.llms.openai.common_utils import OpenAIError
+
+            _mapping = (exception_type, OpenAIError)
+        return _mapping
 
 
 def litellm_configured() -> bool:
@@ -199,18 +218,17 @@ class _BadReply(ValueError):
 
 
 async def _mapping_ready() -> None:
-    """litellm imported (its error mapping), on a worker thread the first time a call fails: an
-    import of seconds must not stall the event loop."""
-    if "litellm" not in sys.modules:
-        await asyncio.to_thread(load_litellm)
+    """litellm's error mapping imported, on a worker thread the first time a call fails: an import
+    of seconds must not stall the event loop."""
+    if _mapping is None:
+        await asyncio.to_thread(_load_mapping)
 
 
 def _raise_mapped(wire_model: str, exc: BaseException) -> None:
-    """Raise the exception litellm's openai handler would raise for `exc` (litellm imported)."""
+    """Raise the exception litellm's openai handler would raise for `exc` (`_mapping_ready` first)."""
     import openai
-    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-    from litellm.llms.openai.common_utils import OpenAIError
 
+    exception_type, OpenAIError = _mapping or _load_mapping()  # noqa: N806 (litellm's class)
     exc = _connection_error_as_such(exc)
     original: BaseException = exc
     upstream = _bare(getattr(exc, "response", None))
@@ -256,7 +274,8 @@ def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any],
     if os.environ.get("OPENAI_ORGANIZATION"):
         return None  # litellm sends it as the organization; the SDK reads OPENAI_ORG_ID, not this
     try:
-        from litellm.responses.bridge_check import responses_api_bridge_check
+        with _import_lock:
+            from litellm.responses.bridge_check import responses_api_bridge_check
 
         wire_model, provider, _, _ = litellm.get_llm_provider(model, api_base=kwargs.get("api_base"))
         if provider != "openai":
