@@ -268,6 +268,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=("memory", "sessions", "rate", "profile"))
+    parser.add_argument("--n", type=int, help="evaluations per rate repeat (default 10,000; --quick 3,000)")
     args = parser.parse_args()
     import judgehooks
 
@@ -281,7 +282,7 @@ def main() -> None:
                 open_sessions(server.base_url, tmp, args.repeats, 10_000)
         if args.only in (None, "rate", "profile"):
             with stub_server(200) as server:
-                n = 3_000 if args.quick else 10_000
+                n = args.n or (3_000 if args.quick else 10_000)
                 if args.only != "profile":
                     rate_256(server.base_url, tmp, n, args.repeats)
                 ours_rate(server.base_url, tmp, n, "profiled", profile=True)
