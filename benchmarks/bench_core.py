@@ -3,10 +3,14 @@
     python benchmarks/bench_core.py            # full run, 3 repeats per row (~6 minutes)
     python benchmarks/bench_core.py --quick    # fewer iterations per repeat
 
-Prints four tables, each row repeated (the median and the range of the repeats): client CPU per inline
-evaluation and per judge client call (0 ms judge; the fast path, litellm's and the raw OpenAI SDK's),
-offline batch throughput (100 ms judge), attribution under 50 concurrent runs, and import time (the
-median of 9 interleaved pairs of fresh interpreters). Not a test: no asserts.
+    python benchmarks/bench_core.py --first-verdict-only   # only the fresh-process rows (~2 min)
+
+Prints these tables, each row repeated (the median and the range of the repeats): client CPU per
+inline evaluation and per judge client call (0 ms judge; the fast path, litellm's and the raw OpenAI
+SDK's), offline batch throughput (100 ms judge), attribution under 50 concurrent runs, import time
+(the median of 9 interleaved pairs of fresh interpreters), and the first verdict of a fresh process
+(agno, judgehooks and pydantic-evals in turn, 5 rounds) with judgehooks' import profile. Charts of
+the repeats go to docs/images/benchmarks/. Not a test: no asserts.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -21,6 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+from _charts import strip_chart  # noqa: E402
 from _common import cpu_ms_per_call, spread, stub_server, table  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -118,11 +124,14 @@ def cpu_table(base_url: str, n: int, tmp: str, repeats: int) -> None:
     def on_loop(make):
         return lambda: runtime.call(loop_of, make, 1)
 
-    rows = []
+    rows, repeats_of = [], {}
     for label, fn in {**candidates, **{k: on_loop(v) for k, v in calls.items()}}.items():
         for _ in range(20):
             fn()  # warm up: imports, connections, tables
-        rows.append([label, *spread([cpu_ms_per_call(fn, n) for _ in range(repeats)])])
+        repeats_of[label] = [cpu_ms_per_call(fn, n) for _ in range(repeats)]
+        rows.append([label, *spread(repeats_of[label])])
+    strip_chart("core-cpu", "Client CPU per inline evaluation and per judge call, 0 ms judge",
+                "CPU ms, lower is better", repeats_of)
     table(f"Client CPU per inline evaluation, 0 ms judge (ms, n={n} per repeat, {repeats} repeats, lower is better)",
           ["path", "median CPU ms", "range"], rows)
 
@@ -137,6 +146,7 @@ async def batch_rates(base_url: str, n_cases: int, repeats: int) -> list[list[ob
         agno_rates.append(len(result.results) / (time.perf_counter() - start))
     base = statistics.median(agno_rates)
     rows: list[list[object]] = [["agno AgentAsJudgeEval.arun", n_cases, *spread(agno_rates), 1.0]]
+    repeats_of = {"agno AgentAsJudgeEval.arun": agno_rates}
     for label, settings in (
             ("judgehooks arun, max_concurrency=64, in-process", {}),
             ("judgehooks arun, max_concurrency=64, in-process, fast path off",
@@ -151,6 +161,9 @@ async def batch_rates(base_url: str, n_cases: int, repeats: int) -> list[list[ob
             result = await evaluator.arun(cases=cases)
             rates.append(result.graded_count / (time.perf_counter() - start))
         rows.append([label, n_cases, *spread(rates), statistics.median(rates) / base])
+        repeats_of[label] = rates
+    strip_chart("core-offline", f"Offline batch, {n_cases} cases, 100 ms judge", "evaluations/s, higher is better",
+                repeats_of)
     return rows
 
 
@@ -212,13 +225,72 @@ def import_times(pairs: int) -> None:
           ["import", "median ms", "range", "judgehooks - agno (median of pairs)", "pair range"], rows)
 
 
+FIRST_VERDICT = os.path.join(os.path.dirname(__file__), "_first_verdict.py")
+PEERS = ("agno", "judgehooks", "pydantic-evals")
+
+
+def first_verdict(base_url: str, tmp: str, rounds: int) -> None:
+    """Wall time of a fresh process from start to exit: import, build an agent with its judge, run
+    once against the loopback server, store the verdict (`_first_verdict.py`). The peers take turns
+    in each round, the order rotating, so a busy moment falls on each of them alike."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def once(which: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, FIRST_VERDICT, which, base_url, tmp], check=True, env=env)
+        return time.perf_counter() - start
+
+    for which in PEERS:
+        once(which)  # write the bytecode caches, as an installed package has them
+    seconds: dict[str, list[float]] = {which: [] for which in PEERS}
+    ratio: dict[str, list[float]] = {which: [] for which in PEERS}
+    for r in range(rounds):
+        order = PEERS[r % 3:] + PEERS[:r % 3]
+        got = {which: once(which) for which in order}
+        for which in PEERS:
+            seconds[which].append(got[which])
+            ratio[which].append(got[which] / got["agno"])
+    labels = {"agno": "agno AgentAsJudgeEval in post_hooks, SqliteDb",
+              "judgehooks": "judgehooks AgentAsJudgeEval in post_hooks, SQLiteStore",
+              "pydantic-evals": "pydantic-evals OnlineEvaluator(LLMJudge), sink to SQLite"}
+    rows = [[labels[w], *spread(seconds[w]), f"{statistics.median(ratio[w]):.2f}x",
+             f"{min(ratio[w]):.2f}-{max(ratio[w]):.2f}"] for w in PEERS]
+    table(f"First verdict of a fresh process, wall s (start to exit; {rounds} rounds, the peers in turn)",
+          ["process", "median s", "range", "x agno (median of rounds)", "range of ratios"], rows)
+    strip_chart("core-first-verdict", "First verdict of a fresh process (interpreter start to exit)",
+                "wall seconds, lower is better", {labels[w]: seconds[w] for w in PEERS})
+    import_profile(base_url, tmp)
+
+
+def import_profile(base_url: str, tmp: str, top: int = 12) -> None:
+    """judgehooks' fresh process under ``-X importtime``: the top-level imports by cumulative time."""
+    run = subprocess.run([sys.executable, "-X", "importtime", FIRST_VERDICT, "judgehooks", base_url, tmp],
+                         check=True, capture_output=True, text=True)
+    found = []
+    for line in run.stderr.splitlines():
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S+)$", line)
+        if m:  # depth 0: what the process itself imported, with everything under it
+            found.append((int(m[1]) / 1000, m[2]))
+    found.sort(reverse=True)
+    litellm = any(name == "litellm" or name.startswith("litellm.") for _, name in found)
+    table(f"judgehooks' fresh process: top-level imports by cumulative ms (-X importtime, one run; "
+          f"litellm imported: {'yes' if litellm else 'no'})", ["module", "cumulative ms"],
+          [[name, ms] for ms, name in found[:top]])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--first-verdict-only", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5, help="first-verdict rounds")
     args = parser.parse_args()
     n = 100 if args.quick else 300
     print(f"judgehooks {judgehooks.__version__} benchmark; cores={os.cpu_count()}; python {sys.version.split()[0]}")
+    if args.first_verdict_only:
+        with tempfile.TemporaryDirectory() as tmp, stub_server(0) as server:
+            first_verdict(server.base_url, tmp, args.rounds)
+        return
     with tempfile.TemporaryDirectory() as tmp, stub_server(0) as server:
         cpu_table(server.base_url, n, tmp, args.repeats)
         server.configure(judge_delay_ms=100)
@@ -228,6 +300,8 @@ def main() -> None:
         rows = asyncio.run(concurrent_attribution(server.base_url, tmp, 50))
         table("50 concurrent arun() sharing one eval, 100 ms judge", ["evaluator", "runs", "stored", "attributed"],
               rows)
+        server.configure(judge_delay_ms=0)
+        first_verdict(server.base_url, tmp, args.rounds)
     import_times(9)
 
 

@@ -172,7 +172,7 @@ def added_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
 
 # ---- 2. sustained rate with 64 in flight -------------------------------------------------------------
 
-async def agno_rate(base_url: str, tmp: str, n: int) -> float:
+async def agno_rate(base_url: str, tmp: str, n: int, in_flight: int = 64) -> float:
     agent, run_output = sample(base_url)
     evaluator = agno_eval(base_url, db=SqliteDb(db_file=f"{tmp}/agno-rate.db"))
     queue = iter(range(n))
@@ -182,13 +182,13 @@ async def agno_rate(base_url: str, tmp: str, n: int) -> float:
             await evaluator.async_post_check(run_output)
 
     start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(64)))
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
     return n / (time.perf_counter() - start)
 
 
-async def pydantic_evals_rate(base_url: str, n: int) -> float:
-    """64 evaluations in flight: a slot is taken before each call and given back by the sink."""
-    slots = asyncio.Semaphore(64)
+async def pydantic_evals_rate(base_url: str, n: int, in_flight: int = 64) -> float:
+    """`in_flight` evaluations at a time: a slot is taken before each call and given back by the sink."""
+    slots = asyncio.Semaphore(in_flight)
     finished = asyncio.Event()
     count = [0]
     loop = asyncio.get_running_loop()
@@ -204,7 +204,7 @@ async def pydantic_evals_rate(base_url: str, n: int) -> float:
     async def plain(question: str) -> str:
         return "ECHO: " + question
 
-    wrapped = pydantic_evals_wrap(base_url, plain, sink, max_concurrency=64)
+    wrapped = pydantic_evals_wrap(base_url, plain, sink, max_concurrency=in_flight)
     start = time.perf_counter()
     for i in range(n):
         await slots.acquire()

@@ -6,8 +6,11 @@ logger ``judgehooks`` as key=value lines: silent below WARNING until the applica
 logging, like any well-behaved library. structlog itself (with rich, ~60 ms) is imported on the
 first event, not by ``import judgehooks``.
 
-Every field of every event, and the traceback of ``log.exception``, goes through `secrets.scrub_data`
-first: an error's text may quote an API key or a URL's password.
+Every field of every event that will be emitted, and the traceback of ``log.exception``, goes
+through `secrets.scrub_data` first: an error's text may quote an API key or a URL's password. The
+level is checked before that work (and before structlog is imported): an event below the level of the
+stdlib logger ``judgehooks`` (structlog unconfigured), or one a filtering bound logger drops
+(structlog configured with `make_filtering_bound_logger`), costs one check.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from typing import Any
 from .secrets import scrub_data
 
 _loggers: tuple[Any, Any] | None = None
+_stdlib = logging.getLogger("judgehooks")
+_LEVELNO = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+            "error": logging.ERROR, "critical": logging.CRITICAL, "exception": logging.ERROR}
 
 
 def _build() -> tuple[Any, Any]:
@@ -42,33 +48,64 @@ def _build() -> tuple[Any, Any]:
 class _Logger:
     """Routes each call to structlog's configuration if there is one, else to stdlib logging."""
 
-    def __getattr__(self, name: str) -> Any:
-        global _loggers
-        if _loggers is None:
-            _loggers = _build()
-        import structlog
+    def debug(self, event: str, *args: Any, **fields: Any) -> Any:
+        return _call("debug", event, args, fields)
 
-        configured, fallback = _loggers
-        target = configured if structlog.is_configured() else fallback
-        method = getattr(target, name)
-        if name not in _LEVELS:
-            return method
-        return lambda event, *args, **fields: _call(target, name, event, args, fields)
+    def info(self, event: str, *args: Any, **fields: Any) -> Any:
+        return _call("info", event, args, fields)
+
+    def warning(self, event: str, *args: Any, **fields: Any) -> Any:
+        return _call("warning", event, args, fields)
+
+    warn = warning
+
+    def error(self, event: str, *args: Any, **fields: Any) -> Any:
+        return _call("error", event, args, fields)
+
+    def critical(self, event: str, *args: Any, **fields: Any) -> Any:
+        return _call("critical", event, args, fields)
+
+    def exception(self, event: str, *args: Any, **fields: Any) -> Any:
+        return _call("exception", event, args, fields)
+
+    def __getattr__(self, name: str) -> Any:  # bind, new, ...: the target's own
+        return getattr(_target(), name)
 
 
-_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
+def _target() -> Any:
+    """structlog's configured logger when the application configured structlog, else the fallback."""
+    global _loggers
+    structlog = sys.modules.get("structlog")
+    configured = structlog is not None and structlog.is_configured()
+    if _loggers is None:
+        _loggers = _build()
+    return _loggers[0] if configured else _loggers[1]
 
 
-def _call(target: Any, name: str, event: str, args: tuple[Any, ...], fields: dict[str, Any]) -> Any:
-    """One event with its fields scrubbed; an exception's traceback rendered here, scrubbed, as the
-    ``exception`` field structlog's own `format_exc_info` would have made."""
+def _dropped(structlog: Any, method: Any) -> bool:
+    """True for a filtering bound logger's method for a level below its minimum (a no-op)."""
+    native = getattr(structlog, "_native", None)
+    return getattr(method, "__func__", None) in (getattr(native, "_nop", None), getattr(native, "_anop", None))
+
+
+def _call(name: str, event: str, args: tuple[Any, ...], fields: dict[str, Any]) -> Any:
+    """One event, if it will be emitted, with its fields scrubbed; an exception's traceback rendered
+    here, scrubbed, as the ``exception`` field structlog's own `format_exc_info` would have made."""
+    structlog = sys.modules.get("structlog")  # an application that configured structlog imported it
+    level = "error" if name == "exception" else name
+    if structlog is not None and structlog.is_configured():
+        method = getattr(_target(), level)
+        if _dropped(structlog, method):
+            return None
+    elif not _stdlib.isEnabledFor(_LEVELNO[name]):
+        return None  # below the level: no scrubbing, no structlog import
+    else:
+        method = getattr(_target(), level)
     if name == "exception" or fields.pop("exc_info", None):
         found = sys.exc_info()
         if found[0] is not None:
             fields["exception"] = "".join(traceback.format_exception(*found))
-        name = "error" if name == "exception" else name
-    return getattr(target, name)(event, *args, **{k: scrub_data(v) for k, v in fields.items()})
-
+    return method(event, *args, **{k: scrub_data(v) for k, v in fields.items()})
 
 
 log: Any = _Logger()

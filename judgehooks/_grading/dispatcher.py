@@ -146,7 +146,7 @@ class Dispatcher:
         shed = self.budget.admit(job.id, size, None if self.outbox is None else partial(self.outbox.put, job, text))
         with self._lock:
             self.counters.submitted += 1
-        return job, shed
+        return job.queued(), shed
 
     def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
         with self._lock:  # so a relocation never falls between reading the loop and scheduling on it
@@ -319,7 +319,7 @@ class Dispatcher:
     def _take(self, jobs: list[Job]) -> None:
         for job in jobs:
             self.budget.take(job.id, job.size, force=True)
-            self._queue.append((job, context_from_dict(job.context), False))
+            self._queue.append((job.queued(), context_from_dict(job.context), False))
         with self._lock:
             self.counters.resumed += len(jobs)
         assert self._ready is not None and self._idle is not None

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.jsondata import json_text
@@ -55,6 +55,14 @@ class Job:
     spec: str | None = None  # the evaluator's settings as JSON, serialised once per evaluator
     created_at: float = 0.0
     size: int = 0  # bytes of its context as JSON, when read back from the outbox
+
+    def queued(self) -> Job:
+        """The job as a queue holds it, beside its `EvalContext`: without the context's dict form, which
+        only the outbox write needed (about 40% of a queued job's memory)."""
+        return replace(self, context=_QUEUED)
+
+
+_QUEUED: dict[str, Any] = {}  # shared by every queued job; never written to
 
 
 def jobs_of(batch: Iterable[tuple[Any, str | None, Any]]) -> dict[str, set[str]]:

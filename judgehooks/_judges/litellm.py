@@ -1,11 +1,12 @@
 """The default judge: any litellm model string, or any OpenAI-compatible server.
 
-The only module that imports litellm, on first use (the import takes seconds).
+litellm is imported on first use (the import takes seconds), and only when a call needs it: the
+fast OpenAI-compatible route resolves without it (`openai_route`).
 """
 
 from __future__ import annotations
 
-import os
+import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -16,23 +17,16 @@ from .._base.secrets import remember, remember_environment
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, refuses_structured_output
-from .openai_wire import MAX_REPLY_BYTES, WireRoute, fast_path_enabled, litellm_configured, resolve_route
+from .openai_route import light_route
+from .openai_wire import (
+    MAX_REPLY_BYTES,
+    WireRoute,
+    fast_path_enabled,
+    litellm_configured,
+    load_litellm,
+    resolve_route,
+)
 from .prompt import JudgeRequest, verdict_schema
-
-_litellm_module: Any = None
-
-
-def load_litellm() -> Any:
-    """Import litellm on first use (it takes seconds) with its remote price-list fetch turned off."""
-    global _litellm_module
-    if _litellm_module is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        # litellm prints a "Give Feedback" banner on every error; a hook must never print.
-        litellm.suppress_debug_info = True
-        _litellm_module = litellm
-    return _litellm_module
 
 
 class LiteLLMJudge(BaseJudge):
@@ -43,8 +37,8 @@ class LiteLLMJudge(BaseJudge):
     schema response format and falls back to plain text when the server refuses it.
 
     OpenAI's own models and OpenAI-compatible servers (``openai/...`` with an ``api_base``, the
-    local model) are sent straight through the OpenAI SDK once litellm has resolved the route: the
-    same request, records and error types for about a third of the client CPU. `fast_path=False` (or
+    local model) are sent straight through the OpenAI SDK: the same request, records and error types
+    for about a third of the client CPU, and litellm is not imported unless a call fails. `fast_path=False` (or
     ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through ``litellm.acompletion``.
 
     `max_reply_bytes` (4 MiB by default) caps a reply: a longer one is a `JudgeUnavailable` error.
@@ -82,14 +76,16 @@ class LiteLLMJudge(BaseJudge):
         return dict(self._kwargs)
 
     def warm_up(self) -> None:
-        """Import litellm and resolve the route now (seconds), e.g. on a side thread before the first grading."""
-        load_litellm()
-        _ = self.route
+        """Resolve the route now, importing litellm (seconds) if the calls need it, e.g. on a side
+        thread before the first grading."""
+        if self.route is None:
+            load_litellm()
 
     async def prepare(self) -> None:
-        """Import litellm and resolve the route on a worker thread the first time: an import of seconds
-        must neither block the event loop nor count against the first judge call's timeout."""
-        if _litellm_module is None or self._route is False:
+        """Resolve the route (and import litellm, if the calls need it) on a worker thread the first
+        time: an import of seconds must neither block the event loop nor count against the first
+        judge call's timeout."""
+        if self._route is False or (self._route is None and "litellm" not in sys.modules):
             await anyio.to_thread.run_sync(self.warm_up)
 
     @property
@@ -105,9 +101,12 @@ class LiteLLMJudge(BaseJudge):
     def route(self) -> WireRoute | None:
         """The fast route litellm resolved for this judge, or None when calls go through litellm."""
         if self._route is False:
-            enabled = self.fast_path and fast_path_enabled()
-            self._route = (resolve_route(load_litellm(), self.model, self._kwargs, self.max_reply_bytes)
-                           if enabled else None)
+            route = None
+            if self.fast_path and fast_path_enabled():
+                route = light_route(self.model, self._kwargs, self.max_reply_bytes)
+                if route is None:  # litellm decides the models the light route does not know
+                    route = resolve_route(load_litellm(), self.model, self._kwargs, self.max_reply_bytes)
+            self._route = route
         return self._route
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
@@ -127,7 +126,7 @@ class LiteLLMJudge(BaseJudge):
 
     async def _send(self, messages: list[dict[str, str]], mode: Mode, *, structured: bool) -> JudgeReply:
         route = self.route
-        if route is not None and not litellm_configured(_litellm_module):
+        if route is not None and not litellm_configured():
             return await route.send(messages, mode, structured)
         schema = {"response_format": verdict_schema(mode)} if structured else {}
         response = await load_litellm().acompletion(model=self.model, messages=messages, **schema, **self._kwargs)

@@ -1,10 +1,12 @@
 """The fast judge client: OpenAI's chat-completions wire format sent straight through the OpenAI SDK.
 
-litellm still decides everything a model string means, once per judge (`resolve_route`): the
-provider, the base URL and key it would use, the request parameters it would send (its own
-`get_optional_params`), and the model's prices. Only the per-call work moves: a judge call then
-costs one `AsyncOpenAI.post` and one `json.loads`, not litellm's request pipeline, logging and
-per-call cost calculation (about 3x the client CPU, measured in ``benchmarks/bench_core.py``).
+litellm decides what a model string means, once per judge (`resolve_route`): the provider, the base
+URL and key it would use, the request parameters it would send (its own `get_optional_params`), and
+the model's prices. For the models whose request it would send unchanged, `openai_route.light_route`
+gives the same answer without importing litellm (seconds), so the fast path never imports it until a
+judge call fails (its error is then mapped by litellm, imported on a worker thread). The per-call
+work is ours: a judge call costs one `AsyncOpenAI.post` and one `json.loads`, not litellm's request
+pipeline, logging and per-call cost calculation (about 3x the client CPU, measured in ``benchmarks/bench_core.py``).
 
 Errors keep litellm's types and messages: an SDK error is wrapped as litellm's openai handler
 wraps it and mapped by litellm's own `exception_type`, so retries, Retry-After and the stored
@@ -29,8 +31,10 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
+import threading
 import weakref
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 from urllib.parse import urljoin, urlsplit
@@ -55,10 +59,42 @@ _LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organizatio
                     "route_all_chat_openai_to_responses", "enable_preview_features")
 
 
-def litellm_configured(litellm: Any) -> bool:
+_import_lock = threading.Lock()  # litellm imported by one thread at a time: its lazy submodules race
+_mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIError, once imported
+
+
+def load_litellm() -> Any:
+    """Import litellm on first use (it takes seconds) with its remote price-list fetch turned off."""
+    with _import_lock:
+        litellm = sys.modules.get("litellm")
+        if litellm is None or not getattr(litellm, "suppress_debug_info", False):
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            # litellm prints a "Give Feedback" banner on every error; a hook must never print.
+            litellm.suppress_debug_info = True
+        return litellm
+
+
+def _load_mapping() -> tuple[Any, Any]:
+    """litellm's error mapping, imported once (by one thread)."""
+    global _mapping
+    load_litellm()
+    with _import_lock:
+        if _mapping is None:
+            from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+            from litellm.llms.openai.common_utils import OpenAIError
+
+            _mapping = (exception_type, OpenAIError)
+        return _mapping
+
+
+def litellm_configured() -> bool:
     """True when a litellm callback or module setting is set: litellm must then make the call (checked
-    per call, so a callback set after the first judge call still sees every later one)."""
-    return any(getattr(litellm, name, None) for name in _LITELLM_GLOBALS)
+    per call, so a callback set after the first judge call still sees every later one). A litellm the
+    application never imported has none."""
+    litellm = sys.modules.get("litellm")
+    return litellm is not None and any(getattr(litellm, name, None) for name in _LITELLM_GLOBALS)
 
 
 def fast_path_enabled() -> bool:
@@ -96,7 +132,6 @@ class WireRoute:
     timeout: float
     params: Mapping[str, Mapping[str, Any]]  # per mode and structured output: the body's extra keys
     price: Price | None
-    raise_mapped: Callable[[BaseException], None]  # litellm's error mapping: raises litellm's exception
     max_reply_bytes: int = MAX_REPLY_BYTES
 
     def body(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> dict[str, Any]:
@@ -113,13 +148,20 @@ class WireRoute:
                                              "timeout": self.timeout, "follow_redirects": False, "headers": _UNREAD})
         except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
             self._refuse_redirect(exc)
-            self.raise_mapped(exc)
+            await _mapping_ready()
+            _raise_mapped(self.wire_model, exc)
             raise
         try:
             content = await _read_capped(response, self.max_reply_bytes)
         finally:
             await response.aclose()
-        return self.reply(content)
+        try:
+            return self.reply(content)
+        except _BadReply as exc:  # what litellm raises for a body that is no chat completion
+            await _mapping_ready()
+            error = ValueError(str(exc))
+            _raise_mapped(self.wire_model, error)
+            raise error from None
 
     def _refuse_redirect(self, exc: BaseException) -> None:
         """A 3xx (the SDK raises it as a status error once redirects are not followed): never followed."""
@@ -136,8 +178,8 @@ class WireRoute:
         ) from None
 
     def reply(self, content: bytes) -> JudgeReply:
-        """The reply read as litellm reads it; a body that is no chat completion raises what litellm
-        raises for it (an InternalServerError, so retried)."""
+        """The reply read as litellm reads it; a body that is no chat completion raises `_BadReply`,
+        which `send` maps to what litellm raises for it (an InternalServerError, so retried)."""
         try:
             data = json.loads(content)
         except ValueError as exc:
@@ -168,9 +210,39 @@ class WireRoute:
         )
 
     def _refuse(self, message: str) -> NoReturn:
-        error = ValueError(message)
-        self.raise_mapped(error)
-        raise error
+        raise _BadReply(message)
+
+
+class _BadReply(ValueError):
+    """A reply body that is no chat completion, before litellm's mapping."""
+
+
+async def _mapping_ready() -> None:
+    """litellm's error mapping imported, on a worker thread the first time a call fails: an import
+    of seconds must not stall the event loop."""
+    if _mapping is None:
+        await asyncio.to_thread(_load_mapping)
+
+
+def _raise_mapped(wire_model: str, exc: BaseException) -> None:
+    """Raise the exception litellm's openai handler would raise for `exc` (`_mapping_ready` first)."""
+    import openai
+
+    exception_type, OpenAIError = _mapping or _load_mapping()  # noqa: N806 (litellm's class)
+    exc = _connection_error_as_such(exc)
+    original: BaseException = exc
+    upstream = _bare(getattr(exc, "response", None))
+    if not isinstance(exc, openai.APITimeoutError):
+        original = OpenAIError(status_code=getattr(exc, "status_code", 500),
+                               message=getattr(exc, "message", str(exc)), response=upstream,
+                               headers=getattr(upstream, "headers", None), body=getattr(exc, "body", None))
+    try:
+        exception_type(model=wire_model, original_exception=original,  # type: ignore[no-untyped-call]
+                       custom_llm_provider="openai")
+    except Exception as mapped:
+        if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
+            mapped.response = upstream  # type: ignore[attr-defined]
+        raise
 
 
 async def _read_capped(response: Any, limit: int) -> bytes:
@@ -197,14 +269,13 @@ def _origin(url: str) -> str:
 def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any],
                   max_reply_bytes: int = MAX_REPLY_BYTES) -> WireRoute | None:
     """The fast route for this model and these call kwargs, or None when litellm must make the call."""
-    if set(kwargs) - _OWN_KWARGS or litellm_configured(litellm):
+    if set(kwargs) - _OWN_KWARGS or litellm_configured():
         return None
     if os.environ.get("OPENAI_ORGANIZATION"):
         return None  # litellm sends it as the organization; the SDK reads OPENAI_ORG_ID, not this
     try:
-        from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-        from litellm.llms.openai.common_utils import OpenAIError
-        from litellm.responses.bridge_check import responses_api_bridge_check
+        with _import_lock:
+            from litellm.responses.bridge_check import responses_api_bridge_check
 
         wire_model, provider, _, _ = litellm.get_llm_provider(model, api_base=kwargs.get("api_base"))
         if provider != "openai":
@@ -224,27 +295,9 @@ def resolve_route(litellm: Any, model: str, kwargs: Mapping[str, Any],
     base_url = (kwargs.get("api_base") or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
                 or "https://api.openai.com/v1")
 
-    def raise_mapped(exc: BaseException) -> None:
-        import openai
-
-        exc = _connection_error_as_such(exc)
-        original: BaseException = exc
-        upstream = _bare(getattr(exc, "response", None))
-        if not isinstance(exc, openai.APITimeoutError):
-            original = OpenAIError(status_code=getattr(exc, "status_code", 500),
-                                   message=getattr(exc, "message", str(exc)), response=upstream,
-                                   headers=getattr(upstream, "headers", None), body=getattr(exc, "body", None))
-        try:
-            exception_type(model=wire_model, original_exception=original,  # type: ignore[no-untyped-call]
-                           custom_llm_provider="openai")
-        except Exception as mapped:
-            if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
-                mapped.response = upstream  # type: ignore[attr-defined]
-            raise
-
     return WireRoute(model=model, wire_model=wire_model, base_url=str(base_url), api_key=str(api_key),
                      organization=None, timeout=float(kwargs.get("timeout") or 600.0), params=params,
-                     price=_price(litellm, model), raise_mapped=raise_mapped, max_reply_bytes=max_reply_bytes)
+                     price=_price(litellm, model), max_reply_bytes=max_reply_bytes)
 
 
 def _params(litellm: Any, wire_model: str, kwargs: Mapping[str, Any], mode: Mode, structured: bool) -> dict[str, Any]:
@@ -260,6 +313,13 @@ def _price(litellm: Any, model: str) -> Price | None:
     try:
         info = litellm.get_model_info(model)
     except Exception:  # an unpriced model: cost None, as litellm reports it
+        return None
+    return price_of_row(info)
+
+
+def price_of_row(info: Mapping[str, Any] | None) -> Price | None:
+    """The prices in one row of litellm's model table (its `get_model_info`), None when unpriced."""
+    if info is None:
         return None
     prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if not isinstance(prompt, (int, float)) or not isinstance(completion, (int, float)):

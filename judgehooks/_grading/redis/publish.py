@@ -22,7 +22,7 @@ import anyio
 from redis.exceptions import RedisError
 from taskiq.kicker import AsyncKicker
 
-from ..._base.context import EvalContext
+from ..._base.context import EvalContext, context_to_dict
 from ..._base.log import log
 from ..outbox import Job
 from ..step import Requeue
@@ -33,9 +33,9 @@ from .signing import JOB_KEY_ENV, job_key
 _warned_unsigned = False
 
 
-def job_payload(job: Job) -> str:
+def job_payload(job: Job, ctx: EvalContext) -> str:
     """One job as the JSON text the stream carries (the same fields the outbox keeps)."""
-    return json.dumps({"id": job.id, "evaluator": job.evaluator, "context": job.context,
+    return json.dumps({"id": job.id, "evaluator": job.evaluator, "context": context_to_dict(ctx),
                        "sample_rate": job.sample_rate, "spec": job.spec, "created_at": job.created_at},
                       default=str, ensure_ascii=False)
 
@@ -73,7 +73,7 @@ class Publisher:
 
     async def step(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> None:
         """Publish one job; it has no record here (a worker stores it), so the outbox row can go."""
-        payload = job_payload(job)
+        payload = job_payload(job, ctx)
         delay = 0.05
         while True:
             try:

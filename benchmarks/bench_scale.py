@@ -1,0 +1,292 @@
+"""Scale benchmark: memory under a deep queue and many open sessions, and grading at 256 in flight.
+
+    python benchmarks/bench_scale.py            # 3 repeats per row (~25 min)
+    python benchmarks/bench_scale.py --quick    # 1 repeat of the deep queue, fewer evaluations
+    python benchmarks/bench_scale.py --only memory|sessions|rate|profile
+
+Tables (each row repeated: the median and the range of the repeats; charts of the repeats go to
+docs/images/benchmarks/):
+1. RSS of a fresh process holding 1,000 and 100,000 queued background evaluations (outbox on; the
+   judge never answers within the run, so every job stays queued). Goal: 100,000 at most 2x 1,000.
+   Neither peer has a queue: agno grades inline (the run waits), pydantic-evals drops what exceeds
+   `max_concurrency`, so the row has no peer beside it.
+2. A `SessionJudge` with 10,000 open sessions: turns per second on the hook path and RSS, at 100 and
+   at 10,000 open sessions. Neither agno nor pydantic-evals grades conversations, so no peer.
+3. Sustained background grading at 256 in flight, 200 ms judge, outbox on, beside agno (256
+   concurrent `async_post_check`) and pydantic-evals (`OnlineEvaluator(max_concurrency=256)`);
+   the ceiling 256 in flight allow is 1,280/s.
+4. Where our own CPU goes per evaluation at 256 in flight (cProfile on the judgehooks loop thread
+   and on the submitting thread): the top functions by own time, in microseconds per evaluation.
+Not a test: no asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _charts import strip_chart  # noqa: E402
+from _common import spread, stub_server, table  # noqa: E402
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+CRITERIA = "The answer echoes the question."
+HERE = os.path.abspath(__file__)
+
+
+def rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set of this process, MB."""
+    found = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) / 1024
+    return found.get("VmRSS", float("nan")), found.get("VmHWM", float("nan"))
+
+
+def _sample(base_url: str):
+    from agno.agent import Agent
+    from agno.models.openai.like import OpenAILike
+
+    agent = Agent(model=OpenAILike(id="agent", base_url=base_url, api_key="bench"), id="bench-agent", telemetry=False)
+    return agent, agent.run("What is the capital of France?")
+
+
+# ---- children: one fresh process per measurement ---------------------------------------------------------
+
+def child_queue(base_url: str, tmp: str, n: int) -> dict[str, float]:
+    """`n` background evaluations queued behind a judge that does not answer within the run."""
+    import gc
+
+    import judgehooks
+
+    agent, run_output = _sample(base_url)
+    evaluator = judgehooks.AgentAsJudgeEval(
+        criteria=CRITERIA, name=f"queue-{n}", model="openai/judge", api_base=base_url, api_key="bench",
+        store=judgehooks.SQLiteStore(f"{tmp}/queue-{n}.db"), run_in_background=True,
+        outbox=f"{tmp}/queue-{n}.outbox.db", max_queue=max(n, 1000) + 100, max_concurrency=1, timeout=3600)
+    for i in range(20):  # warm up: tables, the judge client, the loop; these stay queued too
+        run_output.run_id = f"warm-{i}"
+        evaluator.post_check(run_output, agent=agent)
+    time.sleep(1.0)
+    gc.collect()
+    before, _ = rss_mb()
+    start = time.perf_counter()
+    for i in range(n):
+        run_output.run_id = f"run-{i}"
+        evaluator.post_check(run_output, agent=agent)
+    submitted = time.perf_counter() - start
+    time.sleep(1.0)
+    gc.collect()
+    after, peak = rss_mb()
+    stats = evaluator.stats()
+    return {"before": before, "after": after, "peak": peak, "submit_s": submitted, "queued": stats["queue_depth"],
+            "dropped": stats.get("dropped", 0), "queued_mb": stats["queued_bytes"] / 2**20}
+
+
+def child_sessions(base_url: str, tmp: str, sessions: int) -> dict[str, float]:
+    """A SessionJudge with `sessions` open sessions (never due in the run): hook time and RSS."""
+    import gc
+
+    import judgehooks
+
+    agent, run_output = _sample(base_url)
+    judge = judgehooks.SessionJudge(CRITERIA, name="sessions", model="openai/judge", api_base=base_url,
+                                    api_key="bench", store=judgehooks.SQLiteStore(f"{tmp}/sessions.db"),
+                                    outbox=f"{tmp}/sessions.outbox.db", idle_after=3600)
+
+    def turns(prefix: str, count: int, open_sessions: int) -> float:
+        start = time.perf_counter()
+        for i in range(count):
+            run_output.run_id, run_output.session_id = f"{prefix}-{i}", f"s{i % open_sessions}"
+            judge.post_check(run_output, agent=agent)
+        return count / (time.perf_counter() - start)
+
+    turns("warm", 50, 50)
+    gc.collect()
+    base, _ = rss_mb()
+    small_rate = turns("small", 2000, 100)  # 100 open sessions
+    gc.collect()
+    small_rss, _ = rss_mb()
+    turns("open", sessions, sessions)  # one turn each: all open now
+    large_rate = turns("large", 2000, sessions)  # a further turn in 2,000 of them
+    gc.collect()
+    large_rss, peak = rss_mb()
+    return {"base": base, "small_rate": small_rate, "small_rss": small_rss, "large_rate": large_rate,
+            "large_rss": large_rss, "peak": peak}
+
+
+def _child(kind: str, base_url: str, tmp: str, n: int) -> dict[str, float]:
+    out = subprocess.run([sys.executable, HERE, "--child", kind, base_url, tmp, str(n)], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---- 1. the deep queue ------------------------------------------------------------------------------------
+
+def deep_queue(base_url: str, tmp: str, repeats: int, sizes: tuple[int, ...]) -> None:
+    results: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
+    for r in range(repeats):
+        for n in sizes:  # interleaved: a busy moment falls on both sizes alike
+            results[n].append(_child("queue", base_url, f"{tmp}", n))
+            print(f"(queue {n:,}, repeat {r + 1}: {results[n][-1]})", flush=True)
+    rows = []
+    small = statistics.median(x["after"] for x in results[sizes[0]])
+    for n in sizes:
+        got = results[n]
+        after = [x["after"] for x in got]
+        growth = [x["after"] - x["before"] for x in got]
+        per_job = [1024 * (x["after"] - x["before"]) / n for x in got]
+        rows.append([f"judgehooks background, outbox on, {n:,} queued", *spread(after), statistics.median(growth),
+                     statistics.median(per_job), f"{statistics.median(after) / small:.2f}x",
+                     statistics.median(x["submit_s"] for x in got)])
+    table(f"RSS with queued background evaluations, MB (fresh process each; {repeats} repeats; goal: "
+          f"{sizes[-1]:,} at most 2x {sizes[0]:,}; no peer has a queue)",
+          ["process", "median RSS MB", "range", "growth MB", "KB per job", f"x {sizes[0]:,} queued",
+           "submit s"], rows)
+    strip_chart("scale-queue-rss", "RSS with queued background evaluations (outbox on)", "MB, lower is better",
+                {f"judgehooks, {n:,} queued": [x["after"] for x in results[n]] for n in sizes})
+
+
+# ---- 2. open sessions -------------------------------------------------------------------------------------
+
+def open_sessions(base_url: str, tmp: str, repeats: int, sessions: int) -> None:
+    got = [_child("sessions", base_url, tmp, sessions) for _ in range(repeats)]
+    rows = [
+        ["SessionJudge, 100 open sessions", *spread([x["small_rate"] for x in got]),
+         *spread([x["small_rss"] for x in got])],
+        [f"SessionJudge, {sessions:,} open sessions", *spread([x["large_rate"] for x in got]),
+         *spread([x["large_rss"] for x in got])],
+    ]
+    table(f"SessionJudge hook path: turns per second and RSS ({repeats} fresh processes; no peer grades "
+          "conversations)", ["sessions", "median turns/s", "range", "median RSS MB", "range"], rows)
+    strip_chart("scale-sessions-rate", "SessionJudge hook path, turns per second", "turns/s, higher is better",
+                {"judgehooks, 100 open sessions": [x["small_rate"] for x in got],
+                 f"judgehooks, {sessions:,} open sessions": [x["large_rate"] for x in got]})
+
+
+# ---- 3. 256 in flight -------------------------------------------------------------------------------------
+
+def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float]:
+    """(evaluations/s, lost, process CPU ms per evaluation) for `n` runs submitted at once."""
+    import judgehooks
+    from judgehooks._runtime import runtime
+
+    agent, run_output = _sample(base_url)
+    evaluator = judgehooks.AgentAsJudgeEval(
+        criteria=CRITERIA, name=name, model="openai/judge", api_base=base_url, api_key="bench",
+        store=judgehooks.SQLiteStore(f"{tmp}/{name}.db"), run_in_background=True, outbox=f"{tmp}/{name}.outbox.db",
+        max_concurrency=256, max_queue=n + 100)
+    for i in range(50):  # warm up: tables, connections, the loop
+        run_output.run_id = f"{name}-warm-{i}"
+        evaluator.post_check(run_output, agent=agent)
+    judgehooks.drain(600)
+    profilers = (cProfile.Profile(), cProfile.Profile()) if profile else None
+    if profilers is not None:
+        async def on_loop() -> None:
+            profilers[1].enable()  # the judgehooks loop's thread
+
+        runtime.call(on_loop)
+        profilers[0].enable()  # the submitting thread: the hook path
+    cpu, start = time.process_time(), time.perf_counter()
+    for i in range(n):
+        run_output.run_id = f"{name}-{i}"
+        evaluator.post_check(run_output, agent=agent)
+    judgehooks.drain(3600)
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if profilers is not None:
+        profilers[0].disable()
+
+        async def off_loop() -> None:
+            profilers[1].disable()
+
+        runtime.call(off_loop)
+        _print_profile(profilers, n)
+    records = evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None)
+    graded = sum(1 for r in records if r.status in ("passed", "failed") and not r.run_id.startswith(f"{name}-warm"))
+    return n / elapsed, n - graded, cpu * 1000 / n
+
+
+def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int, top: int = 25) -> None:
+    stats = pstats.Stats(profilers[0], stream=io.StringIO())
+    stats.add(profilers[1])
+    total = sum(entry[2] for entry in stats.stats.values())  # type: ignore[attr-defined]
+    rows = []
+    for (file, line, func), (_, calls, own, cumulative, _) in sorted(
+            stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]:  # type: ignore[attr-defined]
+        where = file if file == "~" else "/".join(file.split("/")[-2:])
+        rows.append([f"{where}:{line}({func})", f"{calls / n:.2f}", 1e6 * own / n, 1e6 * cumulative / n])
+    table(f"Where the CPU goes at 256 in flight: top {top} functions by own time (cProfile on both threads; "
+          f"{n:,} evaluations; profiled total {1e3 * total / n:.2f} ms per evaluation, with cProfile's overhead)",
+          ["function", "calls per evaluation", "own us per evaluation", "cumulative us per evaluation"], rows)
+
+
+def rate_256(base_url: str, tmp: str, n: int, repeats: int) -> None:
+    from bench_peers import agno_rate, pydantic_evals_rate
+
+    agno, pe, ours, lost, cpu = [], [], [], 0, []
+    for r in range(repeats):  # the peers in turn, each repeat
+        agno.append(asyncio.run(agno_rate(base_url, tmp, n, in_flight=256)))
+        pe.append(asyncio.run(pydantic_evals_rate(base_url, n, in_flight=256)))
+        rate, missing, cpu_ms = ours_rate(base_url, tmp, n, f"rate256-{r}")
+        ours.append(rate)
+        lost += missing
+        cpu.append(cpu_ms)
+    base = statistics.median(agno)
+    labels = ("agno AgentAsJudgeEval, 256 concurrent async_post_check",
+              "pydantic-evals OnlineEvaluator(max_concurrency=256)",
+              "judgehooks background, max_concurrency=256, outbox on")
+    rows = [[labels[0], n, *spread(agno), "1.0x", "-", "inline: the runs wait"],
+            [labels[1], n, *spread(pe), f"{statistics.median(pe) / base:.1f}x", "-", "no store, nothing persisted"],
+            [labels[2], n, *spread(ours), f"{statistics.median(ours) / base:.1f}x", lost,
+             f"{statistics.median(cpu):.2f} ms CPU/evaluation (process)"]]
+    table(f"Sustained rate, 200 ms judge, 256 in flight (evals/s; {repeats} repeats; ceiling 1,280/s; goal 600/s)",
+          ["grader", "evaluations/repeat", "median evals/s", "range", "x agno", "lost", "note"], rows)
+    strip_chart("scale-rate-256", "Sustained grading, 200 ms judge, 256 in flight", "evaluations/s, higher is better",
+                dict(zip(labels, (agno, pe, ours), strict=True)))
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        kind, base_url, tmp, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+        result = (child_queue if kind == "queue" else child_sessions)(base_url, tmp, n)
+        print(json.dumps(result), flush=True)
+        os._exit(0)  # the queued jobs stay in the outbox; no exit drain behind a judge that never answers
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=("memory", "sessions", "rate", "profile"))
+    parser.add_argument("--n", type=int, help="evaluations per rate repeat (default 10,000; --quick 3,000)")
+    args = parser.parse_args()
+    import judgehooks
+
+    print(f"judgehooks {judgehooks.__version__}; cores={os.cpu_count()}; python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.only in (None, "memory"):
+            with stub_server(3_600_000) as server:  # a judge that does not answer within the run
+                deep_queue(server.base_url, tmp, 1 if args.quick else args.repeats, (1_000, 100_000))
+        if args.only in (None, "sessions"):
+            with stub_server(0) as server:
+                open_sessions(server.base_url, tmp, args.repeats, 10_000)
+        if args.only in (None, "rate", "profile"):
+            with stub_server(200) as server:
+                n = args.n or (3_000 if args.quick else 10_000)
+                if args.only != "profile":
+                    rate_256(server.base_url, tmp, n, args.repeats)
+                ours_rate(server.base_url, tmp, n, "profiled", profile=True)
+
+
+if __name__ == "__main__":
+    main()
