@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     server = uvicorn.Server(uvicorn.Config(application, log_level="warning", access_log=False, lifespan="off"))
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn stopped gracefully, then re-raised the Ctrl-C it caught: the normal end
+        pass
     finally:
         sock.close()
     return 0

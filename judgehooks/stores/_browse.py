@@ -96,7 +96,12 @@ class Tally:
         self.cost_usd += record.cost_usd or 0.0
         self.first = record.created_at if self.first is None else min(self.first, record.created_at)
         self.last = record.created_at if self.last is None else max(self.last, record.created_at)
-        self.names = (self.names[0] or record.agent_name, self.names[1] or record.team_name)
+        self.names = (_most(self.names[0], record.agent_name), _most(self.names[1], record.team_name))
+
+
+def _most(a: str | None, b: str | None) -> str | None:
+    """The greater name, as SQL's MAX picks it, so every store names a group alike."""
+    return b if a is None else a if b is None else max(a, b)
 
 
 #: the tallies' grouping: who ran, what graded it, which version of it
