@@ -39,12 +39,15 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates())
     pages = Pages(site)
     routes = [
-        Route("/", pages.overview, name="overview"),
+        Route("/", pages.overview, name="home"),
+        # the same page at a path of its own: agno's AgentOS strips trailing slashes, so "/evals/" never
+        # reaches an app mounted at /evals there, while "/evals/overview" does
+        Route("/overview", pages.overview, name="overview"),
         Route("/records", pages.records, name="records"),
-        Route("/records/{record_id}", pages.record, name="record"),
+        Route("/records/{record_id:path}", pages.record, name="record"),
         Route("/calibration", pages.calibration, name="calibration"),
         Route("/sessions", pages.sessions, name="sessions"),
-        Route("/sessions/{session_id}", pages.session, name="session"),
+        Route("/sessions/{session_id:path}", pages.session, name="session"),
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -14,9 +14,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+# Referrer-Policy same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
+# page's own form posts, and the Origin check refuses them. Other sites still get no referrer.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer",
+HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "same-origin",
            "x-frame-options": "DENY", "cache-control": "no-store", "cross-origin-opener-policy": "same-origin"}
 TOKEN_COOKIE = "judgehooks_ui_token"
 CSRF_COOKIE = "judgehooks_ui_csrf"

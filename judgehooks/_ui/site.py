@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.requests import Request
@@ -72,6 +72,11 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _segment(value: str) -> str:
+    """A stored id as one path segment: a slash or ``..`` in it never leads to another page."""
+    return quote(value, safe="")
+
+
 def _base(request: Request) -> str:
     return str(request.scope.get("root_path") or "").rstrip("/")
 
@@ -80,5 +85,5 @@ def templates() -> jinja2.Environment:
     """The page templates, every value autoescaped."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, num=_num, when=_when, pretty=_pretty)
+    env.filters.update(pct=_pct, num=_num, when=_when, pretty=_pretty, seg=_segment)
     return env

@@ -287,3 +287,15 @@ def test_mounted_under_a_prefix_every_link_stays_under_it(seeded):
     moved = c.post("/evals/review", data={"csrf": token, "record_id": record, "verdict": "fail"})
     assert moved.status_code == 303 and moved.headers["location"].startswith("/evals/review")
     assert [lb.record_id for lb in runtime.call(seeded.read_labels)] == [record]
+
+
+def test_a_stored_id_is_one_path_segment_in_every_link(seeded):
+    from judgehooks import EvalRecord
+
+    runtime.call(seeded.write, [EvalRecord(id="../review?x=1", status="failed", evaluator="e", mode="binary",
+                                           passed=False, session_id="../../records")])
+    html = client(seeded).get("/records?evaluator=e").text
+    assert 'href="/records/..%2Freview%3Fx%3D1"' in html
+    assert client(seeded).get("/records/..%2Freview%3Fx%3D1").status_code == 200
+    detail = client(seeded).get("/records/..%2Freview%3Fx%3D1").text
+    assert 'href="/sessions/..%2F..%2Frecords"' in detail
