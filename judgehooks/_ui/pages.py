@@ -64,7 +64,7 @@ def _rate(part: int, whole: int) -> float | None:
 
 
 def _row(tally: Tally) -> dict[str, Any]:
-    agent_id, team_id, evaluator, version = tally.key
+    evaluator, version, agent_id, team_id = tally.key
     agent, team = tally.names
     target = (f"team {team or team_id}" if team_id else f"agent {agent or agent_id}" if agent_id else "offline")
     return {"target": target, "agent_id": agent_id, "team_id": team_id, "evaluator": evaluator, "version": version,
@@ -116,8 +116,8 @@ class Pages:
         for name in sorted(series):
             versions: dict[str, Any] = {}
             for t in groups:
-                if t.key[2] == name and t.first and t.passed + t.failed:
-                    version = t.key[3] or "unversioned"
+                if t.key[0] == name and t.first and t.passed + t.failed:
+                    version = t.key[1] or "unversioned"
                     versions[version] = min(versions.get(version, t.first), t.first)
             buckets = [(start, n, ok) for start, (n, ok) in sorted(series[name].items())]
             charts.append(chart(name, buckets, sorted((m, v) for v, m in versions.items()), step, fmt))
@@ -194,7 +194,7 @@ class Pages:
         except BadRequest as exc:
             return self._bad(request, exc)
         groups = await tallies(self.site.store, Browse(RecordFilter(evaluator=wanted)))
-        versions = sorted({(t.key[2], t.key[3]) for t in groups if t.passed + t.failed},
+        versions = sorted({(t.key[0], t.key[1]) for t in groups if t.passed + t.failed},
                           key=lambda k: (k[0], k[1] or ""))
         results, problem = [], None
         for evaluator, version in versions:

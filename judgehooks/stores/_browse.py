@@ -85,7 +85,7 @@ class Tally:
     cost_usd: float = 0.0
     first: datetime | None = None
     last: datetime | None = None
-    names: tuple[str | None, str | None] = (None, None)  # agent and team names
+    names: tuple[str | None, str | None] = (None, None)  # the agent's and the team's newest names
 
     def add(self, record: EvalRecord) -> None:
         self.n += 1
@@ -96,16 +96,10 @@ class Tally:
         self.cost_usd += record.cost_usd or 0.0
         self.first = record.created_at if self.first is None else min(self.first, record.created_at)
         self.last = record.created_at if self.last is None else max(self.last, record.created_at)
-        self.names = (_most(self.names[0], record.agent_name), _most(self.names[1], record.team_name))
-
-
-def _most(a: str | None, b: str | None) -> str | None:
-    """The greater name, as SQL's MAX picks it, so every store names a group alike."""
-    return b if a is None else a if b is None else max(a, b)
 
 
 #: the tallies' grouping: who ran, what graded it, which version of it
-GROUPS = ("agent_id", "team_id", "evaluator", "evaluator_version")
+GROUPS = ("evaluator", "evaluator_version", "agent_id", "team_id")  # SQLite's overview index's order
 _COUNTS = ("COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END)")
@@ -118,7 +112,8 @@ async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50
         run, mark, ts, table, from_row = sql
         condition, args = browse.sql(mark, ts)
         query = (f"SELECT {', '.join(FIELDS)} FROM {table}" + (f" WHERE {condition}" if condition else "")
-                 + f" ORDER BY created_at DESC, id DESC LIMIT {int(limit)} OFFSET {int(offset)}")
+                 + f" ORDER BY created_at DESC, {'rowid' if mark == '?' else 'id'} DESC"
+                 f" LIMIT {int(limit)} OFFSET {int(offset)}")  # SQLite: the created_at index holds rowid
         return [from_row(row) for row in await run(query, args)]
     found: list[EvalRecord] = []
     async for record in iter_records(store, **browse.where.keywords()):
@@ -137,22 +132,40 @@ async def tallies(store: Store, browse: Browse) -> list[Tally]:
     sql = _sql(store)
     if sql is None:
         groups: dict[tuple[Any, ...], Tally] = {}
+        named: dict[tuple[str, str], tuple[datetime, str]] = {}
         async for record in _records(store, browse):
             if record.rejudge_of is None:
                 key = tuple(getattr(record, name) for name in GROUPS)
                 groups.setdefault(key, Tally(key)).add(record)
+                for column, name in (("agent_id", record.agent_name), ("team_id", record.team_name)):
+                    value, seen = getattr(record, column), named.get((column, getattr(record, column)))
+                    if value is not None and name is not None and (seen is None or record.created_at > seen[0]):
+                        named[(column, value)] = (record.created_at, name)
+        for t in groups.values():
+            agent, team = named.get(("agent_id", t.key[2])), named.get(("team_id", t.key[3]))
+            t.names = (agent[1] if agent else None, team[1] if team else None)
         return list(groups.values())
     run, mark, ts, table, _ = sql
     condition, args = browse.sql(mark, ts)
-    query = (f"SELECT {', '.join(GROUPS)}, MAX(agent_name), MAX(team_name), {_COUNTS}, SUM(latency_ms), "
-             f"COUNT(latency_ms), SUM(cost_usd), MIN(created_at), MAX(created_at) FROM {table} "
-             f"WHERE {condition + ' AND ' if condition else ''}rejudge_of IS NULL GROUP BY {', '.join(GROUPS)}")
+    where = f"WHERE {condition + ' AND ' if condition else ''}rejudge_of IS NULL"
+    query = (f"SELECT {', '.join(GROUPS)}, {_COUNTS}, SUM(latency_ms), COUNT(latency_ms), SUM(cost_usd), "
+             f"MIN(created_at), MAX(created_at) FROM {table} {where} GROUP BY {', '.join(GROUPS)}")
     found = []
     for row in await run(query, args):
-        key, (agent, team, n, passed, failed, error, skipped, latency, timed, cost, first, last) = row[:4], row[4:]
+        key, (n, passed, failed, error, skipped, latency, timed, cost, first, last) = row[:4], row[4:]
         found.append(Tally(tuple(key), n=n, passed=passed or 0, failed=failed or 0, error=error or 0,
                            skipped=skipped or 0, latency_ms=float(latency or 0), timed=timed or 0,
-                           cost_usd=float(cost or 0), first=_moment(first), last=_moment(last), names=(agent, team)))
+                           cost_usd=float(cost or 0), first=_moment(first), last=_moment(last)))
+    # The names, apart: the newest of each agent and team, found walking its index back from the newest
+    # record, rather than two more columns read from every row.
+    names: dict[tuple[str, str], str | None] = {}
+    for column, name in (("agent_id", "agent_name"), ("team_id", "team_name")):
+        for value in {t.key[GROUPS.index(column)] for t in found} - {None}:
+            newest = await run(f"SELECT {name} FROM {table} {where} AND {column} = {mark} AND {name} IS NOT NULL "
+                               f"ORDER BY created_at DESC LIMIT 1", [*args, value])
+            names[(column, value)] = newest[0][0] if newest else None
+    for t in found:
+        t.names = (names.get(("agent_id", t.key[2])), names.get(("team_id", t.key[3])))
     return found
 
 
