@@ -7,7 +7,7 @@ import functools
 from datetime import timedelta
 
 import pytest
-from conftest import NOW, seeded_records
+from _ui_fixtures import NOW, seeded_records
 
 from judgehooks import MemoryStore, PostgresStore, RecordFilter, SQLiteStore
 from judgehooks._runtime import runtime

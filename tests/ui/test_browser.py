@@ -2,10 +2,12 @@
 that stay text and run nothing, the review keys and buttons, the filters, and the app mounted in
 agno's AgentOS. With JUDGEHOOKS_UI_SCREENSHOTS=1 they write the docs' screenshots."""
 
+# ruff: noqa: F811  (the fixtures imported from _ui_fixtures are test parameters here)
 from __future__ import annotations
 
 import pytest
-from conftest import HOSTILE, screenshot, serve
+from _servers import serve
+from _ui_fixtures import HOSTILE, browser, page, screenshot, seeded  # noqa: F401 (fixtures)
 
 import judgehooks
 from judgehooks import SQLiteStore, label

@@ -1,6 +1,7 @@
 """Every route of the web app over plain HTTP (Starlette's TestClient): what each page shows, the
 filters and paging, and the guards: CSP, escaping, CSRF, the access token, read-only."""
 
+# ruff: noqa: F811  (the fixtures imported from _ui_fixtures are test parameters here)
 from __future__ import annotations
 
 import re
@@ -8,7 +9,7 @@ from html.parser import HTMLParser
 from urllib.parse import quote
 
 import pytest
-from conftest import HOSTILE
+from _ui_fixtures import HOSTILE, hostile_record, seeded  # noqa: F401 (a fixture)
 from starlette.testclient import TestClient
 
 from judgehooks import MemoryStore, label
@@ -210,8 +211,6 @@ def test_review_pass_and_fail_store_labels_and_move_on(seeded):
 
 def test_the_review_queue_ends_when_every_record_is_labelled(tmp_path):
     store = MemoryStore()
-    from conftest import hostile_record
-
     runtime.call(store.write, [hostile_record()])
     c = client(store, reviewer="ana")
     token, record = csrf_of(c.get("/review").text)

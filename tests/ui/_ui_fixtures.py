@@ -1,19 +1,15 @@
-"""The web app's fixtures: a store seeded with records an overview can chart (two evaluators, one
-of which changed version, over two days), a hostile record, and an app over it."""
+"""The web app tests' fixtures and records: a store seeded with records an overview can chart (two
+evaluators, one of which changed version, over two days), a hostile record, and a browser. A module
+of its own, not a conftest.py: the suite's tests import the top-level conftest by name, which a
+second conftest.py would shadow; the test modules import the fixtures they use."""
 
 from __future__ import annotations
 
 import os
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import uvicorn
-from _servers import free_port
 
 from judgehooks import EvalRecord, SQLiteStore
 from judgehooks._runtime import runtime
@@ -76,23 +72,6 @@ CHROMIUM = os.environ.get("JUDGEHOOKS_TEST_CHROMIUM", "/usr/bin/chromium")
 #: set to 1 to have the browser tests write the docs' screenshots (docs/images/ui-*.png)
 SHOTS = os.environ.get("JUDGEHOOKS_UI_SCREENSHOTS") == "1"
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-
-
-@contextmanager
-def serve(application) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn on 127.0.0.1:<free port> in a thread; stop it on exit."""
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, name="ui-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import seeded_records
+from _ui_fixtures import seeded_records
 
 from judgehooks import SQLiteStore
 from judgehooks._runtime import runtime
