@@ -13,7 +13,10 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import quote
 
 HOW_TO_GET_POSTGRES = (
@@ -125,3 +128,22 @@ def create_database(admin_dsn: str, name: str) -> str:
 if __name__ == "__main__":  # .ci/run: start one server, print its DSN and PID, keep it running
     server = PostgresServer().start()
     print(server.dsn, server.pid, flush=True)
+
+
+@contextmanager
+def serve(app: object) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on 127.0.0.1:<free port> in a thread; stop it on exit."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, name="asgi-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)

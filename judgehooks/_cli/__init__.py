@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "export": "judgehooks._cli.export",
     "consistency": "judgehooks._cli.consistency",
     "doctor": "judgehooks._cli.doctor",
+    "ui": "judgehooks._cli.ui",
 }
 
 
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = build_parser().parse_known_args(argv)
     hide(_urls(sys.argv[1:] if argv is None else argv))
-    _second_interrupt_leaves(0 if args.command == "tail" else 130)
+    _second_interrupt_leaves(0 if args.command in ("tail", "ui") else 130)
     if unknown:  # argparse would print the top-level usage; the subcommand's own says what it takes
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     # The command is the application here: library warnings (store retries, lost writes) go to stderr.

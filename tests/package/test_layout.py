@@ -34,7 +34,9 @@ LAYERS = {
     "judgehooks": 13,  # the package face
     "testing": 12,
     "local": 11,
+    "ui": 12,  # judgehooks.ui: the web app's public face (the `ui` extra)
     "_cli": 10,
+    "_ui": 9.5,  # the web app: reads stores and writes labels; only _cli and the face import it
     "_evaluators": 9,
     "_hooks": 8,
     "_alerts": 7,
@@ -54,7 +56,7 @@ AGNO_ALLOWED = ("_hooks", "_judges.agno", "_evaluators.base", "_evaluators.score
 OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsonschema", "opentelemetry", "agno",
             "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp", "re2",
             "regex", "openai",  # slow to import: loaded on first use (a Regex check, the fast judge client)
-            "presidio_analyzer",
+            "presidio_analyzer", "starlette", "jinja2", "judgehooks._ui",  # the `ui` extra
             # judgehooks' own modules that import the `redis` extra at their top
             "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker",
             "judgehooks._grading.redis.sessions", "judgehooks._grading.redis.sessionworker")

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import httpx
 import pytest
-import uvicorn
-from _servers import free_port
+from _servers import serve
 
 import judgehooks
 from judgehooks import AgnoDbStore
-
-
-@contextmanager
-def serve(app) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn on 127.0.0.1:<free port> in a thread; stop it on exit."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, name="agentos-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def _agno_db(kind: str, tmp_path, request):

@@ -1,0 +1,55 @@
+"""`app(store)`: the Starlette application: its routes, the static files shipped in the package,
+and the guard every request passes through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..stores._base import BaseStore, Store
+from ..stores._human import default_reviewer
+from .guard import Guard
+from .pages import Pages
+from .site import Site, templates
+
+STATIC = Path(__file__).parent / "static"
+
+
+def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
+        reviewer: str | None = None) -> Starlette:
+    """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
+    (``fastapi_app.mount("/evals", app(store))``).
+
+    ``read_only``: no review page and no label is written. ``token``: every request must show it
+    (``Authorization: Bearer``, or open a page once with ``?token=...``). ``trace_url``: where a
+    record's trace is shown, with ``{trace_id}`` in it (e.g. ``http://localhost:6006/trace/{trace_id}``).
+    ``reviewer``: whose labels the review page writes (default: the login name)."""
+    if not isinstance(store, BaseStore):
+        raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
+    if token is not None and (not isinstance(token, str) or len(token) < 16):
+        raise ValueError("app token must be a string of at least 16 characters (e.g. secrets.token_urlsafe())")
+    if trace_url is not None and (not isinstance(trace_url, str) or "{trace_id}" not in trace_url
+                                  or not trace_url.startswith(("http://", "https://", "/"))):
+        raise ValueError("app trace_url must be an http(s) URL with {trace_id} in it, "
+                         f"e.g. 'http://localhost:6006/trace/{{trace_id}}', got {trace_url!r:.80}")
+    site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates())
+    pages = Pages(site)
+    routes = [
+        Route("/", pages.overview, name="home"),
+        # the same page at a path of its own: agno's AgentOS strips trailing slashes, so "/evals/" never
+        # reaches an app mounted at /evals there, while "/evals/overview" does
+        Route("/overview", pages.overview, name="overview"),
+        Route("/records", pages.records, name="records"),
+        Route("/records/{record_id:path}", pages.record, name="record"),
+        Route("/calibration", pages.calibration, name="calibration"),
+        Route("/sessions", pages.sessions, name="sessions"),
+        Route("/sessions/{session_id:path}", pages.session, name="session"),
+        Route("/review", pages.review, methods=["GET", "POST"], name="review"),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(Guard, token=token)],
+                     exception_handlers={404: pages.not_found, 500: pages.failed})

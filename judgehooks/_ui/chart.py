@@ -1,0 +1,78 @@
+"""The pass-rate-over-time chart, drawn on the server: numbers only (coordinates and labels) that
+the template writes into an SVG element, so no record byte is ever markup and no script draws it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+WIDTH, HEIGHT = 640, 180
+LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    label: str  # the tooltip: bucket, pass rate, counts
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    version: str
+
+
+@dataclass
+class Chart:
+    """One evaluator's pass rate per bucket, with where each of its versions first appears."""
+
+    evaluator: str
+    points: list[Point] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)
+    ticks: list[tuple[float, str]] = field(default_factory=list)  # x axis: position, text
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    right: int = WIDTH - RIGHT
+    top: int = TOP
+    bottom: int = HEIGHT - BOTTOM
+
+    @property
+    def path(self) -> str:
+        return " ".join(f"{p.x:.1f},{p.y:.1f}" for p in self.points)
+
+    @property
+    def grid(self) -> list[tuple[float, str]]:
+        """The y axis: position and text of 0, 50 and 100%."""
+        return [(self._y(rate), f"{int(rate * 100)}%") for rate in (0.0, 0.5, 1.0)]
+
+    def _y(self, rate: float) -> float:
+        return self.bottom - rate * (self.bottom - self.top)
+
+
+def chart(evaluator: str, buckets: list[tuple[datetime, int, int]], versions: list[tuple[datetime, str]],
+          step: timedelta, fmt: str) -> Chart:
+    """`buckets`: (start, verdicts, passed), oldest first; `versions`: (first seen, version), drawn
+    as markers when there are several; `step`: the bucket width; `fmt`: strftime for the ticks."""
+    drawn = Chart(evaluator)
+    if not buckets:
+        return drawn
+    start, end = buckets[0][0], buckets[-1][0] + step
+    span = (end - start).total_seconds() or 1.0
+
+    def x(moment: datetime) -> float:
+        offset = min(max((moment - start).total_seconds(), 0.0), span)
+        return drawn.left + offset / span * (drawn.right - drawn.left)
+
+    for moment, n, passed in buckets:
+        rate = passed / n if n else 0.0
+        drawn.points.append(Point(x(moment + step / 2), drawn._y(rate),
+                                  f"{moment.strftime(fmt)}: {100 * rate:.0f}% passed ({passed} of {n})"))
+    if len(versions) > 1:
+        drawn.markers = [Marker(x(moment), version[:12]) for moment, version in versions]
+    count = min(len(buckets), 6)
+    for i in range(count):
+        moment = start + (end - start) * (i / max(count - 1, 1))
+        drawn.ticks.append((x(moment), moment.strftime(fmt)))
+    return drawn

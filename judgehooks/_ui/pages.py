@@ -1,0 +1,305 @@
+"""The page handlers: each reads the query string (checked), asks the store through the public
+functions and `stores._browse`, and renders a template. Filtering and paging happen in the store."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from .._alerts.calibration import acalibrate
+from .._base.label import Label
+from .._base.record import STATUSES, EvalRecord
+from .._base.when import parse_when
+from ..stores._base import RecordFilter
+from ..stores._browse import Browse, Bucket, Tally, page, pass_rates, tallies
+from ..stores._human import alabel
+from .chart import chart
+from .guard import CSRF_FIELD, csrf_token, read_form, set_csrf_cookie
+from .site import Site
+
+PAGE = 50
+#: the largest page number a link may ask for (an offset the store can still reach quickly)
+MAX_PAGE = 10_000
+QUEUES = ("failed", "borderline", "sample")
+#: how many records a review queue looks through for one that nobody here labelled yet
+SCANNED = 2000
+MAX_SKIPPED = 200
+
+
+class BadRequest(Exception):
+    """A query string the page cannot use: shown to the person, status 400."""
+
+
+def _text(request: Request, name: str, limit: int = 200) -> str | None:
+    value = request.query_params.get(name, "").strip()
+    if len(value) > limit:
+        raise BadRequest(f"{name} is longer than {limit} characters")
+    return value or None
+
+
+def _since(request: Request) -> Any:
+    value = _text(request, "since")
+    if value is None or value == "all":
+        return None
+    try:
+        return parse_when(value)
+    except ValueError as exc:
+        raise BadRequest(f"since: {exc}") from None
+
+
+def _page_number(request: Request) -> int:
+    value = request.query_params.get("page", "1")
+    if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
+        raise BadRequest(f"page must be a whole number from 1 to {MAX_PAGE}")
+    return int(value)
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _row(tally: Tally) -> dict[str, Any]:
+    evaluator, version, agent_id, team_id = tally.key
+    agent, team = tally.names
+    target = (f"team {team or team_id}" if team_id else f"agent {agent or agent_id}" if agent_id else "offline")
+    return {"target": target, "agent_id": agent_id, "team_id": team_id, "evaluator": evaluator, "version": version,
+            "n": tally.n, "passed": tally.passed, "failed": tally.failed, "error": tally.error,
+            "skipped": tally.skipped, "pass_rate": _rate(tally.passed, tally.passed + tally.failed),
+            "error_rate": _rate(tally.error, tally.n), "latency_ms": tally.latency_ms / tally.timed if tally.timed
+            else None, "cost_usd": tally.cost_usd, "first": tally.first}
+
+
+class Pages:
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        return self.site.render(request, "message.html", 404, title="Not found",
+                                message=getattr(exc, "detail", None) or "No such page.")
+
+    async def failed(self, request: Request, exc: Exception) -> Response:
+        return self.site.render(request, "message.html", 500, title="The store could not be read",
+                                message=f"{type(exc).__name__}: {str(exc)[:500]}")
+
+    def _bad(self, request: Request, exc: BadRequest) -> Response:
+        return self.site.render(request, "message.html", 400, title="Bad request", message=str(exc))
+
+    # ---- overview ---------------------------------------------------------------------------
+
+    async def overview(self, request: Request) -> Response:
+        try:
+            agent, evaluator, since = _text(request, "agent"), _text(request, "evaluator"), _since(request)
+            asked = request.query_params.get("bucket", "auto")
+            if asked not in ("auto", "hour", "day"):
+                raise BadRequest("bucket must be auto, hour or day")
+        except BadRequest as exc:
+            return self._bad(request, exc)
+        browse = Browse(RecordFilter(agent_id=agent, evaluator=evaluator, since=since))
+        groups = await tallies(self.site.store, browse)
+        rows = sorted((_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
+        firsts = [t.first for t in groups if t.first]
+        lasts = [t.last for t in groups if t.last]
+        bucket: Bucket = "hour" if asked == "hour" or (asked == "auto" and firsts and max(lasts) - min(firsts)
+                                                       <= timedelta(days=3)) else "day"
+        step, fmt = (timedelta(hours=1), "%m-%d %H:00") if bucket == "hour" else (timedelta(days=1), "%Y-%m-%d")
+        series: dict[str, dict[Any, list[int]]] = {}
+        for name, _, start, n, passed in await pass_rates(self.site.store, browse, bucket) if groups else []:
+            counts = series.setdefault(name, {}).setdefault(start, [0, 0])
+            counts[0] += n
+            counts[1] += passed
+        charts = []
+        for name in sorted(series):
+            versions: dict[str, Any] = {}
+            for t in groups:
+                if t.key[0] == name and t.first and t.passed + t.failed:
+                    version = t.key[1] or "unversioned"
+                    versions[version] = min(versions.get(version, t.first), t.first)
+            buckets = [(start, n, ok) for start, (n, ok) in sorted(series[name].items())]
+            charts.append(chart(name, buckets, sorted((m, v) for v, m in versions.items()), step, fmt))
+        return self.site.render(request, "overview.html", rows=rows, charts=charts, bucket=bucket,
+                                filters={"agent": agent, "evaluator": evaluator,
+                                         "since": request.query_params.get("since", "")})
+
+    # ---- records ----------------------------------------------------------------------------
+
+    async def records(self, request: Request) -> Response:
+        try:
+            status = _text(request, "status")
+            if status is not None and status not in STATUSES:
+                raise BadRequest(f"status must be one of {', '.join(STATUSES)}")
+            filters = {name: _text(request, name) for name in ("agent", "evaluator", "version", "session")}
+            since, number = _since(request), _page_number(request)
+        except BadRequest as exc:
+            return self._bad(request, exc)
+        browse = Browse(RecordFilter(agent_id=filters["agent"], evaluator=filters["evaluator"], status=status,
+                                     since=since), version=filters["version"], session_id=filters["session"])
+        found = await page(self.site.store, browse, offset=(number - 1) * PAGE, limit=PAGE + 1)
+        return self.site.render(request, "records.html", records=found[:PAGE], number=number,
+                                more=len(found) > PAGE, statuses=STATUSES,
+                                filters={**filters, "status": status, "since": request.query_params.get("since", "")})
+
+    async def record(self, request: Request) -> Response:
+        record_id = request.path_params["record_id"]
+        found = await self.site.store.records_by_id([record_id]) if len(record_id) <= 200 else []
+        if not found:
+            raise HTTPException(404, "No record with this id in the store.")
+        record = found[0]
+        return self.site.render(request, "record.html", record=record, labels=await self._labels(record.id),
+                                tool_calls=_tool_calls(record))
+
+    async def _labels(self, record_id: str | None = None) -> list[Label]:
+        try:
+            labels = list(await self.site.store.read_labels())
+        except NotImplementedError:
+            return []
+        return [lb for lb in labels if record_id is None or lb.record_id == record_id]
+
+    # ---- sessions ---------------------------------------------------------------------------
+
+    async def sessions(self, request: Request) -> Response:
+        try:
+            number, since = _page_number(request), _since(request)
+        except BadRequest as exc:
+            return self._bad(request, exc)
+        found = await page(self.site.store, Browse(RecordFilter(since=since), scope="session"),
+                           offset=(number - 1) * PAGE, limit=PAGE + 1)
+        return self.site.render(request, "sessions.html", records=found[:PAGE], number=number,
+                                more=len(found) > PAGE, filters={"since": request.query_params.get("since", "")})
+
+    async def session(self, request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        found = await page(self.site.store, Browse(session_id=session_id), limit=1000) if len(session_id) <= 200 \
+            else []
+        if not found:
+            raise HTTPException(404, "No record of this session in the store.")
+        graded = [r for r in found if r.scope == "session"]
+        turns: dict[str, list[EvalRecord]] = {}
+        for record in reversed(found):  # oldest first
+            if record.scope == "run":
+                turns.setdefault(record.run_id or "", []).append(record)
+        order = [run for r in graded for run in r.run_ids]
+        ordered = [(run, turns.pop(run)) for run in dict.fromkeys(order) if run in turns] + list(turns.items())
+        return self.site.render(request, "session.html", session_id=session_id, graded=graded, turns=ordered)
+
+    # ---- calibration ------------------------------------------------------------------------
+
+    async def calibration(self, request: Request) -> Response:
+        try:
+            wanted = _text(request, "evaluator")
+        except BadRequest as exc:
+            return self._bad(request, exc)
+        groups = await tallies(self.site.store, Browse(RecordFilter(evaluator=wanted)))
+        versions = sorted({(t.key[0], t.key[1]) for t in groups if t.passed + t.failed},
+                          key=lambda k: (k[0], k[1] or ""))
+        results, problem = [], None
+        for evaluator, version in versions:
+            try:
+                results.append(await acalibrate(evaluator, version=version or "unversioned", store=self.site.store,
+                                                resamples=1000))
+            except NotImplementedError as exc:
+                problem = str(exc)
+                break
+            except LookupError:
+                continue
+        return self.site.render(request, "calibration.html", results=results, problem=problem,
+                                filters={"evaluator": wanted})
+
+    # ---- review -----------------------------------------------------------------------------
+
+    async def review(self, request: Request) -> Response:
+        if self.site.read_only:
+            if request.method == "POST":
+                return PlainTextResponse("judgehooks ui: read-only: labels are not written here", status_code=403)
+            raise HTTPException(404, "Review is off: this server is read-only.")
+        if request.method == "POST":
+            return await self._label(request)
+        try:
+            kinds = [k for k in (request.query_params.get("queue") or "failed,borderline").split(",") if k]
+            if not kinds or set(kinds) - set(QUEUES):
+                raise BadRequest(f"queue takes {', '.join(QUEUES)}, comma-separated")
+            skipped = _skipped(request.query_params.get("skip", ""))
+            evaluator = _text(request, "evaluator")
+        except BadRequest as exc:
+            return self._bad(request, exc)
+        try:
+            done = {lb.record_id for lb in await self.site.store.read_labels() if lb.reviewer == self.site.reviewer}
+        except NotImplementedError as exc:
+            return self.site.render(request, "message.html", 400, title="This store keeps no labels",
+                                    message=str(exc))
+        record = await self._next(kinds, done | set(skipped), evaluator)
+        token, new = csrf_token(request)
+        response = self.site.render(request, "review.html", record=record, csrf=token, csrf_field=CSRF_FIELD,
+                                    reviewer=self.site.reviewer, queue=",".join(kinds), skip=",".join(skipped),
+                                    labelled=len(done), evaluator=evaluator)
+        if new:
+            set_csrf_cookie(response, request, token)
+        return response
+
+    async def _next(self, kinds: list[str], done: set[str], evaluator: str | None) -> EvalRecord | None:
+        """The first record of the queue that is neither labelled by this reviewer nor skipped."""
+        where = RecordFilter(evaluator=evaluator)
+        for kind in kinds:
+            if kind == "sample":
+                graded = await page(self.site.store, Browse(where, judged=True), limit=SCANNED)
+                ordered = sorted(graded, key=lambda r: r.id)  # the same store gives the same sample
+                chosen = random.Random(0).sample(ordered, len(ordered))
+                found = next((r for r in chosen if r.id not in done), None)
+            else:
+                browse = (Browse(where.replace(status="failed"), judged=True) if kind == "failed"
+                          else Browse(where, judged=True, borderline=1.0))
+                found = None
+                for offset in range(0, SCANNED, 200):
+                    batch = await page(self.site.store, browse, offset=offset, limit=200)
+                    found = next((r for r in batch if r.id not in done), None)
+                    if found or len(batch) < 200:
+                        break
+            if found:
+                return found
+        return None
+
+    async def _label(self, request: Request) -> Response:
+        form = await read_form(request)
+        if form is None:
+            return PlainTextResponse("judgehooks ui: refused: this form lacks its CSRF token (reload the page)",
+                                     status_code=403)
+        verdict, record_id = form.get("verdict"), form.get("record_id", "")
+        try:
+            skipped = _skipped(form.get("skip", ""))
+        except BadRequest as exc:
+            return self._bad(request, exc)
+        if verdict in ("pass", "fail"):
+            note = form.get("note", "").strip() or None
+            try:
+                await alabel(record_id, passed=verdict == "pass", note=note, by=self.site.reviewer,
+                             store=self.site.store)
+            except (LookupError, ValueError) as exc:
+                return self.site.render(request, "message.html", 400, title="Not labelled", message=str(exc))
+        elif verdict == "skip" and record_id:
+            skipped = [*skipped, record_id][-MAX_SKIPPED:]
+        else:
+            return self.site.render(request, "message.html", 400, title="Not labelled",
+                                    message="verdict must be pass, fail or skip")
+        query = {"queue": form.get("queue") or None, "skip": ",".join(skipped) or None,
+                 "evaluator": form.get("evaluator") or None}
+        return RedirectResponse(self.site.render_link(request, "/review", **query), status_code=303)
+
+
+def _skipped(text: str) -> list[str]:
+    ids = [i for i in text.split(",") if i][-MAX_SKIPPED:]
+    if any(len(i) > 200 for i in ids):
+        raise BadRequest("skip holds record ids")
+    return ids
+
+
+def _tool_calls(record: EvalRecord) -> Any:
+    """The run's tool calls, where the evaluator kept them (metadata or details), else None."""
+    for place in (record.metadata, record.details):
+        calls = place.get("tool_calls") if isinstance(place, dict) else None
+        if calls:
+            return calls
+    return None

@@ -1,0 +1,14 @@
+// The review page's keys: p = Pass, f = Fail, s = Skip (not while typing a note).
+"use strict";
+document.addEventListener("keydown", function (event) {
+  if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+  var target = event.target;
+  if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.isContentEditable)) return;
+  var key = event.key.toLowerCase();
+  if (key !== "p" && key !== "f" && key !== "s") return;
+  var button = document.querySelector('form.label button[data-key="' + key + '"]');
+  if (button) {
+    event.preventDefault();
+    button.click();
+  }
+});

@@ -1,0 +1,105 @@
+"""The web app tests' fixtures and records: a store seeded with records an overview can chart (two
+evaluators, one of which changed version, over two days), a hostile record, and a browser. A module
+of its own, not a conftest.py: the suite's tests import the top-level conftest by name, which a
+second conftest.py would shadow; the test modules import the fixtures they use."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from judgehooks import EvalRecord, SQLiteStore
+from judgehooks._runtime import runtime
+
+HOSTILE = ("<img src=x onerror=\"window.__pwned=1;alert(1)\"><script>window.__pwned=2;alert(2)</script>"
+           "</pre><svg onload=alert(3)>")
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
+    """48 hourly runs of agent `support`, each graded by `helpful` (version v1, then v2 for the last
+    16 hours: its pass rate rises) and by `polite` (numeric, some borderline); a session record over
+    three turns; and one failed record whose every text field is markup and script."""
+    records = []
+    for hour in range(48):
+        at = now - timedelta(hours=48 - hour)
+        run = f"run-{hour:02d}"
+        version = "v1" if hour < 32 else "v2"
+        passed = hour % 4 != 0 if version == "v2" else hour % 2 == 0
+        records.append(EvalRecord(
+            id=f"helpful-{hour:02d}", created_at=at, status="passed" if passed else "failed",
+            evaluator="helpful", evaluator_version=version, mode="binary", passed=passed,
+            reason=f"reason {hour}", agent_id="support", agent_name="Support", run_id=run,
+            session_id=f"sess-{hour // 3}", input=f"question {hour}", output=f"answer {hour}",
+            latency_ms=100.0 + hour, cost_usd=0.001, trace_id=f"{hour:032x}"))
+        score = 5 + hour % 5  # 5..9 against threshold 7: 6, 7 and 8 are borderline
+        records.append(EvalRecord(
+            id=f"polite-{hour:02d}", created_at=at + timedelta(seconds=1),
+            status="error" if hour == 5 else "passed" if score >= 7 else "failed",
+            evaluator="polite", evaluator_version="p1", mode="numeric", threshold=7,
+            score=None if hour == 5 else score, passed=None if hour == 5 else score >= 7,
+            error_type="JudgeError" if hour == 5 else None, agent_id="support", agent_name="Support",
+            run_id=run, session_id=f"sess-{hour // 3}", input=f"question {hour}", output=f"answer {hour}"))
+    records.append(EvalRecord(
+        id="session-1", created_at=now - timedelta(minutes=30), status="passed", evaluator="coherent",
+        evaluator_version="s1", mode="binary", passed=True, scope="session", session_id="sess-1",
+        run_ids=["run-03", "run-04", "run-05"], reason="the turns hang together", agent_id="support"))
+    records.append(hostile_record(now - timedelta(minutes=10)))
+    return records
+
+
+def hostile_record(at: datetime = NOW) -> EvalRecord:
+    return EvalRecord(
+        id="hostile-1", created_at=at, status="failed", evaluator="helpful", evaluator_version="v2",
+        mode="binary", passed=False, reason=HOSTILE, agent_id="support", agent_name=HOSTILE, run_id="run-x",
+        input=HOSTILE, output=HOSTILE, criteria=HOSTILE, metadata={"tool_calls": [{"name": HOSTILE, "args": HOSTILE}]},
+        trace_id="javascript:alert(1)", session_id=HOSTILE)
+
+
+@pytest.fixture
+def seeded(tmp_path) -> SQLiteStore:
+    store = SQLiteStore(tmp_path / "evals.db")
+    runtime.call(store.write, seeded_records())
+    yield store
+    store.close()
+
+
+#: Debian's chromium, driven by Playwright (Playwright's own browser downloads are not reachable in CI)
+CHROMIUM = os.environ.get("JUDGEHOOKS_TEST_CHROMIUM", "/usr/bin/chromium")
+#: set to 1 to have the browser tests write the docs' screenshots (docs/images/ui-*.png)
+SHOTS = os.environ.get("JUDGEHOOKS_UI_SCREENSHOTS") == "1"
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Chromium under Playwright; the test is skipped, saying why, when either is missing."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no chromium at {CHROMIUM}: apt-get install chromium (or set JUDGEHOOKS_TEST_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser page that records every dialog opened and every page error."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    opened = context.new_page()
+    opened.dialogs, opened.errors = [], []
+    opened.on("dialog", lambda dialog: (opened.dialogs.append(dialog.message), dialog.dismiss()))
+    opened.on("pageerror", lambda error: opened.errors.append(str(error)))
+    yield opened
+    context.close()
+
+
+def screenshot(page, name: str) -> None:
+    """docs/images/ui-<name>.png, when JUDGEHOOKS_UI_SCREENSHOTS=1 (normal runs rewrite no file)."""
+    if SHOTS:
+        IMAGES.mkdir(exist_ok=True)
+        page.screenshot(path=str(IMAGES / f"ui-{name}.png"), full_page=False)

@@ -1,0 +1,151 @@
+"""The web app in a real browser (Playwright driving Debian's chromium): the chart, hostile bytes
+that stay text and run nothing, the review keys and buttons, the filters, and the app mounted in
+agno's AgentOS. With JUDGEHOOKS_UI_SCREENSHOTS=1 they write the docs' screenshots."""
+
+# ruff: noqa: F811  (the fixtures imported from _ui_fixtures are test parameters here)
+from __future__ import annotations
+
+import pytest
+from _servers import serve
+from _ui_fixtures import HOSTILE, browser, page, screenshot, seeded  # noqa: F401 (fixtures)
+
+import judgehooks
+from judgehooks import SQLiteStore, label
+from judgehooks._runtime import runtime
+from judgehooks.ui import app
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_overview_draws_a_pass_rate_chart_per_evaluator_with_version_markers(seeded, page):
+    with serve(app(seeded)) as base:
+        page.goto(base + "/")
+        charts = page.locator("svg.passrate")
+        assert charts.count() == 3
+        helpful = page.locator("section.chart", has_text="helpful: pass rate")
+        assert helpful.locator("circle.rate").count() == 48
+        assert helpful.locator("text.version").all_text_contents() == ["v1", "v2"]
+        box = helpful.locator("svg").bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 100  # drawn, not collapsed by the CSP
+        rows = page.locator("table.overview tbody tr")
+        assert rows.count() == 4
+        assert page.errors == [] and page.dialogs == []
+        screenshot(page, "overview")
+
+
+@pytest.mark.parametrize("path", ["/records/hostile-1", "/records", "/", "/review?queue=failed"])
+def test_a_hostile_record_is_shown_as_text_and_runs_nothing(seeded, page, path):
+    with serve(app(seeded, trace_url="http://127.0.0.1:9/trace/{trace_id}")) as base:
+        page.goto(base + path)
+        page.wait_for_load_state("load")
+        assert page.evaluate("window.__pwned") is None
+        assert page.dialogs == [] and page.errors == []
+        assert page.locator("img").count() == 0 and page.locator("main svg[onload]").count() == 0
+        if path in ("/records/hostile-1", "/review?queue=failed"):
+            assert page.locator("pre.output").inner_text() == HOSTILE
+            assert page.locator("pre.reason").inner_text() == HOSTILE
+        if path == "/records/hostile-1":
+            assert page.locator("a[href^='javascript']").count() == 0
+            screenshot(page, "hostile")
+
+
+def test_review_pass_and_fail_store_labels_and_move_on(seeded, page):
+    with serve(app(seeded, reviewer="ana")) as base:
+        page.goto(base + "/review")
+        first = page.locator("article.review").get_attribute("data-record")
+        screenshot(page, "review")
+        with page.expect_navigation():
+            page.keyboard.press("f")  # the key, through the page's one script file
+        second = page.locator("article.review").get_attribute("data-record")
+        assert second != first
+        page.fill("textarea[name=note]", "fine after all <b>really</b>")
+        page.keyboard.press("p")  # typing in the note: a key is text there, not a verdict
+        assert page.locator("article.review").get_attribute("data-record") == second
+        with page.expect_navigation():
+            page.get_by_role("button", name="Pass").click()
+        third = page.locator("article.review").get_attribute("data-record")
+        with page.expect_navigation():
+            page.keyboard.press("s")
+        fourth = page.locator("article.review").get_attribute("data-record")
+        assert len({first, second, third, fourth}) == 4
+        assert page.errors == []
+    labels = {lb.record_id: lb for lb in runtime.call(seeded.read_labels)}
+    assert sorted(labels) == sorted([first, second])  # the skipped one has none
+    assert labels[first].passed is False and labels[first].reviewer == "ana"
+    assert labels[second].passed is True and labels[second].note == "fine after all <b>really</b>p"
+
+
+def test_the_filters_narrow_the_overview_and_the_records(seeded, page):
+    with serve(app(seeded)) as base:
+        page.goto(base + "/")
+        page.fill("input[name=evaluator]", "polite")
+        page.select_option("select[name=bucket]", "day")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        assert page.locator("section.chart h2").all_inner_texts() == ["polite: pass rate per day"]
+        assert set(page.locator("table.overview tbody td:nth-child(2)").all_inner_texts()) == {"polite"}
+
+        page.goto(base + "/records")
+        page.select_option("select[name=status]", "failed")
+        page.fill("input[name=evaluator]", "helpful")
+        page.fill("input[name=version]", "v1")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        statuses = page.locator("table.records tbody td:nth-child(2)").all_inner_texts()
+        assert statuses and set(statuses) == {"failed"} and len(statuses) == 16
+        assert set(page.locator("table.records tbody td:nth-child(4)").all_inner_texts()) == {"v1"}
+        screenshot(page, "records")
+        with page.expect_navigation():
+            page.locator("table.records tbody a").first.click()
+        assert page.locator("h1").inner_text() == "Record"
+        assert page.locator("pre.input").inner_text().startswith("question ")
+
+
+def test_calibration_and_sessions_pages_render(seeded, page):
+    for i in range(32):
+        judge_passed = i % 2 == 0
+        label(f"helpful-{i:02d}", passed=judge_passed if i % 8 else not judge_passed, by="ana", store=seeded)
+    with serve(app(seeded)) as base:
+        page.goto(base + "/calibration?evaluator=helpful")
+        assert page.locator("section.calibration").count() == 2
+        assert page.locator("td.kappa").first.inner_text() != "-"
+        screenshot(page, "calibration")
+        page.goto(base + "/sessions")
+        with page.expect_navigation():
+            page.locator("table.records tbody a").first.click()
+        assert page.locator("section.turn").count() == 3
+        screenshot(page, "session")
+
+
+def test_the_app_mounted_in_agentos_shows_what_agentos_runs_were_graded(make_judge, make_agent, tmp_path, page):
+    from agno.os import AgentOS
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    judge = make_judge(store=store, scoring_strategy="numeric", name="echoes")
+    agent = make_agent(judge, id="os-agent", name="os-agent")
+    agent_os = AgentOS(agents=[agent], telemetry=False)
+    fastapi_app = agent_os.get_app()
+    fastapi_app.mount("/evals", app(store, reviewer="ana"))
+    with serve(fastapi_app) as base:
+        import httpx
+
+        with httpx.Client(base_url=base, timeout=30) as client:
+            for prompt in ("good [[score=9]]", "bad [[score=2]]"):
+                reply = client.post("/agents/os-agent/runs", data={"message": prompt, "stream": "false"})
+                assert reply.status_code == 200, reply.text
+            assert judgehooks.drain(60)
+            assert client.get("/agents").status_code == 200  # AgentOS's own routes are untouched
+        # AgentOS strips trailing slashes, so "/evals/" never reaches the mounted app: its overview
+        # is at /evals/overview too
+        page.goto(base + "/evals/overview")
+        assert page.locator("svg.passrate").count() == 1
+        assert page.locator("table.overview tbody tr").count() == 1
+        assert "os-agent" in page.locator("table.overview tbody").inner_text()
+        screenshot(page, "agentos")
+        page.goto(base + "/evals/review")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Fail").click()
+        assert page.url.startswith(base + "/evals/review")
+        assert "Nothing to review" in page.locator("main").inner_text()
+    assert [lb.passed for lb in runtime.call(store.read_labels)] == [False]
+    store.close()
