@@ -66,14 +66,14 @@ _mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIEr
 def load_litellm() -> Any:
     """Import litellm on first use (it takes seconds) with its remote price-list fetch turned off."""
     with _import_lock:
-        litellm = sys.modules.get("litellm")
-        if litellm is None or not getattr(litellm, "suppress_debug_info", False):
+        loaded: Any = sys.modules.get("litellm")
+        if loaded is None or not getattr(loaded, "suppress_debug_info", False):
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+            import litellm as loaded
 
             # litellm prints a "Give Feedback" banner on every error; a hook must never print.
-            litellm.suppress_debug_info = True
-        return litellm
+            loaded.suppress_debug_info = True
+        return loaded
 
 
 def _load_mapping() -> tuple[Any, Any]:
@@ -237,7 +237,7 @@ def _raise_mapped(wire_model: str, exc: BaseException) -> None:
                                message=getattr(exc, "message", str(exc)), response=upstream,
                                headers=getattr(upstream, "headers", None), body=getattr(exc, "body", None))
     try:
-        exception_type(model=wire_model, original_exception=original,  # type: ignore[no-untyped-call]
+        exception_type(model=wire_model, original_exception=original,
                        custom_llm_provider="openai")
     except Exception as mapped:
         if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
