@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ._judges.litellm import LiteLLMJudge
     from ._judges.prompt import JudgeRequest
     from ._judges.verdict import Verdict, parse_verdict
+    from ._optimize.optimize import OptimizeResult, aoptimize, optimize
     from ._runtime import adrain, drain, lifespan, stats
     from .exceptions import (
         BadOutcome,
@@ -117,6 +118,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._judges.litellm": ("LiteLLMJudge",),
     "._judges.prompt": ("JudgeRequest",),
     "._judges.verdict": ("Verdict", "parse_verdict"),
+    "._optimize.optimize": ("OptimizeResult", "aoptimize", "optimize"),
     "._runtime": ("adrain", "drain", "lifespan", "stats"),
     ".exceptions": (
         "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
@@ -183,6 +185,7 @@ __all__ = (
     "NotContains",
     "NotRebuildable",
     "NumericJudgeResponse",
+    "OptimizeResult",
     "Ordered",
     "Outcome",
     "PostgresStore",
@@ -212,6 +215,7 @@ __all__ = (
     "adrain",
     "aend_session",
     "alabel",
+    "aoptimize",
     "calibrate",
     "consistency",
     "drain",
@@ -221,6 +225,7 @@ __all__ = (
     "label",
     "lifespan",
     "list_judges",
+    "optimize",
     "parse_verdict",
     "stats",
 )

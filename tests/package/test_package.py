@@ -60,13 +60,13 @@ def test_public_names_are_pinned():
         "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "Label", "LabelMatch", "LiteLLMJudge",
         "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
         "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "NumericJudgeResponse",
-        "Ordered", "Outcome",
+        "OptimizeResult", "Ordered", "Outcome",
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
-        "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "calibrate", "consistency",
-        "drain", "end_session",
-        "evaluator", "get_judge", "label", "lifespan", "list_judges", "parse_verdict", "stats",
+        "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "aoptimize", "calibrate",
+        "consistency", "drain", "end_session",
+        "evaluator", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name
