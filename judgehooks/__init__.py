@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ._judges.litellm import LiteLLMJudge
     from ._judges.prompt import JudgeRequest
     from ._judges.verdict import Verdict, parse_verdict
+    from ._optimize.align import AlignResult, aalign_judge, align_judge
     from ._optimize.optimize import OptimizeResult, aoptimize, optimize
     from ._runtime import adrain, drain, lifespan, stats
     from .exceptions import (
@@ -118,6 +119,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._judges.litellm": ("LiteLLMJudge",),
     "._judges.prompt": ("JudgeRequest",),
     "._judges.verdict": ("Verdict", "parse_verdict"),
+    "._optimize.align": ("AlignResult", "aalign_judge", "align_judge"),
     "._optimize.optimize": ("OptimizeResult", "aoptimize", "optimize"),
     "._runtime": ("adrain", "drain", "lifespan", "stats"),
     ".exceptions": (
@@ -139,6 +141,7 @@ __all__ = (
     "AgentAsJudgeResult",
     "AgnoDbStore",
     "AgnoJudge",
+    "AlignResult",
     "BadOutcome",
     "BaseJudge",
     "BaseStore",
@@ -209,12 +212,14 @@ __all__ = (
     "WebhookNotifier",
     "WindowedAlert",
     "__version__",
+    "aalign_judge",
     "acalibrate",
     "aconsistency",
     "add_judge",
     "adrain",
     "aend_session",
     "alabel",
+    "align_judge",
     "aoptimize",
     "calibrate",
     "consistency",
