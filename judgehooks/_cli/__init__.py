@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "export": "judgehooks._cli.export",
     "consistency": "judgehooks._cli.consistency",
     "doctor": "judgehooks._cli.doctor",
+    "optimize": "judgehooks._cli.optimize",
 }
 
 

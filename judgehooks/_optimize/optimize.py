@@ -63,8 +63,10 @@ class OptimizeResult:
 
     def diff(self) -> str:
         """The original instructions against the new ones, as a unified diff."""
-        return "".join(difflib.unified_diff(self.original_instructions.splitlines(keepends=True),
-                                            self.instructions.splitlines(keepends=True),
+        def lines(text: str) -> list[str]:
+            return [line if line.endswith("\n") else line + "\n" for line in text.splitlines(keepends=True)]
+
+        return "".join(difflib.unified_diff(lines(self.original_instructions), lines(self.instructions),
                                             "instructions (original)", "instructions (optimized)"))
 
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +145,10 @@ def _result(original: str, best: Candidate, search: Search, before: list[CaseRes
     score_before = _pass_rate(before) if before and all(r.status != "not_run" for r in before) else None
     score_after = _pass_rate(after) if measured else None
     best.holdout_score = score_after
+    candidates = search.candidates()
+    for candidate in candidates:
+        if candidate.text == original:  # the original, as measured on the held-out cases before
+            candidate.holdout_score = score_before
     if score_before is None or score_after is None:
         why = "the held-out cases were not all run before the optimization stopped"
         if stopped:
@@ -157,7 +163,7 @@ def _result(original: str, best: Candidate, search: Search, before: list[CaseRes
     return OptimizeResult(
         instructions=best.text, original_instructions=original, score_before=score_before, score_after=score_after,
         conclusive=conclusive, note=note, p_value=p, train_size=train, holdout_size=held, holdout_errors=errors,
-        candidates=search.candidates(), history=search.tracker.history, stopped=stopped, spend=spend.summary(),
+        candidates=candidates, history=search.tracker.history, stopped=stopped, spend=spend.summary(),
         holdout_before=[r.data() for r in before], holdout_after=[r.data() for r in after])
 
 
