@@ -29,7 +29,7 @@ from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 
 import judgehooks
-from judgehooks import AgentAsJudgeEval, MemoryStore
+from judgehooks import AgentAsJudgeEval, Contains, MemoryStore
 from judgehooks.testing import StubLLMServer
 
 ORIGINAL = "You answer questions."
@@ -83,10 +83,12 @@ def main(argv: list[str] | None = None) -> int:
                           telemetry=False)
             judge = AgentAsJudgeEval(criteria=CRITERIA, name="capitals", store=MemoryStore(), timeout=120,
                                      temperature=0, litellm_kwargs={"max_tokens": 100}, **endpoint.judge_settings())
-            result = judgehooks.optimize(agent, [{"input": q} for q in questions[:8]], evaluators=[judge],
+            # a check no answer passes, so the search fails cases and the reflection model is asked
+            marker = Contains("ANSWER:", name="starts-with-answer")
+            result = judgehooks.optimize(agent, [{"input": q} for q in questions[:4]], evaluators=[judge, marker],
                                          reflection_model=endpoint.litellm_model, api_base=endpoint.base_url,
-                                         api_key=endpoint.api_key, max_metric_calls=12, holdout=0.5,
-                                         concurrency=2, timeout=120)
+                                         api_key=endpoint.api_key, max_metric_calls=5, holdout=0.5,
+                                         minibatch_size=1, concurrency=2, timeout=120)
             show(result)
         return 0
     with StubLLMServer() as server:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._base.context import render_content
 from .._base.record import EvalRecord
@@ -20,6 +20,8 @@ from .._runtime import runtime
 from ..stores import RecordFilter, Store
 from ..stores._base import BaseStore, iter_records
 from ..stores._url import store_from_url
+
+T = TypeVar("T")
 
 #: the longest line of a cases file read, in bytes (as `judgehooks grade` reads)
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -125,7 +127,7 @@ def _distinct(cases: Sequence[Case]) -> list[Case]:
     return kept
 
 
-def split(cases: Sequence[Case], holdout: float, seed: int) -> tuple[list[Case], list[Case]]:
+def split(cases: Sequence[T], holdout: float, seed: int) -> tuple[list[T], list[T]]:
     """(train, held out): a seeded shuffle, at least one case on each side."""
     import random
 

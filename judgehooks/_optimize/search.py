@@ -158,8 +158,8 @@ class Search:
         try:
             result = gepa.optimize(seed_candidate={self.component: self.seed_text}, trainset=self.train, valset=None,
                           adapter=self.adapter, reflection_lm=self.reflector, max_metric_calls=self.max_metric_calls,
-                          stop_callbacks=[self.spend, self._perfect], logger=_Log(), callbacks=[self.tracker], seed=self.seed,
-                          run_dir=self.run_dir, track_best_outputs=False, raise_on_exception=False,
+                          stop_callbacks=[self.spend, self._perfect], logger=_Log(), callbacks=[self.tracker],
+                          seed=self.seed, run_dir=self.run_dir, track_best_outputs=False, raise_on_exception=False,
                           reflection_minibatch_size=min(self.minibatch_size, len(self.train)),
                           display_progress_bar=False)
         except KeyboardInterrupt:

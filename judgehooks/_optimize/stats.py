@@ -17,8 +17,8 @@ def sign_test(fixed: int, broken: int) -> float:
     n = fixed + broken
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(0, min(fixed, broken) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
+    tail = sum(math.comb(n, i) for i in range(0, min(fixed, broken) + 1)) / 2.0 ** n
+    return float(min(1.0, 2 * tail))
 
 
 def compare(before: Sequence[bool | None], after: Sequence[bool | None]) -> tuple[int, int, int, float]:
