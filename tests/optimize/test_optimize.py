@@ -144,3 +144,14 @@ def test_bad_arguments_are_refused_by_name(server):
         _optimize(world, object(), world.cases(4))
     with pytest.raises(ValueError, match="must be a mapping with an 'input'"):
         _optimize(world, agent, [{"output": "x"}, {"input": "y"}])
+
+
+def test_a_capped_run_with_a_run_dir_resumes_where_it_stopped(server, tmp_path):
+    world = World(server)
+    first = _optimize(world, world.agent(), world.cases(20), max_calls=60, run_dir=str(tmp_path))
+    assert first.stopped == "max_calls" and first.score_after is None
+    asked = len(world.reflection_prompts)
+    again = _optimize(world, world.agent(), world.cases(20), run_dir=str(tmp_path))
+    assert [c.text for c in again.candidates] == [ORIGINAL, BETTER]  # gepa's state, read back from the folder
+    assert len(world.reflection_prompts) == asked  # the candidate found before is not asked for again
+    assert again.stopped is None and again.instructions == BETTER and again.score_after == 1.0
