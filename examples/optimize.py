@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             # a check no answer passes, so the search fails cases and the reflection model is asked
             marker = Contains("ANSWER:", name="starts-with-answer")
             result = judgehooks.optimize(agent, [{"input": q} for q in questions[:4]], evaluators=[judge, marker],
-                                         reflection_model=endpoint.litellm_model, api_base=endpoint.base_url,
-                                         api_key=endpoint.api_key, max_metric_calls=5, holdout=0.5,
+                                         # an agno Model as the reflection model, its reply bounded
+                                         reflection_model=endpoint.agno_model(max_tokens=120, temperature=0),
+                                         max_metric_calls=5, holdout=0.5,
                                          minibatch_size=1, concurrency=2, timeout=120)
             show(result)
         return 0

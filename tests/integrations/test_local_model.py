@@ -347,6 +347,7 @@ def test_python_m_judgehooks_local_serves_until_terminated_by_pid():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # about 15 small-model calls, each seconds on 2 cores
 def test_the_optimize_example_runs_its_loop_on_the_local_model_as_plumbing(local, tmp_path):
     """Agent, judge and reflection model are all SmolLM2-135M: structure, never quality."""
     pytest.importorskip("gepa")
