@@ -79,16 +79,16 @@ def main(argv: list[str] | None = None) -> int:
         print("PLUMBING: SmolLM2-135M plays the agent, the judge and the reflection model; its scores say "
               "nothing about the method")
         with local_endpoint() as endpoint:
-            agent = Agent(model=endpoint.agno_model(max_tokens=40, temperature=0), instructions=ORIGINAL,
+            agent = Agent(model=endpoint.agno_model(max_tokens=24, temperature=0), instructions=ORIGINAL,
                           telemetry=False)
             judge = AgentAsJudgeEval(criteria=CRITERIA, name="capitals", store=MemoryStore(), timeout=120,
-                                     temperature=0, litellm_kwargs={"max_tokens": 100}, **endpoint.judge_settings())
+                                     temperature=0, litellm_kwargs={"max_tokens": 60}, **endpoint.judge_settings())
             # a check no answer passes, so the search fails cases and the reflection model is asked
             marker = Contains("ANSWER:", name="starts-with-answer")
             result = judgehooks.optimize(agent, [{"input": q} for q in questions[:4]], evaluators=[judge, marker],
                                          # an agno Model as the reflection model, its reply bounded
                                          reflection_model=endpoint.agno_model(max_tokens=120, temperature=0),
-                                         max_metric_calls=5, holdout=0.5,
+                                         max_metric_calls=4, holdout=0.5,
                                          minibatch_size=1, concurrency=2, timeout=120)
             show(result)
         return 0
