@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from ._judges.litellm import LiteLLMJudge
     from ._judges.prompt import JudgeRequest
     from ._judges.verdict import Verdict, parse_verdict
+    from ._optimize.align import AlignResult, aalign_judge, align_judge
+    from ._optimize.optimize import OptimizeResult, aoptimize, optimize
     from ._runtime import adrain, drain, lifespan, stats
     from .exceptions import (
         BadOutcome,
@@ -117,6 +119,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._judges.litellm": ("LiteLLMJudge",),
     "._judges.prompt": ("JudgeRequest",),
     "._judges.verdict": ("Verdict", "parse_verdict"),
+    "._optimize.align": ("AlignResult", "aalign_judge", "align_judge"),
+    "._optimize.optimize": ("OptimizeResult", "aoptimize", "optimize"),
     "._runtime": ("adrain", "drain", "lifespan", "stats"),
     ".exceptions": (
         "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
@@ -137,6 +141,7 @@ __all__ = (
     "AgentAsJudgeResult",
     "AgnoDbStore",
     "AgnoJudge",
+    "AlignResult",
     "BadOutcome",
     "BaseJudge",
     "BaseStore",
@@ -183,6 +188,7 @@ __all__ = (
     "NotContains",
     "NotRebuildable",
     "NumericJudgeResponse",
+    "OptimizeResult",
     "Ordered",
     "Outcome",
     "PostgresStore",
@@ -206,12 +212,15 @@ __all__ = (
     "WebhookNotifier",
     "WindowedAlert",
     "__version__",
+    "aalign_judge",
     "acalibrate",
     "aconsistency",
     "add_judge",
     "adrain",
     "aend_session",
     "alabel",
+    "align_judge",
+    "aoptimize",
     "calibrate",
     "consistency",
     "drain",
@@ -221,6 +230,7 @@ __all__ = (
     "label",
     "lifespan",
     "list_judges",
+    "optimize",
     "parse_verdict",
     "stats",
 )

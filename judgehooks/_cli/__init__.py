@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "consistency": "judgehooks._cli.consistency",
     "doctor": "judgehooks._cli.doctor",
     "ui": "judgehooks._cli.ui",
+    "optimize": "judgehooks._cli.optimize",
 }
 
 

@@ -232,7 +232,7 @@ def _keep(path: str, batch: str, records: list[EvalRecord]) -> str | None:
 
 
 @contextmanager
-def _progress(wanted: bool | None, total: int) -> Iterator[Callable[[int], None]]:
+def _progress(wanted: bool | None, total: int, label: str = "grading") -> Iterator[Callable[[int], None]]:
     """A function advancing a progress bar on stderr by n records (a no-op without a bar)."""
     if not (sys.stderr.isatty() if wanted is None else wanted):
         yield lambda n: None
@@ -240,7 +240,7 @@ def _progress(wanted: bool | None, total: int) -> Iterator[Callable[[int], None]
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=False) as bar:
         task = bar.add_task("grade", total=total)
         yield lambda n: bar.advance(task, n)

@@ -200,6 +200,22 @@ class AgnoJudge(BaseJudge):
             cost_usd=_cost(getattr(metrics, "cost", None)),
         )
 
+    async def complete_text(self, request: JudgeRequest) -> JudgeReply:
+        """The Model's free-text reply to the request's messages, with no response format (what
+        `optimize` asks a reflection model)."""
+        from agno.models.message import Message
+
+        if self._model is None:
+            raise TypeError("complete_text needs an agno Model, not an evaluator agent")
+        response = await self._model.aresponse(messages=[Message(role=m["role"], content=m["content"])
+                                                         for m in request.messages])
+        content = response.content
+        metrics = getattr(response, "response_usage", None)
+        return JudgeReply(text=content if isinstance(content, str) else render_content(content), model=self.model,
+                          prompt_tokens=_count(getattr(metrics, "input_tokens", None)),
+                          completion_tokens=_count(getattr(metrics, "output_tokens", None)),
+                          cost_usd=_cost(getattr(metrics, "cost", None)))
+
     async def _ask_model(self, request: JudgeRequest, fmt: Any) -> Any:
         from agno.models.message import Message
 

@@ -37,6 +37,8 @@ answers ``307`` to that URL; ``[[judge_reply_bytes=N]]`` gives a verdict padded 
 written in 64 KiB pieces (``counts["judge_bytes_sent"]`` says how many bytes the client took before it
 hung up). ``counts["judge_redirected"]`` counts requests that got a redirect.
 ``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
+A ``handler`` (`StubSettings.handler`, set with ``configure(handler=fn)``) answers any request
+itself: ``fn(request_body) -> str | None`` (None: the behaviour above; ``[[cost=...]]`` still applies).
 When several directives of one name appear, the last wins. Process-wide behaviour (latency, an
 outage for the next N judge calls, a server that refuses structured output) is set with
 :meth:`StubLLMServer.configure`.
@@ -52,6 +54,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -83,6 +86,10 @@ class StubSettings:
     # A judge model's context window, in characters of the request's text: longer requests get
     # OpenAI's 400 context_length_exceeded (None: no limit).
     judge_context_chars: int | None = None
+    # A function of each chat request (the JSON body, as a dict) that answers it: the text it returns
+    # is the reply's content; None leaves the request to the behaviour above. Runs on the server's
+    # thread, so it sees exactly what went over HTTP (e.g. models whose answers depend on their prompt).
+    handler: Callable[[dict[str, Any]], str | None] | None = None
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -175,6 +182,17 @@ class _StubApp:
             return _Reply(404, {"error": {"message": f"no route {method} {path}"}})
         request = json.loads(body)
         model = str(request.get("model", ""))
+        if self.settings.handler is not None:
+            answer = self.settings.handler(request)
+            if answer is not None:
+                prompt = "\n".join(_text_of(m) for m in request.get("messages", []))
+                usage: dict[str, Any] = _usage(prompt, answer)
+                cost = _directives(prompt).get("cost")
+                if cost:  # [[cost=0.002]] in the request: that cost in the reported usage, as for the agent
+                    usage["cost"] = float(cost)
+                if request.get("stream"):
+                    return _Reply(200, stream=self._chunks(model, answer, None, usage))
+                return _Reply(200, _completion(model, {"role": "assistant", "content": answer}, usage))
         is_judge = model.startswith("judge") or ("response_format" in request and not model.startswith("schema-agent"))
         return await (self._judge(request, headers or {}) if is_judge else self._agent(request))
 

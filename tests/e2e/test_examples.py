@@ -231,3 +231,11 @@ def test_calibration_example_measures_the_scripted_judges_known_agreement(tmp_pa
                              "--evaluator", "facts", "--json"], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert json.loads(report.stdout)["confusion"] == {"tp": 29, "fp": 5, "fn": 7, "tn": 19}
+
+
+def test_optimize_example_finds_the_instruction_and_measures_it_on_held_out_cases():
+    pytest.importorskip("gepa")
+    out = run("optimize.py").stdout
+    assert "held-out pass rate 0% -> 100% on 10 cases (10 to learn from); better:" in out
+    assert "+You answer questions. SHOUT: write every answer in capital letters." in out
+    assert "the agent passed in still has its own instructions: 'You answer questions.'" in out

@@ -7,11 +7,13 @@ SmolLM2-135M produces valid verdicts but cannot judge.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib.util
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -342,3 +344,19 @@ def test_python_m_judgehooks_local_serves_until_terminated_by_pid():
     assert code == 0
     with pytest.raises(urllib.error.URLError):  # the llama-server child went with it
         urllib.request.urlopen(f"{base_url}/models", timeout=5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # about 15 small-model calls, each seconds on 2 cores
+def test_the_optimize_example_runs_its_loop_on_the_local_model_as_plumbing(local, tmp_path):
+    """Agent, judge and reflection model are all SmolLM2-135M: structure, never quality."""
+    pytest.importorskip("gepa")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", BASE_URL_ENV: local.base_url}
+    done = subprocess.run([sys.executable, str(EXAMPLES / "optimize.py"), "--local"], capture_output=True, text=True,
+                          timeout=900, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = done.stdout
+    assert out.startswith("PLUMBING: SmolLM2-135M plays the agent, the judge and the reflection model")
+    assert "  candidate 0: train " in out and "held-out pass rate " in out and "on 2 cases (2 to learn from)" in out
+    calls = ast.literal_eval(re.search(r"calls: (\{.*?\})", out).group(1))
+    assert calls["agent"] >= 4 and calls["judge"] >= 4 and calls["reflection"] >= 1

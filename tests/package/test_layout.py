@@ -7,6 +7,7 @@ Folders, top to bottom; a folder imports only from folders below it:
     testing/                 test doubles that ship
     local.py                 the local model server helper
     _cli/                    the `judgehooks` command (nothing imports it)
+    _optimize/               optimize and align_judge: drive agents and evaluators from above
     _evaluators/             WHAT grades
     _hooks/                  the agno seam
     _alerts/                 consumers of records
@@ -31,12 +32,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "judgehooks"
 
 #: layer of each top-level part of the package; an import must point to a lower layer or its own folder
 LAYERS = {
-    "judgehooks": 13,  # the package face
-    "testing": 12,
-    "local": 11,
-    "ui": 12,  # judgehooks.ui: the web app's public face (the `ui` extra)
-    "_cli": 10,
-    "_ui": 9.5,  # the web app: reads stores and writes labels; only _cli and the face import it
+    "judgehooks": 14,  # the package face
+    "testing": 13,
+    "local": 12,
+    "ui": 13,  # judgehooks.ui: the web app's public face (the `ui` extra)
+    "_cli": 11,
+    "_ui": 10.5,  # the web app: reads stores and writes labels; only _cli and the face import it
+    "_optimize": 10,  # optimize / align_judge: above the evaluators they drive
     "_evaluators": 9,
     "_hooks": 8,
     "_alerts": 7,
@@ -57,6 +59,7 @@ OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsons
             "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp", "re2",
             "regex", "openai",  # slow to import: loaded on first use (a Regex check, the fast judge client)
             "presidio_analyzer", "starlette", "jinja2", "judgehooks._ui",  # the `ui` extra
+            "gepa",  # the `optimize` extra: optimize / align_judge
             # judgehooks' own modules that import the `redis` extra at their top
             "judgehooks._grading.redis.publish", "judgehooks._grading.redis.worker", "judgehooks._grading.redis.broker",
             "judgehooks._grading.redis.sessions", "judgehooks._grading.redis.sessionworker")

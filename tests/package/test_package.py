@@ -52,7 +52,7 @@ def test_a_fresh_process_can_rebuild_every_builtin_evaluator_from_a_spec():
 
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
-        "AgentAsJudgeEval", "AgentAsJudgeEvaluation", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "BadOutcome",
+        "AgentAsJudgeEval", "AgentAsJudgeEvaluation", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "AlignResult", "BadOutcome",
         "BaseJudge", "BaseStore", "BinaryJudgeResponse", "Borderline", "Budget", "Calibration", "Consistency",
         "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord",
         "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings",
@@ -60,13 +60,14 @@ def test_public_names_are_pinned():
         "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "Label", "LabelMatch", "LiteLLMJudge",
         "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
         "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "NumericJudgeResponse",
-        "Ordered", "Outcome",
+        "OptimizeResult", "Ordered", "Outcome",
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
-        "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "calibrate", "consistency",
-        "drain", "end_session",
-        "evaluator", "get_judge", "label", "lifespan", "list_judges", "parse_verdict", "stats",
+        "aalign_judge", "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "align_judge",
+        "aoptimize", "calibrate",
+        "consistency", "drain", "end_session",
+        "evaluator", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict", "stats",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

@@ -1,0 +1,126 @@
+"""Search for better agent instructions on failed cases, measured on held-out ones (needs judgehooks[optimize])."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from .._optimize.cases import load_cases, split
+from .._optimize.optimize import OptimizeResult, optimize
+from ..stores import RecordFilter
+from .common import CommandError, clip, count, finite, import_object, one_line, parse_time, table
+from .grade import _progress
+from .terminal import say
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", required=True, metavar="MODULE:ATTR",
+                        help="the agno Agent or Team (or a function returning one) whose instructions to improve; "
+                             "it is copied for every run, never changed")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cases", metavar="FILE", help="a JSONL file of cases (`judgehooks export` writes one)")
+    source.add_argument("--from-store", metavar="URL", help="take the cases from this store's records")
+    parser.add_argument("--status", default="failed", choices=("passed", "failed", "error"),
+                        help="with --from-store: which records become cases (default failed)")
+    parser.add_argument("--since", type=parse_time, metavar="WHEN",
+                        help="with --from-store: only records since: 24h, 7d, an ISO time")
+    parser.add_argument("--agent-id", metavar="ID",
+                        help="with --from-store: only this agent's records (default: the agent's id, when it has one)")
+    parser.add_argument("--evaluator", action="append", required=True, metavar="MODULE:ATTR",
+                        help="an evaluator that grades the answers (repeat for several)")
+    parser.add_argument("--reflection-model", required=True, metavar="MODEL",
+                        help="the model that proposes instructions: a litellm model string")
+    parser.add_argument("--api-base", help="the reflection model's endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key", default=None,
+                        help="the reflection model's API key (default: $JUDGEHOOKS_API_KEY, else the provider's)")
+    parser.add_argument("--max-metric-calls", type=count, default=150, metavar="N",
+                        help="agent runs on training cases the search may make (default 150)")
+    parser.add_argument("--max-calls", type=count, metavar="N", help="cap on every model call of the whole run")
+    parser.add_argument("--max-cost-usd", type=finite, metavar="USD", help="cap on the whole run's cost")
+    parser.add_argument("--holdout", type=finite, default=0.3, help="share of cases held out (default 0.3)")
+    parser.add_argument("--seed", type=int, default=0, help="how cases are split and sampled (default 0)")
+    parser.add_argument("--concurrency", type=count, default=4, metavar="N", help="cases run at once (default 4)")
+    parser.add_argument("--run-dir", metavar="DIR", help="keep the search's state here; the same command resumes it")
+    parser.add_argument("--out", metavar="FILE", help="write the best instructions to FILE")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: when stderr is a terminal)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _load(spec: str, what: str, check: Any) -> Any:
+    obj = import_object(spec, f"optimize: {what}")
+    if not check(obj) and callable(obj):
+        obj = obj()
+    if not check(obj):
+        raise CommandError(f"optimize: {what} {spec!r} is a {type(obj).__name__}", code=2)
+    return obj
+
+
+def _is_agent(obj: Any) -> bool:
+    return callable(getattr(obj, "deep_copy", None)) and callable(getattr(obj, "arun", None))
+
+
+def _is_evaluator(obj: Any) -> bool:
+    return hasattr(obj, "evaluate") and hasattr(obj, "evaluator_name")
+
+
+def run(args: argparse.Namespace) -> int:
+    agent = _load(args.agent, "--agent", _is_agent)
+    evaluators = [_load(spec, "--evaluator", _is_evaluator) for spec in args.evaluator]
+    if args.cases is not None:
+        cases: Any = args.cases
+        where = None
+        if args.since is not None or args.agent_id is not None:
+            raise CommandError("optimize: --since and --agent-id filter --from-store records", code=2)
+    else:
+        cases = args.from_store
+        where = RecordFilter(status=args.status, since=args.since, agent_id=args.agent_id or getattr(agent, "id", None))
+    try:
+        found = load_cases(cases, where)
+        held = len(split(found, args.holdout, args.seed)[1])
+    except (ValueError, TypeError, OSError) as exc:
+        raise CommandError(f"optimize: {one_line(exc)}", code=2) from None
+    # the bar counts agent runs: the search's, then the held-out cases' before and after
+    with _progress(args.progress, args.max_metric_calls + 2 * held, "optimizing") as advance:
+        try:
+            result = optimize(agent, found, evaluators=evaluators, reflection_model=args.reflection_model,
+                              api_base=args.api_base, api_key=args.api_key or os.environ.get("JUDGEHOOKS_API_KEY"),
+                              max_metric_calls=args.max_metric_calls, holdout=args.holdout, seed=args.seed,
+                              max_cost_usd=args.max_cost_usd, max_calls=args.max_calls,
+                              concurrency=args.concurrency, run_dir=args.run_dir, progress=advance)
+        except (ValueError, TypeError, ImportError, OSError) as exc:
+            raise CommandError(f"optimize: {one_line(exc)}", code=2) from None
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                fh.write(result.instructions + ("" if result.instructions.endswith("\n") else "\n"))
+        except OSError as exc:
+            raise CommandError(f"optimize: cannot write {args.out!r}: {one_line(exc)}") from None
+    say(json.dumps(result.to_json(), indent=2) if args.json else render(result, args.out))
+    return 0
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def render(result: OptimizeResult, out: str | None) -> str:
+    """The candidates and their scores, the held-out comparison, and the diff."""
+    rows = [[str(c.index), ",".join(map(str, c.parents)) or "-", _rate(c.train_score), _rate(c.holdout_score),
+             clip(c.text, 60)] for c in result.candidates]
+    spend = result.spend
+    calls = ", ".join(f"{k} {v}" for k, v in spend["calls"].items())
+    lines = [table(["#", "from", "train", "held-out", "instructions"], rows), "",
+             f"held-out pass rate: {_rate(result.score_before)} -> {_rate(result.score_after)} "
+             f"({result.holdout_size} held-out, {result.train_size} training cases)",
+             f"  {result.note}",
+             f"calls: {calls}; cost {spend['cost_usd']} USD"]
+    if result.stopped:
+        lines.append(f"stopped early: {result.stopped} (the best candidate so far is reported)")
+    if out:
+        lines.append(f"wrote the best instructions to {out}")
+    diff = result.diff()
+    lines += ["", diff.rstrip("\n") if diff else "(the instructions are unchanged)"]
+    return "\n".join(lines)

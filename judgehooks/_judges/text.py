@@ -1,0 +1,64 @@
+"""A model asked for free text (no verdict): what `optimize` and `align_judge` ask to reflect.
+
+It takes what a judge's ``model=`` takes, a litellm model string (with ``api_base``) or an agno
+Model, and reaches it through the judges' own transports (`LiteLLMJudge` without a response
+format, the agno Model's ``aresponse``), with the judges' retry policy and error kinds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from .agno import AgnoJudge
+from .base import BaseJudge, JudgeReply, is_retryable
+from .call import RetryPolicy
+from .litellm import LiteLLMJudge
+from .prompt import JudgeRequest
+
+#: the longest reply kept, in characters: a reply becomes an instruction or criteria someone reads
+MAX_TEXT_CHARS = 20_000
+
+
+class TextModel:
+    """``await ask(messages) -> JudgeReply``: one question, retried as judge calls are."""
+
+    def __init__(self, model: Any, *, api_base: str | None = None, api_key: str | None = None,
+                 timeout: float = 120.0, retry: RetryPolicy | None = None) -> None:
+        if model is None or (not isinstance(model, str) and not hasattr(model, "aresponse")):
+            raise TypeError(f"reflection_model must be a litellm model string (e.g. 'openai/gpt-4o') or an agno "
+                            f"Model, got {type(model).__name__}")
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self._judge: BaseJudge = (LiteLLMJudge(model, api_base=api_base, api_key=api_key, timeout=timeout,
+                                               structured_output=False)
+                                  if isinstance(model, str) else AgnoJudge(model=model))
+        self.model = self._judge.model
+
+    async def ask(self, messages: Sequence[dict[str, str]]) -> JudgeReply:
+        """The model's reply to `messages`; raises the last error once the retries are spent."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with asyncio.timeout(self.timeout):
+                    reply = await self._once(messages)
+                return JudgeReply(text=reply.text[:MAX_TEXT_CHARS], model=reply.model, cost_usd=reply.cost_usd,
+                                  prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+            except Exception as exc:
+                if attempt > self.retry.retries or not is_retryable(exc):
+                    raise
+                await anyio.sleep(self.retry.delay(attempt, exc))
+
+    async def _once(self, messages: Sequence[dict[str, str]]) -> JudgeReply:
+        request = JudgeRequest(messages=tuple(messages), mode="binary", nonce="")
+        if isinstance(self._judge, AgnoJudge):
+            return await self._judge.complete_text(request)
+        await self._judge.prepare()
+        return await self._judge.complete(request)
+
+    async def aclose(self) -> None:
+        await self._judge.aclose()
