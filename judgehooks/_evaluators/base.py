@@ -23,10 +23,7 @@ arguments when it is constructed, validated once, and kept apart in its hook she
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import inspect
-import json
 import typing
 from abc import ABCMeta
 from collections.abc import Mapping, Sequence
@@ -46,48 +43,8 @@ from .._hooks.settings import Deployment, HookSettings
 from .._hooks.shell import HookShell
 from ..stores import Store
 from . import spec as _spec
+from .fields import deploys, field_names, own_parameters, plain, stable_name
 from .version import NOT_VERDICT, Version
-
-HOOK_SETTINGS = HookSettings.names()
-
-
-def _deploys(cls: type[object], name: str) -> bool:
-    """Whether `name` is a deployment setting on `cls`: one of HookSettings' names that the class
-    does not claim as its own (`Budget.max_cost_usd` is the run's limit, not a spend cap)."""
-    return name in HOOK_SETTINGS and name not in getattr(cls, "own_settings", ())
-
-
-def stable_name(kind: str, settings: Any) -> str:
-    """A default evaluator name that is the same in every process for the same settings."""
-    digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=repr).encode()).hexdigest()[:10]
-    return f"{kind}-{digest}"
-
-
-def plain(value: Any) -> bool:
-    """Whether a setting can travel in a job's spec (JSON data, not code or objects)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(plain(v) for v in value)
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and plain(v) for k, v in value.items())
-    return False
-
-
-@functools.cache
-def _field_names(cls: type[object]) -> frozenset[str]:
-    """The settings a (dataclass) evaluator class declares as its fields."""
-    if not dataclasses.is_dataclass(cls):
-        return frozenset()
-    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
-
-
-@functools.cache
-def _own_parameters(cls: type[object]) -> frozenset[str]:
-    """The keyword arguments a class's __init__ names itself (agno's AgentAsJudgeEval names some
-    deployment settings, e.g. on_fail and db, in its own signature)."""
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(p.name for p in inspect.signature(cls.__init__).parameters.values() if p.kind in kinds)
 
 
 class EvaluatorType(ABCMeta):
@@ -95,8 +52,8 @@ class EvaluatorType(ABCMeta):
     generated one, or a hand-written one), the deployment settings to `HookSettings`."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        own = _own_parameters(cls)
-        hook = {k: kwargs.pop(k) for k in list(kwargs) if _deploys(cls, k) and k not in own}
+        own = own_parameters(cls)
+        hook = {k: kwargs.pop(k) for k in list(kwargs) if deploys(cls, k) and k not in own}
         evaluator = super().__call__(*args, **kwargs)
         if "name" not in vars(evaluator):  # a hand-written __init__ that never reached Evaluator's
             raise TypeError(f"{cls.__name__}.__init__ must call super().__init__(**hook) after setting its "
@@ -203,11 +160,11 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         shell: HookShell | None = self.__dict__.get("_shell")
         if shell is None or name.startswith("_") or self.__dict__.get("_rebuilding"):
             object.__setattr__(self, name, value)
-        elif _deploys(type(self), name):
+        elif deploys(type(self), name):
             shell.reconfigure(name, value, self._rebuild_judge)
-            if name in _field_names(type(self)):
+            if name in field_names(type(self)):
                 object.__setattr__(self, name, value)
-        elif name in _field_names(type(self)) or name in ("name", "threshold"):
+        elif name in field_names(type(self)) or name in ("name", "threshold"):
             self._assign_setting(shell, name, value)
         else:
             object.__setattr__(self, name, value)
@@ -266,7 +223,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         """Deployment settings this class declares as its own fields (agno's on_fail, db, ...)."""
         if not dataclasses.is_dataclass(self):
             return {}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if _deploys(type(self), f.name)}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if deploys(type(self), f.name)}
 
     def _prepare(self, settings: HookSettings) -> None:
         """Called once the settings are known, before the shell: LLM evaluators build their judge
@@ -289,7 +246,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         if not dataclasses.is_dataclass(self):
             return None
         found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                 if f.init and f.name not in ("name", "threshold") and not _deploys(type(self), f.name)}
+                 if f.init and f.name not in ("name", "threshold") and not deploys(type(self), f.name)}
         return found if plain(found) else None
 
     def default_name(self) -> str:
@@ -304,7 +261,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         add their prompts and model."""
         names = [f.name for f in dataclasses.fields(self) if f.init] if dataclasses.is_dataclass(self) \
             else [k for k in vars(self) if not k.startswith("_")]  # a hand-written __init__: public attributes
-        return {n: getattr(self, n) for n in names if n not in NOT_VERDICT and not _deploys(type(self), n)}
+        return {n: getattr(self, n) for n in names if n not in NOT_VERDICT and not deploys(type(self), n)}
 
     def _new_version(self) -> None:
         self.__dict__["_version"] = Version(self)

@@ -23,7 +23,8 @@ from .._base.context import EvalContext
 from .._base.outcome import Outcome
 from .._base.validate import check_choice, check_number, check_strings
 from ..exceptions import MissingExpected, MissingMetrics
-from .base import Evaluator, stable_name
+from .base import Evaluator
+from .fields import stable_name
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 _REGEX_FLAGS = {"i": "IGNORECASE", "m": "MULTILINE", "s": "DOTALL", "x": "VERBOSE"}  # the regex package's names

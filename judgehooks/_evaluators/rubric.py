@@ -20,8 +20,9 @@ from .._hooks.settings import HookSettings
 from .._judges.call import JudgeCall
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
-from .base import Evaluator, stable_name
+from .base import Evaluator
 from .combine import assess_calls, member_error
+from .fields import stable_name
 from .llm import JudgeConnection
 from .version import judge_inputs
 

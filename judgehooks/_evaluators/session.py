@@ -24,7 +24,8 @@ from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
 from .._judges.transcript import BudgetUnit, SessionCall, plan
 from ..exceptions import StoreError
-from .base import Evaluator, stable_name
+from .base import Evaluator
+from .fields import stable_name
 from .llm import JudgeConnection, check_grading, guidelines_tuple
 from .version import judge_inputs, session_prompt_text
 

@@ -108,9 +108,10 @@ class SQLiteStore(BaseStore):
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
             conn = connect_wal(self.path, self._timeout, mode=self.mode)
-            for statement in _SCHEMA:
-                conn.execute(statement)
+            conn.execute(_SCHEMA[0])  # the table; an older file's gains its new columns before any index names them
             _add_missing_columns(conn)
+            for statement in _SCHEMA[1:]:
+                conn.execute(statement)
             self._conn = conn
         return self._conn
 

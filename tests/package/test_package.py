@@ -52,7 +52,8 @@ def test_a_fresh_process_can_rebuild_every_builtin_evaluator_from_a_spec():
 
 def test_public_names_are_pinned():
     assert judgehooks.__all__ == (
-        "AgentAsJudgeEval", "AgentAsJudgeEvaluation", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "AlignResult", "BadOutcome",
+        "AgentAsJudgeEval", "AgentAsJudgeEvaluation", "AgentAsJudgeResult", "AgnoDbStore", "AgnoJudge", "AlignResult",
+        "BadOutcome",
         "BaseJudge", "BaseStore", "BinaryJudgeResponse", "Borderline", "Budget", "Calibration", "Consistency",
         "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord",
         "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings",
