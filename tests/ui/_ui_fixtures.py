@@ -78,7 +78,10 @@ IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 def browser():
     """Chromium under Playwright; the test is skipped, saying why, when either is missing."""
     if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM}: apt-get install chromium (or set JUDGEHOOKS_TEST_CHROMIUM)")
+        why = f"no chromium at {CHROMIUM}: apt-get install chromium (or set JUDGEHOOKS_TEST_CHROMIUM)"
+        if os.environ.get("CI") == "true":  # .ci/run installs it: in CI a missing browser is a failure
+            pytest.fail(why)
+        pytest.skip(why)
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
