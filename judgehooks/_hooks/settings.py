@@ -221,25 +221,29 @@ class HookSettings(Deployment):
         pipeline = dataclasses.replace(pipeline, spend=spend, pace=pace)
         # An offline batch is one agno eval run holding every case (as agno writes it), not one per case.
         offline = pipeline if agno is None else dataclasses.replace(pipeline, store=sink(False))
-        dispatcher = None
-        if self.run_in_background:
-            step: Step | None = None
-            options: dict[str, Any] = {}
-            if self.broker is not None:  # publish jobs to Redis; `judgehooks worker` processes grade them
-                from .._grading.redis.publish import Publisher
-
-                publisher = Publisher(self.broker, max_connections=self.max_concurrency + 2)
-                step, options = publisher.step, {"batch_size": 256, "flush_interval": 0.1,
-                                                 "describe": publisher.describe, "judges_here": False}
-            dispatcher = Dispatcher(
-                pipeline, step=step, outbox=self._outbox(store), max_queue=self.max_queue,
-                # overload was checked against OVERLOAD_POLICIES at construction
-                max_concurrency=self.max_concurrency, overload=cast(Overload, self.overload),
-                block_timeout=self.block_timeout, max_queue_bytes=self.max_queue_bytes,
-                spec=None if spec is None else dict(spec),
-                sampling=sampler.counts, **options)
-            dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
+        dispatcher = self.dispatcher(pipeline, store, sampler=sampler, spec=spec) if self.run_in_background else None
         return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher, offline=offline, agno=agno)
+
+    def dispatcher(self, pipeline: Pipeline, store: Store, *, sampler: Sampler,
+                   spec: Mapping[str, Any] | None) -> Dispatcher:
+        """The started background dispatcher of `pipeline` (`run_in_background=True`)."""
+        step: Step | None = None
+        options: dict[str, Any] = {}
+        if self.broker is not None:  # publish jobs to Redis; `judgehooks worker` processes grade them
+            from .._grading.redis.publish import Publisher
+
+            publisher = Publisher(self.broker, max_connections=self.max_concurrency + 2)
+            step, options = publisher.step, {"batch_size": 256, "flush_interval": 0.1,
+                                             "describe": publisher.describe, "judges_here": False}
+        dispatcher = Dispatcher(
+            pipeline, step=step, outbox=self._outbox(store), max_queue=self.max_queue,
+            # overload was checked against OVERLOAD_POLICIES at construction
+            max_concurrency=self.max_concurrency, overload=cast(Overload, self.overload),
+            block_timeout=self.block_timeout, max_queue_bytes=self.max_queue_bytes,
+            spec=None if spec is None else dict(spec),
+            sampling=sampler.counts, **options)
+        dispatcher.start()  # also resumes this evaluator's jobs left by a dead process
+        return dispatcher
 
     def _store(self, agno: AgnoDbStore | None) -> Store:
         """Where records go besides the agno db: `store=`; else, with `db=`, nowhere (agno's db is

@@ -85,7 +85,9 @@ class HookShell:
         `prepare` gets the new settings first (an LLM evaluator rebuilds its judge there)."""
         settings = self.settings.replace(name, value)  # validated as at construction
         wiring = self._wiring
-        if wiring is not None and name not in LIVE_SETTINGS and (
+        starts_background = (name == "run_in_background" and value is True and wiring is not None
+                             and wiring.dispatcher is None)  # agno's AgentOS example turns it on after construction
+        if wiring is not None and name not in LIVE_SETTINGS and not starts_background and (
                 name not in DISPATCH_SETTINGS or wiring.dispatcher is not None):
             built = "background grading started" if wiring.dispatcher is not None else "its store was built"
             raise dataclasses.FrozenInstanceError(
@@ -101,6 +103,9 @@ class HookShell:
                 setattr(wiring.pipeline.callbacks, name, wrap_callback(name, value))
             if name in CONTROLS:  # before anything was built (after, it raised above): jobs carry the new ones
                 self._spec = with_controls(self._spec, settings)
+            if starts_background and wiring is not None:  # the built store and pipeline stay; a queue starts on them
+                self._wiring = dataclasses.replace(wiring, dispatcher=settings.dispatcher(
+                    wiring.pipeline, wiring.store, sampler=self.sampler, spec=self._spec))
         if settings.builds_at_once:
             self.wiring  # noqa: B018 - e.g. run_in_background=True: start the queue now, as at construction
         return settings

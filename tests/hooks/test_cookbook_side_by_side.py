@@ -234,7 +234,7 @@ def agentos_background(Eval, server, db, seen):
     ev = completeness()
     try:
         ev.run_in_background = True  # as the example does it
-    except AttributeError as exc:  # h25a: judgehooks refuses this today (see the test); the keyword works
+    except AttributeError as exc:  # judgehooks once refused this with db= (the test asserts it no longer does)
         seen.refused = str(exc)
         ev = completeness(run_in_background=True)
     agent = Agent(id="basic-agent", name="Basic Agent", model=chat(server, "agent"), post_hooks=[ev], db=db)
@@ -336,10 +336,6 @@ def test_a_cookbook_scenario_runs_alike_with_agnos_class_and_ours(name, server, 
     # (a scenario without db= writes to the default store, ./judgehooks.db, as documented)
     assert agno.files == []
     assert {f.split("-")[0] for f in ours.files} == (set() if SCENARIOS[name][1] else {"judgehooks.db"}), ours.files
-    # documented: run_in_background assigned after construction with db= is refused (the store is built
-    # at construction so a spill re-delivers at start); the keyword works
-    assert agno.refused == ""
-    if name == "agentos_background":
-        assert "cannot change 'run_in_background' after its store was built" in ours.refused
-    else:
-        assert ours.refused == ""
+    # run_in_background assigned after construction (AgentOS's example does it) starts a queue on the
+    # store already built with db=, as agno takes it
+    assert agno.refused == ours.refused == ""
