@@ -87,8 +87,8 @@ NOT_YET: dict[tuple[str, str, str], str] = {
        "by tests/hooks/test_sessions.py, not here yet" for c in CONTROLS if c.name != "gate"},
     **{(kind, path, "duplicate_check"): "a job left twice in the outbox is regraded (the worker's store lookup "
        "is not yet on the dispatcher's path)" for kind in KINDS for path in ("background", "judge_process", "resume")},
-    ("SessionJudge", "redis_worker", "duplicate_check"): "a replayed session turn is issue 26 M2 (signed turn "
-    "positions), another branch's",
+    ("SessionJudge", "redis_worker", "duplicate_check"): "a replayed session turn (issue 26 M2) is proven in "
+    "tests/grading/test_session_positions.py, not yet as a matrix cell",
 }
 
 
