@@ -367,8 +367,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         while True:
             signal.pause()
-    except KeyboardInterrupt:
-        return 0
+    except (KeyboardInterrupt, SystemExit):
+        # Leave without running xllamacpp's Server destructor: it joins its queue's worker thread, which
+        # sometimes waits on a condition nobody signals, so the process never exited after SIGTERM
+        # (seen in CI: main thread in ~Server -> std::thread::join for 33 minutes). The server holds no
+        # state to save; the kernel closes its socket.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _supervise(args: argparse.Namespace) -> int:
