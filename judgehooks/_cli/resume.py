@@ -86,9 +86,11 @@ def run(args: argparse.Namespace) -> int:
         say(f"judgehooks resume: re-delivered {spill.redelivered} spilled record(s), "
             f"{spill.stats()['spill_pending']} still waiting")
     stats = runtime.stats()
-    resumed = sum(s["resumed"] for s in stats.values())
-    done = sum(s["done"] for s in stats.values())
-    say(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}; "
+    resumed = sum(s.get("resumed", 0) for s in stats.values())
+    done = sum(s.get("done", 0) for s in stats.values())
+    twice = sum(s.get("duplicates", 0) for s in stats.values())
+    stored_already = f", {twice} stored already (not graded again)" if twice else ""
+    say(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}{stored_already}; "
         f"{'all done' if finished else 'timed out: the rest stay pending'}")
     return 0 if finished else 1
 

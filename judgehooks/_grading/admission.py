@@ -38,7 +38,8 @@ class Control:
 CONTROLS = (
     Control("redact", "redact", "HookShell.take (snapshot_run / snapshot_turn); offline: HookShell._offline"),
     Control("sampling", "sample", "HookShell.admit: Sampler.decide (a session evaluator: by session)"),
-    Control("duplicate_check", "dispatch", "Worker.grade: a job whose record is stored is acked unjudged"),
+    Control("duplicate_check", "dispatch", "Pipeline.stored: a job or session window whose record is stored is "
+            "dropped unjudged (Dispatcher._take for the queue and resume, Worker.grade, grade_window)"),
     Control("spend_cap", "admit", "Pipeline.grade: SpendCap.admit, then Meter.admit_call per judge call"),
     Control("metering", "grade", "Meter.admit_call / add_cost: every judge call, retries included"),
     Control("requests_per_minute", "grade", "Meter.admit_call: Pace.wait, per judge model"),

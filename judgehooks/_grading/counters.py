@@ -20,6 +20,7 @@ class Counters:
     dropped: int = 0
     retries: int = 0
     resumed: int = 0
+    duplicates: int = 0  # jobs claimed from the outbox whose records were stored already: not graded again
     store_failures: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
 

@@ -316,12 +316,24 @@ class Dispatcher:
             return 0
         return self.max_queue - len(self._queue)
 
-    def _take(self, jobs: list[Job]) -> None:
-        for job in jobs:
-            self.budget.take(job.id, job.size, force=True)
-            self._queue.append((job.queued(), context_from_dict(job.context), False))
+    async def _take(self, jobs: list[Job]) -> None:
+        """Queue the jobs claimed from the outbox, but those whose records the store holds already
+        (a process died between storing them and deleting their rows): their rows go, unjudged."""
+        self._claiming = True  # not idle while the store is asked: the claimed jobs are nowhere yet
+        claimed = [(job, context_from_dict(job.context)) for job in jobs]
+        ids = {job.id: self.pipeline.record_id(ctx) for job, ctx in claimed}
+        stored = await self.pipeline.stored(set(ids.values()))
+        twice = {job_id for job_id, record in ids.items() if record in stored}
+        if twice:
+            log.info("outbox_already_stored", evaluator=self.pipeline.name, jobs=len(twice))
+            await self._release(twice)
+        for job, ctx in claimed:
+            if job.id not in twice:
+                self.budget.take(job.id, job.size, force=True)
+                self._queue.append((job.queued(), ctx, False))
         with self._lock:
-            self.counters.resumed += len(jobs)
+            self.counters.resumed += len(jobs) - len(twice)
+            self.counters.duplicates += len(twice)
         assert self._ready is not None and self._idle is not None
         self._idle.clear()
         self._ready.set()

@@ -26,7 +26,7 @@ from .._base.stopwatch import Stopwatch, current_stopwatch
 from .._judges.base import Judge, describe, error_name
 from ..exceptions import RedactionError, StoreError
 from ..stores import Store
-from ..stores._base import write_salvaging
+from ..stores._base import BaseStore, write_salvaging
 from . import tracing
 from .ratelimit import Pace
 from .spend import Meter, SpendCap
@@ -150,6 +150,29 @@ class Pipeline:
     def record_id(self, ctx: EvalContext) -> str:
         """The id the record of `ctx` gets if the evaluator's version stays as it is now."""
         return record_id(self.name, ctx.run_id or "offline", ctx.case_index, version=self.evaluator.evaluator_version)
+
+    async def stored(self, ids: Collection[str], *, scan: bool = True) -> set[str]:
+        """The duplicate check, the admission path's one (`dispatch`): which of these record ids the
+        store holds already. A job or session window whose record is stored (a process died between
+        storing it and forgetting the job, a Redis redelivery, a replay) is then dropped unjudged,
+        unpaid and not called back again, on every path that can see a job twice: the background
+        queue's and `resume`'s claims from the outbox, the Redis workers, the session clocks.
+
+        `scan=False` (a lookup per job, as Redis workers make) asks only stores that look ids up
+        (SQLite, PostgreSQL, memory, agno dbs), not one that would read through every record for it
+        (JSONL): its duplicates are graded again, and stored once. When the store cannot answer
+        (down, or no lookup), nothing counts as stored: the job is graded, and the store's write
+        still keeps one record per id."""
+        store = self.store
+        if not ids or not isinstance(store, BaseStore):
+            return set()
+        if not scan and type(store).records_by_id is BaseStore.records_by_id:
+            return set()
+        try:
+            return {r.id for r in await store.records_by_id(list(ids))}
+        except Exception as exc:
+            log.debug("record_lookup_failed", evaluator=self.name, error_type=type(exc).__name__)
+            return set()
 
     def skipped(self, ctx: EvalContext, reason: str, sample_rate: float = 1.0) -> EvalRecord:
         return make_skipped(ctx, self.evaluator, reason, sample_rate)

@@ -31,7 +31,6 @@ from .._base.outcome import Outcome
 from .._base.record import EvalRecord, record_id
 from .._base.session import SessionContext, Turn
 from .._runtime import runtime
-from ..stores import BaseStore
 from .pipeline import Pipeline, make_record
 from .sessionbook import Claim, SessionBook
 
@@ -103,16 +102,8 @@ async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Map
 
 
 async def _stored(pipeline: Pipeline, key: str) -> bool:
-    """Whether the store already holds record `key`; False when it cannot say (down, or a store
-    that cannot look records up): then the window is graded, and the store still keeps one record."""
-    store = pipeline.store
-    if not isinstance(store, BaseStore):
-        return False
-    try:
-        return bool(await store.records_by_id([key]))
-    except Exception as exc:
-        log.debug("session_record_lookup_failed", evaluator=pipeline.name, error_type=type(exc).__name__)
-        return False
+    """Whether the store already holds record `key` (`Pipeline.stored`, the one duplicate check)."""
+    return bool(await pipeline.stored([key]))
 
 
 class SessionGrader:

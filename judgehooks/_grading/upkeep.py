@@ -5,7 +5,7 @@ outgrows its limit)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 import anyio.to_thread
@@ -14,7 +14,7 @@ from .._base.log import log
 from .outbox import Job, Outbox
 
 
-async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: Callable[[list[Job]], None],
+async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: Callable[[list[Job]], Awaitable[None]],
                  settled: Callable[[], None]) -> None:
     """Forever: claim up to `room()` of `evaluator`'s orphaned jobs and `take` them; else heartbeat
     and checkpoint. `settled()` after every round (the first one tells the dispatcher it has looked)."""
@@ -25,7 +25,7 @@ async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: 
             free = room()
             jobs = await anyio.to_thread.run_sync(outbox.claim, [evaluator], free) if free > 0 else []
             if jobs:
-                take(jobs)
+                await take(jobs)
                 log.info("outbox_resumed", evaluator=evaluator, jobs=len(jobs))
                 continue
             if time.monotonic() >= next_beat:

@@ -39,7 +39,6 @@ from ..._base.record import Mode
 from ..._judges.openai_wire import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
-from ...stores._base import BaseStore
 from ..pipeline import Pipeline
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import shared as shared_pace
@@ -190,7 +189,7 @@ class Worker:
         pipeline = self._pipeline(evaluator, data.get("spec"))
         if isinstance(pipeline.evaluator, _Unavailable):
             self.counts["unavailable"] += 1
-        elif await self._already_stored(pipeline, ctx):  # a replay or redelivery: never pay the judge twice
+        elif await pipeline.stored([pipeline.record_id(ctx)], scan=False):  # a replay or redelivery: never paid twice
             self.counts["duplicate"] += 1
             await context.ack()
             return
@@ -201,18 +200,6 @@ class Worker:
             return
         self.counts["graded"] += 1
         await context.ack()
-
-    async def _already_stored(self, pipeline: Pipeline, ctx: EvalContext) -> bool:
-        """Whether the record this job would make is in the store already. Asked only of stores that
-        look ids up (SQLite, PostgreSQL, memory, agno dbs); a store that would read through every
-        record for it (JSONL) is not asked, and its duplicates are graded again (stored once)."""
-        store = self.store
-        if not isinstance(store, BaseStore) or type(store).records_by_id is BaseStore.records_by_id:
-            return False
-        try:
-            return bool(await store.records_by_id([pipeline.record_id(ctx)]))
-        except Exception:  # the store cannot answer now: grade, and let the write decide
-            return False
 
     def _failed(self, evaluator: str, why: str) -> Pipeline:
         """The pipeline of a session no worker finished: its record is one `error` saying why."""
