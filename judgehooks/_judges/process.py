@@ -27,6 +27,7 @@ from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import BaseJudge, JudgeReply
+from .lines import line_batches, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -41,6 +42,7 @@ class _Child:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(config) + "\n").encode())
         self._write_lock = threading.Lock()
+        self._unsent: dict[asyncio.AbstractEventLoop, list[bytes]] = {}  # per loop: lines for its next flush
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count()
@@ -62,17 +64,34 @@ class _Child:
         with self._lock:
             self._pending[call_id] = (loop, future)
         line = (json.dumps({"id": call_id, **payload}) + "\n").encode()
-        try:
-            with self._write_lock:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(line)
-        except (BrokenPipeError, OSError) as exc:
-            self._fail_all(f"judge process is gone: {exc}")
+        with self._write_lock:  # the calls a loop makes in one turn go down the pipe in one write
+            unsent = self._unsent.setdefault(loop, [])
+            unsent.append(line)
+            first = len(unsent) == 1
+        if first:
+            loop.call_soon(self._flush, loop)
         return future
 
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            with self._write_lock:
+                data = b"".join(self._unsent.pop(loop, ()))
+                assert self.proc.stdin is not None
+                write_all(self.proc.stdin, data)
+        except (OSError, ValueError) as exc:  # ValueError: closed by `close`
+            self._fail_all(f"judge process is gone: {exc}")
+
     def _read(self) -> None:
+        """Replies in chunks of whole lines: each chunk's replies are resolved with one wake-up of
+        each waiting loop, not one per reply."""
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
+        for lines in line_batches(self.proc.stdout.fileno()):
+            self._answer(lines)
+        self._fail_all(f"judge process exited with code {self.proc.wait()}")
+
+    def _answer(self, lines: list[bytes]) -> None:
+        ready: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], dict[str, Any]]]] = {}
+        for raw in lines:
             try:
                 reply = json.loads(raw)
                 reply["id"]
@@ -82,9 +101,9 @@ class _Child:
             with self._lock:
                 waiter = self._pending.pop(reply["id"], None)
             if waiter is not None:
-                loop, future = waiter
-                loop.call_soon_threadsafe(_resolve, future, reply)
-        self._fail_all(f"judge process exited with code {self.proc.wait()}")
+                ready.setdefault(waiter[0], []).append((waiter[1], reply))
+        for loop, answers in ready.items():
+            loop.call_soon_threadsafe(_resolve_all, answers)
 
     def _fail_all(self, message: str) -> None:
         self.alive = False
@@ -98,7 +117,10 @@ class _Child:
         self.alive = False
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.close()
+            with self._write_lock:  # calls made since the last flush still go
+                unsent, self._unsent = b"".join(b"".join(lines) for lines in self._unsent.values()), {}
+                write_all(self.proc.stdin, unsent)
+                self.proc.stdin.close()
             self.proc.wait(5)
         except Exception:
             self.proc.kill()
@@ -107,6 +129,11 @@ class _Child:
 def _resolve(future: asyncio.Future[Any], reply: dict[str, Any]) -> None:
     if not future.done():
         future.set_result(reply)
+
+
+def _resolve_all(answers: list[tuple[asyncio.Future[Any], dict[str, Any]]]) -> None:
+    for future, reply in answers:
+        _resolve(future, reply)
 
 
 _children: dict[str, list[_Child]] = {}
