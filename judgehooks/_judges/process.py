@@ -140,10 +140,10 @@ _children: dict[str, list[_Child]] = {}
 _children_lock = threading.Lock()
 
 
-def _child_for(config: dict[str, Any], processes: int) -> _Child:
-    """Up to `processes` judge processes per distinct judge configuration, shared by every evaluator
-    using it; each call goes to the one with the fewest calls in flight."""
-    key = json.dumps(config, sort_keys=True, default=str)
+def _child_for(key: str, config: dict[str, Any], processes: int) -> _Child:
+    """Up to `processes` judge processes per distinct judge configuration (`key`: the configuration
+    as JSON), shared by every evaluator using it; each call goes to the one with the fewest calls in
+    flight."""
     with _children_lock:
         pool = [child for child in _children.get(key, []) if child.alive]
         if len(pool) < processes:
@@ -185,6 +185,7 @@ class ProcessJudge(BaseJudge):
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
+        self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
         #: Whether the helper process sent its last answered call through the fast judge client
         #: (None before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
@@ -197,7 +198,7 @@ class ProcessJudge(BaseJudge):
         return given if isinstance(given, str) and given else None
 
     def _ensure(self) -> _Child:
-        return _child_for(self._config, self.processes)
+        return _child_for(self._key, self._config, self.processes)
 
     def warm_up(self) -> None:
         self._ensure()
