@@ -200,10 +200,11 @@ def helper_cpu_s() -> float:
     return total
 
 
-def client_cpu(base_url: str, n: int, in_flight: int = 256) -> float:
+def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[str, float]:
     """Process CPU ms per call of the bare fast judge client (`LiteLLMJudge` through the OpenAI SDK, as
     the helper process runs it) making `n` calls, `in_flight` at a time, against the same stub: no
-    hook, no outbox, no store, no helper process. The same request every call (built once)."""
+    hook, no outbox, no store, no helper process. The same request every call (built once). Run in a
+    fresh process, as the helper process is one: not in a process whose heap the grading grew."""
     from judgehooks._hooks.snapshot import snapshot_run
     from judgehooks._judges.litellm import LiteLLMJudge
     from judgehooks._judges.prompt import build_request
@@ -230,7 +231,7 @@ def client_cpu(base_url: str, n: int, in_flight: int = 256) -> float:
         await calls(50)  # warm up, as the evaluator's row does
         return await calls(n)
 
-    return asyncio.run(run()) * 1000 / n
+    return {"cpu_ms": asyncio.run(run()) * 1000 / n}
 
 
 def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float, float]:
@@ -302,7 +303,7 @@ def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) 
         lost += missing
         cpu.append(cpu_ms)
         helper.append(helper_ms)
-        client.append(client_cpu(base_url, n))
+        client.append(_child("client", base_url, tmp, n)["cpu_ms"])
     total = [c + h for c, h in zip(cpu, helper, strict=True)]
     own = [t - c for t, c in zip(total, client, strict=True)]
     base = statistics.median(agno) if peers else float("nan")
@@ -322,7 +323,7 @@ def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) 
           [["total: this process + the judge helper process", *spread(total)],
            ["  this process (hook, outbox, grading, store writes)", *spread(cpu)],
            ["  the judge helper process (the client, its pipe)", *spread(helper)],
-           ["bare fast judge client alone (same stub, 256 concurrent, no hook/store/outbox)", *spread(client)],
+           ["bare fast judge client alone (fresh process, same stub, 256 concurrent)", *spread(client)],
            ["our own = total - bare client", *spread(own)]])
     if peers:
         strip_chart("scale-rate-256", "Sustained grading, 200 ms judge, 256 in flight",
@@ -332,7 +333,7 @@ def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         kind, base_url, tmp, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-        result = (child_queue if kind == "queue" else child_sessions)(base_url, tmp, n)
+        result = {"queue": child_queue, "sessions": child_sessions, "client": child_client}[kind](base_url, tmp, n)
         print(json.dumps(result), flush=True)
         os._exit(0)  # the queued jobs stay in the outbox; no exit drain behind a judge that never answers
     parser = argparse.ArgumentParser()
