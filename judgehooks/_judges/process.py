@@ -103,7 +103,10 @@ class _Child:
             if waiter is not None:
                 ready.setdefault(waiter[0], []).append((waiter[1], reply))
         for loop, answers in ready.items():
-            loop.call_soon_threadsafe(_resolve_all, answers)
+            try:
+                loop.call_soon_threadsafe(_resolve_all, answers)
+            except RuntimeError:  # that loop is closed: nobody waits there; the other loops' answers still go
+                pass
 
     def _fail_all(self, message: str) -> None:
         self.alive = False
