@@ -2,7 +2,8 @@
 
     python benchmarks/bench_scale.py            # 3 repeats per row (~25 min)
     python benchmarks/bench_scale.py --quick    # 1 repeat of the deep queue, fewer evaluations
-    python benchmarks/bench_scale.py --only memory|sessions|rate|profile
+    python benchmarks/bench_scale.py --only memory|sessions|rate|cpu|profile
+    (cpu: the rate table's own rows and the CPU split, without the peers)
 
 Tables (each row repeated: the median and the range of the repeats; charts of the repeats go to
 docs/images/benchmarks/):
@@ -14,7 +15,10 @@ docs/images/benchmarks/):
    at 10,000 open sessions. Neither agno nor pydantic-evals grades conversations, so no peer.
 3. Sustained background grading at 256 in flight, 200 ms judge, outbox on, beside agno (256
    concurrent `async_post_check`) and pydantic-evals (`OnlineEvaluator(max_concurrency=256)`);
-   the ceiling 256 in flight allow is 1,280/s.
+   the ceiling 256 in flight allow is 1,280/s. Beside it, the CPU per evaluation split: ours (this
+   process and the judge helper process it sends judge calls to) against the bare fast judge client
+   alone making the same calls at 256 concurrency against the same stub (no hook, no store, no
+   outbox): our own CPU per evaluation is the total less the client's.
 4. Where our own CPU goes per evaluation at 256 in flight (cProfile on the judgehooks loop thread
    and on the submitting thread): the top functions by own time, in microseconds per evaluation.
 Not a test: no asserts.
@@ -179,8 +183,60 @@ def open_sessions(base_url: str, tmp: str, repeats: int, sessions: int) -> None:
 
 # ---- 3. 256 in flight -------------------------------------------------------------------------------------
 
-def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float]:
-    """(evaluations/s, lost, process CPU ms per evaluation) for `n` runs submitted at once."""
+def helper_cpu_s() -> float:
+    """CPU seconds (user + system) of the live judge helper processes (`judge_process`): their CPU
+    is not in this process's `time.process_time()`."""
+    from judgehooks._judges import process
+
+    total = 0.0
+    for pool in list(process._children.values()):
+        for child in pool:
+            try:
+                with open(f"/proc/{child.proc.pid}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:  # exited: its CPU is gone with it
+                continue
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[str, float]:
+    """Process CPU ms per call of the bare fast judge client (`LiteLLMJudge` through the OpenAI SDK, as
+    the helper process runs it) making `n` calls, `in_flight` at a time, against the same stub: no
+    hook, no outbox, no store, no helper process. The same request every call (built once). Run in a
+    fresh process, as the helper process is one: not in a process whose heap the grading grew."""
+    from judgehooks._hooks.snapshot import snapshot_run
+    from judgehooks._judges.litellm import LiteLLMJudge
+    from judgehooks._judges.prompt import build_request
+
+    agent, run_output = _sample(base_url)
+    judge = LiteLLMJudge("openai/judge", api_base=base_url, api_key="bench")
+    assert judge.route is not None, "the bare client row measures the fast judge client"
+    request = build_request(snapshot_run(run_output, agent=agent), criteria=CRITERIA, mode="binary")
+
+    async def calls(count: int) -> float:
+        slots = asyncio.Semaphore(in_flight)
+
+        async def one() -> None:
+            async with slots:
+                await judge.complete(request)
+
+        start = time.process_time()
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(count):
+                tg.create_task(one())
+        return time.process_time() - start
+
+    async def run() -> float:
+        await calls(50)  # warm up, as the evaluator's row does
+        return await calls(n)
+
+    return {"cpu_ms": asyncio.run(run()) * 1000 / n}
+
+
+def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float, float]:
+    """(evaluations/s, lost, CPU ms per evaluation in this process, and in the judge helper process)
+    for `n` runs submitted at once."""
     import judgehooks
     from judgehooks._runtime import runtime
 
@@ -200,12 +256,12 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False)
 
         runtime.call(on_loop)
         profilers[0].enable()  # the submitting thread: the hook path
-    cpu, start = time.process_time(), time.perf_counter()
+    helper, cpu, start = helper_cpu_s(), time.process_time(), time.perf_counter()
     for i in range(n):
         run_output.run_id = f"{name}-{i}"
         evaluator.post_check(run_output, agent=agent)
     judgehooks.drain(3600)
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    elapsed, cpu, helper = time.perf_counter() - start, time.process_time() - cpu, helper_cpu_s() - helper
     if profilers is not None:
         profilers[0].disable()
 
@@ -216,7 +272,7 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False)
         _print_profile(profilers, n)
     records = evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None)
     graded = sum(1 for r in records if r.status in ("passed", "failed") and not r.run_id.startswith(f"{name}-warm"))
-    return n / elapsed, n - graded, cpu * 1000 / n
+    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n
 
 
 def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int, top: int = 25) -> None:
@@ -233,41 +289,57 @@ def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int,
           ["function", "calls per evaluation", "own us per evaluation", "cumulative us per evaluation"], rows)
 
 
-def rate_256(base_url: str, tmp: str, n: int, repeats: int) -> None:
+def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) -> None:
+    """The rate table beside the peers (`peers=False`, `--only cpu`: only our rows and the CPU split)."""
     from bench_peers import agno_rate, pydantic_evals_rate
 
-    agno, pe, ours, lost, cpu = [], [], [], 0, []
+    agno, pe, ours, lost, cpu, helper, client = [], [], [], 0, [], [], []
     for r in range(repeats):  # the peers in turn, each repeat
-        agno.append(asyncio.run(agno_rate(base_url, tmp, n, in_flight=256)))
-        pe.append(asyncio.run(pydantic_evals_rate(base_url, n, in_flight=256)))
-        rate, missing, cpu_ms = ours_rate(base_url, tmp, n, f"rate256-{r}")
+        if peers:
+            agno.append(asyncio.run(agno_rate(base_url, tmp, n, in_flight=256)))
+            pe.append(asyncio.run(pydantic_evals_rate(base_url, n, in_flight=256)))
+        rate, missing, cpu_ms, helper_ms = ours_rate(base_url, tmp, n, f"rate256-{r}")
         ours.append(rate)
         lost += missing
         cpu.append(cpu_ms)
-    base = statistics.median(agno)
+        helper.append(helper_ms)
+        client.append(_child("client", base_url, tmp, n)["cpu_ms"])
+    total = [c + h for c, h in zip(cpu, helper, strict=True)]
+    own = [t - c for t, c in zip(total, client, strict=True)]
+    base = statistics.median(agno) if peers else float("nan")
     labels = ("agno AgentAsJudgeEval, 256 concurrent async_post_check",
               "pydantic-evals OnlineEvaluator(max_concurrency=256)",
               "judgehooks background, max_concurrency=256, outbox on")
     rows = [[labels[0], n, *spread(agno), "1.0x", "-", "inline: the runs wait"],
             [labels[1], n, *spread(pe), f"{statistics.median(pe) / base:.1f}x", "-", "no store, nothing persisted"],
-            [labels[2], n, *spread(ours), f"{statistics.median(ours) / base:.1f}x", lost,
-             f"{statistics.median(cpu):.2f} ms CPU/evaluation (process)"]]
+            ] if peers else []
+    rows.append([labels[2], n, *spread(ours), f"{statistics.median(ours) / base:.1f}x" if peers else "-", lost,
+                 f"{statistics.median(total):.2f} ms CPU/evaluation, {statistics.median(own):.2f} ms our own"])
     table(f"Sustained rate, 200 ms judge, 256 in flight (evals/s; {repeats} repeats; ceiling 1,280/s; goal 600/s)",
           ["grader", "evaluations/repeat", "median evals/s", "range", "x agno", "lost", "note"], rows)
-    strip_chart("scale-rate-256", "Sustained grading, 200 ms judge, 256 in flight", "evaluations/s, higher is better",
-                dict(zip(labels, (agno, pe, ours), strict=True)))
+    table(f"CPU per evaluation at 256 in flight, ms (process CPU; {repeats} repeats, each the same {n:,} "
+          "evaluations; our own = total - the bare client's)",
+          ["CPU", "median ms/evaluation", "range"],
+          [["total: this process + the judge helper process", *spread(total)],
+           ["  this process (hook, outbox, grading, store writes)", *spread(cpu)],
+           ["  the judge helper process (the client, its pipe)", *spread(helper)],
+           ["bare fast judge client alone (fresh process, same stub, 256 concurrent)", *spread(client)],
+           ["our own = total - bare client", *spread(own)]])
+    if peers:
+        strip_chart("scale-rate-256", "Sustained grading, 200 ms judge, 256 in flight",
+                    "evaluations/s, higher is better", dict(zip(labels, (agno, pe, ours), strict=True)))
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         kind, base_url, tmp, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-        result = (child_queue if kind == "queue" else child_sessions)(base_url, tmp, n)
+        result = {"queue": child_queue, "sessions": child_sessions, "client": child_client}[kind](base_url, tmp, n)
         print(json.dumps(result), flush=True)
         os._exit(0)  # the queued jobs stay in the outbox; no exit drain behind a judge that never answers
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=("memory", "sessions", "rate", "profile"))
+    parser.add_argument("--only", choices=("memory", "sessions", "rate", "cpu", "profile"))
     parser.add_argument("--n", type=int, help="evaluations per rate repeat (default 10,000; --quick 3,000)")
     args = parser.parse_args()
     import judgehooks
@@ -280,12 +352,13 @@ def main() -> None:
         if args.only in (None, "sessions"):
             with stub_server(0) as server:
                 open_sessions(server.base_url, tmp, args.repeats, 10_000)
-        if args.only in (None, "rate", "profile"):
+        if args.only in (None, "rate", "cpu", "profile"):
             with stub_server(200) as server:
                 n = args.n or (3_000 if args.quick else 10_000)
                 if args.only != "profile":
-                    rate_256(server.base_url, tmp, n, args.repeats)
-                ours_rate(server.base_url, tmp, n, "profiled", profile=True)
+                    rate_256(server.base_url, tmp, n, args.repeats, peers=args.only != "cpu")
+                if args.only != "cpu":
+                    ours_rate(server.base_url, tmp, n, "profiled", profile=True)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,9 @@ def storable_data(value: Any) -> Any:
     return value if _is_storable(value) else _mend(value)
 
 
+_SCALARS = frozenset({int, float, bool})  # no text inside: a record's numbers need no walk
+
+
 def _is_storable(value: Any) -> bool:
     """No string in `value` needs mending (the common cases are tested inline: this walks every
     record's fields on the hot path)."""
@@ -63,7 +66,7 @@ def _is_storable(value: Any) -> bool:
             if kind is str:
                 if not item.isascii() and storable(item) is not item:
                     return False
-            elif item is not None and not _is_storable(item):
+            elif item is not None and kind not in _SCALARS and not _is_storable(item):
                 return False
         return True
     if kind is list or kind is tuple:

@@ -30,6 +30,7 @@ from .._runtime import runtime
 from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
+from .doorbell import Doorbell
 from .outbox import Job, Outbox, jobs_of
 from .pipeline import Pipeline
 from .step import Requeue, Step
@@ -67,7 +68,7 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run; changes only in relocate()
         # loop-side state, touched only on self._loop
         self._queue: collections.deque[tuple[Job, EvalContext, bool]] = collections.deque()
-        self._ready: asyncio.Event | None = None
+        self._ready: Doorbell | None = None  # wakes one idle worker per job
         self._idle: asyncio.Event | None = None
         self._paused = False  # set while the workers move to another loop
         self._scope: anyio.CancelScope | None = None
@@ -106,12 +107,12 @@ class Dispatcher:
         loop.call_soon_threadsafe(self._begin)
 
     def _begin(self) -> None:
-        self._ready, self._idle, self._flush_wakeup = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._ready, self._idle, self._flush_wakeup = Doorbell(), asyncio.Event(), asyncio.Event()
         self._stopped = asyncio.Event()
         self._paused = False
         self._claiming = self.outbox is not None  # not idle before the first look for a dead process's jobs
         if self._queue:
-            self._ready.set()
+            self._ready.ring(len(self._queue))
         self._maybe_idle()
         spawn(self._serve())
 
@@ -190,7 +191,7 @@ class Dispatcher:
         self._queue.append((job, ctx, holds_slot))
         assert self._ready is not None and self._idle is not None
         self._idle.clear()
-        self._ready.set()
+        self._ready.ring()
 
     async def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
         """A `skipped` record, written and called back (`on_drop`) like any other record."""
@@ -219,7 +220,6 @@ class Dispatcher:
         assert self._ready is not None
         while True:
             if not self._queue or self._paused:
-                self._ready.clear()
                 self._maybe_idle()
                 await self._ready.wait()
                 continue
@@ -336,7 +336,7 @@ class Dispatcher:
             self.counters.duplicates += len(twice)
         assert self._ready is not None and self._idle is not None
         self._idle.clear()
-        self._ready.set()
+        self._ready.ring(len(jobs) - len(twice))
 
     def _settled(self) -> None:
         if self._claiming:

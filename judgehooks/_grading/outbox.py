@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .._base.jsondata import json_text
@@ -59,7 +59,7 @@ class Job:
     def queued(self) -> Job:
         """The job as a queue holds it, beside its `EvalContext`: without the context's dict form, which
         only the outbox write needed (about 40% of a queued job's memory)."""
-        return replace(self, context=_QUEUED)
+        return Job(self.id, self.evaluator, _QUEUED, self.sample_rate, self.spec, self.created_at, self.size)
 
 
 _QUEUED: dict[str, Any] = {}  # shared by every queued job; never written to

@@ -240,11 +240,17 @@ class Pipeline:
         for record in records:
             if id(record) in quiet:
                 continue
-            if spawn is None:
+            if spawn is None or not self.calls_back(record):  # only the log event: nothing to wait for
                 await self.notify(record, stored=record.id in done)
             else:
                 spawn(self.notify(record, stored=record.id in done))
         return error
+
+    def calls_back(self, record: EvalRecord) -> bool:
+        """Whether `notify` has a user callback to call for `record` (else it only logs)."""
+        callbacks = self.callbacks
+        return callbacks.on_record is not None or {"failed": callbacks.on_fail, "error": callbacks.on_error,
+                                                   "skipped": callbacks.on_drop}.get(record.status) is not None
 
     async def notify(self, record: EvalRecord, *, stored: bool) -> None:
         """Callbacks, then the one structured event for this evaluation: the ONE place any callback

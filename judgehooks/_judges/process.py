@@ -27,6 +27,7 @@ from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import BaseJudge, JudgeReply
+from .lines import line_batches, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -41,6 +42,7 @@ class _Child:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(config) + "\n").encode())
         self._write_lock = threading.Lock()
+        self._unsent: dict[asyncio.AbstractEventLoop, list[bytes]] = {}  # per loop: lines for its next flush
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count()
@@ -62,17 +64,34 @@ class _Child:
         with self._lock:
             self._pending[call_id] = (loop, future)
         line = (json.dumps({"id": call_id, **payload}) + "\n").encode()
-        try:
-            with self._write_lock:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(line)
-        except (BrokenPipeError, OSError) as exc:
-            self._fail_all(f"judge process is gone: {exc}")
+        with self._write_lock:  # the calls a loop makes in one turn go down the pipe in one write
+            unsent = self._unsent.setdefault(loop, [])
+            unsent.append(line)
+            first = len(unsent) == 1
+        if first:
+            loop.call_soon(self._flush, loop)
         return future
 
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            with self._write_lock:
+                data = b"".join(self._unsent.pop(loop, ()))
+                assert self.proc.stdin is not None
+                write_all(self.proc.stdin, data)
+        except (OSError, ValueError) as exc:  # ValueError: closed by `close`
+            self._fail_all(f"judge process is gone: {exc}")
+
     def _read(self) -> None:
+        """Replies in chunks of whole lines: each chunk's replies are resolved with one wake-up of
+        each waiting loop, not one per reply."""
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
+        for lines in line_batches(self.proc.stdout.fileno()):
+            self._answer(lines)
+        self._fail_all(f"judge process exited with code {self.proc.wait()}")
+
+    def _answer(self, lines: list[bytes]) -> None:
+        ready: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], dict[str, Any]]]] = {}
+        for raw in lines:
             try:
                 reply = json.loads(raw)
                 reply["id"]
@@ -82,9 +101,12 @@ class _Child:
             with self._lock:
                 waiter = self._pending.pop(reply["id"], None)
             if waiter is not None:
-                loop, future = waiter
-                loop.call_soon_threadsafe(_resolve, future, reply)
-        self._fail_all(f"judge process exited with code {self.proc.wait()}")
+                ready.setdefault(waiter[0], []).append((waiter[1], reply))
+        for loop, answers in ready.items():
+            try:
+                loop.call_soon_threadsafe(_resolve_all, answers)
+            except RuntimeError:  # that loop is closed: nobody waits there; the other loops' answers still go
+                pass
 
     def _fail_all(self, message: str) -> None:
         self.alive = False
@@ -98,7 +120,10 @@ class _Child:
         self.alive = False
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.close()
+            with self._write_lock:  # calls made since the last flush still go
+                unsent, self._unsent = b"".join(b"".join(lines) for lines in self._unsent.values()), {}
+                write_all(self.proc.stdin, unsent)
+                self.proc.stdin.close()
             self.proc.wait(5)
         except Exception:
             self.proc.kill()
@@ -109,14 +134,19 @@ def _resolve(future: asyncio.Future[Any], reply: dict[str, Any]) -> None:
         future.set_result(reply)
 
 
+def _resolve_all(answers: list[tuple[asyncio.Future[Any], dict[str, Any]]]) -> None:
+    for future, reply in answers:
+        _resolve(future, reply)
+
+
 _children: dict[str, list[_Child]] = {}
 _children_lock = threading.Lock()
 
 
-def _child_for(config: dict[str, Any], processes: int) -> _Child:
-    """Up to `processes` judge processes per distinct judge configuration, shared by every evaluator
-    using it; each call goes to the one with the fewest calls in flight."""
-    key = json.dumps(config, sort_keys=True, default=str)
+def _child_for(key: str, config: dict[str, Any], processes: int) -> _Child:
+    """Up to `processes` judge processes per distinct judge configuration (`key`: the configuration
+    as JSON), shared by every evaluator using it; each call goes to the one with the fewest calls in
+    flight."""
     with _children_lock:
         pool = [child for child in _children.get(key, []) if child.alive]
         if len(pool) < processes:
@@ -158,6 +188,7 @@ class ProcessJudge(BaseJudge):
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
+        self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
         #: Whether the helper process sent its last answered call through the fast judge client
         #: (None before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
@@ -170,7 +201,7 @@ class ProcessJudge(BaseJudge):
         return given if isinstance(given, str) and given else None
 
     def _ensure(self) -> _Child:
-        return _child_for(self._config, self.processes)
+        return _child_for(self._key, self._config, self.processes)
 
     def warm_up(self) -> None:
         self._ensure()

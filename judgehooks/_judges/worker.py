@@ -17,12 +17,34 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
+from .lines import line_batches, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
 
+class _Replies:
+    """Reply lines written in one go per turn of the loop, not one write per reply."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self._lines: list[bytes] = []
+
+    def send(self, line: bytes) -> None:
+        self._lines.append(line)
+        if len(self._lines) == 1:
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        data, self._lines = b"".join(self._lines), []
+        try:
+            write_all(self._out, data)
+        except OSError:  # the parent closed its end: nobody is left to answer
+            _leave()
+
+
 async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: Any) -> None:
     tasks: set[asyncio.Task[None]] = set()
+    replies = _Replies(out)
 
     async def one(message: dict[str, Any]) -> None:
         request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
@@ -35,10 +57,7 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
             reply = {"id": message["id"], "error": error}
-        try:
-            out.write((json.dumps(reply) + "\n").encode())
-        except OSError:  # the parent closed its end: nobody is left to answer
-            _leave()
+        replies.send((json.dumps(reply) + "\n").encode())
 
     while True:
         raw = await lines.get()
@@ -49,6 +68,7 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
         task.add_done_callback(tasks.discard)
     if tasks:
         await asyncio.gather(*tasks, return_exceptions=True)
+    replies.flush()
 
 
 def _leave() -> None:
@@ -70,20 +90,28 @@ def _main() -> None:  # pragma: no cover - runs in the child process
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    first = sys.stdin.buffer.readline()
+    batches = line_batches(0)  # never sys.stdin: its buffer would keep requests the reader never sees
+    first = next(batches, [])
     if not first:  # the parent died before saying which judge to run
         _leave()
-    config = json.loads(first)
+    config = json.loads(first[0])
     judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"],
                          litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True))
     judge.warm_up()
     loop = asyncio.new_event_loop()
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
 
-    def reader() -> None:
-        for raw in sys.stdin.buffer:
-            loop.call_soon_threadsafe(lines.put_nowait, raw)
-        loop.call_soon_threadsafe(lines.put_nowait, None)
+    def feed(batch: list[bytes] | None) -> None:
+        for line in batch or ():
+            lines.put_nowait(line)
+        if batch is None:
+            lines.put_nowait(None)
+
+    def reader() -> None:  # one wake-up of the loop per chunk of requests, not per request
+        loop.call_soon_threadsafe(feed, first[1:])
+        for batch in batches:
+            loop.call_soon_threadsafe(feed, batch)
+        loop.call_soon_threadsafe(feed, None)
 
     threading.Thread(target=reader, daemon=True).start()
     loop.run_until_complete(_serve(judge, lines, out))
