@@ -325,6 +325,11 @@ def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) 
            ["  the judge helper process (the client, its pipe)", *spread(helper)],
            ["bare fast judge client alone (fresh process, same stub, 256 concurrent)", *spread(client)],
            ["our own = total - bare client", *spread(own)]])
+    strip_chart("scale-cpu-256", "CPU per evaluation at 256 in flight, 200 ms judge",
+                "ms per evaluation, lower is better",
+                {"judgehooks total (this process + judge helper)": total, "  this process": cpu,
+                 "  judge helper process": helper, "bare fast judge client alone": client,
+                 "judgehooks' own (total - bare client)": own})
     if peers:
         strip_chart("scale-rate-256", "Sustained grading, 200 ms judge, 256 in flight",
                     "evaluations/s, higher is better", dict(zip(labels, (agno, pe, ours), strict=True)))
