@@ -248,16 +248,19 @@ class Pipeline:
 
     def calls_back(self, record: EvalRecord) -> bool:
         """Whether `notify` has a user callback to call for `record` (else it only logs)."""
+        return self.callbacks.on_record is not None or self._by_status(record) is not None
+
+    def _by_status(self, record: EvalRecord) -> Any:
+        """The callback for `record`'s status: on_fail, on_error or on_drop (None if unset)."""
         callbacks = self.callbacks
-        return callbacks.on_record is not None or {"failed": callbacks.on_fail, "error": callbacks.on_error,
-                                                   "skipped": callbacks.on_drop}.get(record.status) is not None
+        by_status = {"failed": callbacks.on_fail, "error": callbacks.on_error, "skipped": callbacks.on_drop}
+        return by_status.get(record.status)
 
     async def notify(self, record: EvalRecord, *, stored: bool) -> None:
         """Callbacks, then the one structured event for this evaluation: the ONE place any callback
         is called (a shed job's `on_drop` too)."""
         callbacks = self.callbacks
-        by_status = {"failed": callbacks.on_fail, "error": callbacks.on_error, "skipped": callbacks.on_drop}
-        callback = by_status.get(record.status)
+        callback = self._by_status(record)
         if callback is not None:
             await callback(record)
         if callbacks.on_record is not None:
