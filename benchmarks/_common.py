@@ -22,21 +22,37 @@ def stub_server(judge_delay_ms: float = 0.0) -> Iterator[StubProcess]:
                              "--judge-delay-ms", str(judge_delay_ms)], stdout=subprocess.PIPE, text=True)
     try:
         port = int(proc.stdout.readline())
-        yield StubProcess(port)
+        yield StubProcess(port, proc.pid)
     finally:
         proc.terminate()
         proc.wait(10)
 
 
 class StubProcess:
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, pid: int) -> None:
         self.port = port
+        self.pid = pid
         self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the stub server process has used so far: on a 2-core machine
+        it competes with the graders for the same cores."""
+        return process_cpu_s(self.pid)
 
     def configure(self, **settings: object) -> None:
         req = urllib.request.Request(f"{self.base_url}/_control", data=json.dumps(settings).encode(),
                                      headers={"content-type": "application/json"}, method="POST")
         urllib.request.urlopen(req, timeout=10).read()
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of another live process, from /proc; 0.0 once it has exited."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_ms_per_call(fn, n: int) -> float:

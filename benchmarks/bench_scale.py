@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _charts import strip_chart  # noqa: E402
-from _common import spread, stub_server, table  # noqa: E402
+from _common import StubProcess, process_cpu_s, spread, stub_server, table  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -188,16 +188,7 @@ def helper_cpu_s() -> float:
     is not in this process's `time.process_time()`."""
     from judgehooks._judges import process
 
-    total = 0.0
-    for pool in list(process._children.values()):
-        for child in pool:
-            try:
-                with open(f"/proc/{child.proc.pid}/stat") as f:
-                    fields = f.read().rpartition(")")[2].split()
-            except OSError:  # exited: its CPU is gone with it
-                continue
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    return sum(process_cpu_s(child.proc.pid) for pool in list(process._children.values()) for child in pool)
 
 
 def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[str, float]:
@@ -234,9 +225,10 @@ def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[
     return {"cpu_ms": asyncio.run(run()) * 1000 / n}
 
 
-def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float, float]:
-    """(evaluations/s, lost, CPU ms per evaluation in this process, and in the judge helper process)
-    for `n` runs submitted at once."""
+def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False,
+              stub_pid: int = 0) -> tuple[float, int, float, float, float]:
+    """(evaluations/s, lost, CPU ms per evaluation in this process, in the judge helper process, and
+    in the stub server's process) for `n` runs submitted at once."""
     import judgehooks
     from judgehooks._runtime import runtime
 
@@ -256,12 +248,13 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False)
 
         runtime.call(on_loop)
         profilers[0].enable()  # the submitting thread: the hook path
-    helper, cpu, start = helper_cpu_s(), time.process_time(), time.perf_counter()
+    stub, helper, cpu, start = process_cpu_s(stub_pid), helper_cpu_s(), time.process_time(), time.perf_counter()
     for i in range(n):
         run_output.run_id = f"{name}-{i}"
         evaluator.post_check(run_output, agent=agent)
     judgehooks.drain(3600)
     elapsed, cpu, helper = time.perf_counter() - start, time.process_time() - cpu, helper_cpu_s() - helper
+    stub = process_cpu_s(stub_pid) - stub
     if profilers is not None:
         profilers[0].disable()
 
@@ -272,7 +265,7 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False)
         _print_profile(profilers, n)
     records = evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None)
     graded = sum(1 for r in records if r.status in ("passed", "failed") and not r.run_id.startswith(f"{name}-warm"))
-    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n
+    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n, stub * 1000 / n
 
 
 def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int, top: int = 25) -> None:
@@ -289,20 +282,22 @@ def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int,
           ["function", "calls per evaluation", "own us per evaluation", "cumulative us per evaluation"], rows)
 
 
-def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) -> None:
+def rate_256(server: StubProcess, tmp: str, n: int, repeats: int, peers: bool = True) -> None:
     """The rate table beside the peers (`peers=False`, `--only cpu`: only our rows and the CPU split)."""
     from bench_peers import agno_rate, pydantic_evals_rate
 
-    agno, pe, ours, lost, cpu, helper, client = [], [], [], 0, [], [], []
+    base_url = server.base_url
+    agno, pe, ours, lost, cpu, helper, client, stub = [], [], [], 0, [], [], [], []
     for r in range(repeats):  # the peers in turn, each repeat
         if peers:
             agno.append(asyncio.run(agno_rate(base_url, tmp, n, in_flight=256)))
             pe.append(asyncio.run(pydantic_evals_rate(base_url, n, in_flight=256)))
-        rate, missing, cpu_ms, helper_ms = ours_rate(base_url, tmp, n, f"rate256-{r}")
+        rate, missing, cpu_ms, helper_ms, stub_ms = ours_rate(base_url, tmp, n, f"rate256-{r}", stub_pid=server.pid)
         ours.append(rate)
         lost += missing
         cpu.append(cpu_ms)
         helper.append(helper_ms)
+        stub.append(stub_ms)
         client.append(_child("client", base_url, tmp, n)["cpu_ms"])
     total = [c + h for c, h in zip(cpu, helper, strict=True)]
     own = [t - c for t, c in zip(total, client, strict=True)]
@@ -324,7 +319,10 @@ def rate_256(base_url: str, tmp: str, n: int, repeats: int, peers: bool = True) 
            ["  this process (hook, outbox, grading, store writes)", *spread(cpu)],
            ["  the judge helper process (the client, its pipe)", *spread(helper)],
            ["bare fast judge client alone (fresh process, same stub, 256 concurrent)", *spread(client)],
-           ["our own = total - bare client", *spread(own)]])
+           ["our own = total - bare client", *spread(own)],
+           ["the loopback model server (not ours; every grader's calls cost it the same)", *spread(stub)],
+           ["the machine: total + the loopback server (2 cores give 2,000 ms/s)",
+            *spread([t + s for t, s in zip(total, stub, strict=True)])]])
     strip_chart("scale-cpu-256", "CPU per evaluation at 256 in flight, 200 ms judge",
                 "ms per evaluation, lower is better",
                 {"judgehooks total (this process + judge helper)": total, "  this process": cpu,
@@ -361,7 +359,7 @@ def main() -> None:
             with stub_server(200) as server:
                 n = args.n or (3_000 if args.quick else 10_000)
                 if args.only != "profile":
-                    rate_256(server.base_url, tmp, n, args.repeats, peers=args.only != "cpu")
+                    rate_256(server, tmp, n, args.repeats, peers=args.only != "cpu")
                 if args.only != "cpu":
                     ours_rate(server.base_url, tmp, n, "profiled", profile=True)
 

@@ -1,19 +1,20 @@
-"""The fast judge client: OpenAI's chat-completions wire format sent straight through the OpenAI SDK.
+"""The fast judge client: OpenAI's chat-completions wire format, posted as the OpenAI SDK posts it.
 
 litellm decides what a model string means, once per judge (`resolve_route`): the provider, the base
 URL and key it would use, the request parameters it would send (its own `get_optional_params`), and
 the model's prices. For the models whose request it would send unchanged, `openai_route.light_route`
 gives the same answer without importing litellm (seconds), so the fast path never imports it until a
 judge call fails (its error is then mapped by litellm, imported on a worker thread). The per-call
-work is ours: a judge call costs one `AsyncOpenAI.post` and one `json.loads`, not litellm's request
+work is ours: a judge call costs one HTTP post with the SDK's headers (`direct_wire`; the SDK's own
+client where the environment proxies the base URL) and one `json.loads`, not litellm's request
 pipeline, logging and per-call cost calculation (about 3x the client CPU, measured in ``benchmarks/bench_core.py``).
 
 Errors keep litellm's types and messages: an SDK error is wrapped as litellm's openai handler
 wraps it and mapped by litellm's own `exception_type`, so retries, Retry-After and the stored
 ``error_type`` are the same on both paths (``tests/judges/test_fast_judge.py`` runs both side by side).
 
-The wire is held to two limits litellm's path does not have. A redirect is never followed: the SDK
-would re-send the prompt to whatever the Location names (another origin included), so any 3xx is a
+The wire is held to two limits litellm's path does not have. A redirect is never followed: a client
+that followed it would re-send the prompt to whatever the Location names (another origin included), so any 3xx is a
 `JudgeUnavailable` naming where it pointed (set ``api_base`` to the final URL). A reply is read in
 pieces up to ``max_reply_bytes`` (`MAX_REPLY_BYTES`, 4 MiB, by default): a longer one (or one that
 declares a longer Content-Length) is a `JudgeUnavailable` naming the limit, and reading stops there.
@@ -43,6 +44,7 @@ from .._base.record import Mode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import JudgeReply
+from .direct_wire import DirectClient, read_capped, usable
 from .prompt import verdict_schema
 
 #: the largest judge reply read, in bytes, unless a judge is given another `max_reply_bytes`
@@ -139,22 +141,19 @@ class WireRoute:
 
     async def send(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> JudgeReply:
         """One call; litellm's exception on failure."""
-        import httpx
-
         client = _client(self)
         try:
-            response = await client.post("/chat/completions", body=self.body(messages, mode, structured),
-                                         cast_to=httpx.Response, options={
-                                             "timeout": self.timeout, "follow_redirects": False, "headers": _UNREAD})
+            if isinstance(client, DirectClient):
+                content = await client.post(self.body(messages, mode, structured), self.timeout, self.max_reply_bytes)
+            else:
+                content = await self._through_sdk(client, messages, mode, structured)
+        except JudgeUnavailable:
+            raise
         except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
             self._refuse_redirect(exc)
             await _mapping_ready()
             _raise_mapped(self.wire_model, exc)
             raise
-        try:
-            content = await _read_capped(response, self.max_reply_bytes)
-        finally:
-            await response.aclose()
         try:
             return self.reply(content)
         except _BadReply as exc:  # what litellm raises for a body that is no chat completion
@@ -162,6 +161,18 @@ class WireRoute:
             error = ValueError(str(exc))
             _raise_mapped(self.wire_model, error)
             raise error from None
+
+    async def _through_sdk(self, client: Any, messages: list[dict[str, str]], mode: Mode, structured: bool) -> bytes:
+        """The reply body through the SDK's own client (a proxied base URL, or no aiohttp)."""
+        import httpx
+
+        response = await client.post("/chat/completions", body=self.body(messages, mode, structured),
+                                     cast_to=httpx.Response, options={
+                                         "timeout": self.timeout, "follow_redirects": False, "headers": _UNREAD})
+        try:
+            return await read_capped(response.headers, response.aiter_bytes(), self.max_reply_bytes)
+        finally:
+            await response.aclose()
 
     def _refuse_redirect(self, exc: BaseException) -> None:
         """A 3xx (the SDK raises it as a status error once redirects are not followed): never followed."""
@@ -243,22 +254,6 @@ def _raise_mapped(wire_model: str, exc: BaseException) -> None:
         if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
             mapped.response = upstream  # type: ignore[attr-defined]
         raise
-
-
-async def _read_capped(response: Any, limit: int) -> bytes:
-    """The body, read in pieces; past `limit` bytes (or a declared Content-Length past it) reading stops
-    and the reply is refused, so a huge reply never sits in memory."""
-    declared = str(response.headers.get("content-length") or "")
-    if declared.isdigit() and int(declared) > limit:
-        raise JudgeUnavailable(f"the judge reply declares {int(declared)} bytes, more than max_reply_bytes={limit}; "
-                               "not read")
-    pieces, size = [], 0
-    async for piece in response.aiter_bytes():
-        size += len(piece)
-        if size > limit:
-            raise JudgeUnavailable(f"the judge reply is longer than max_reply_bytes={limit}; reading stopped there")
-        pieces.append(piece)
-    return b"".join(pieces)
 
 
 def _origin(url: str) -> str:
@@ -358,6 +353,7 @@ class _LoopClients(dict[tuple[str, str], Any]):
 
 
 def _client(route: WireRoute) -> Any:
+    """This loop's client for the route's base URL and key: our `DirectClient`, or the SDK's own."""
     loop = asyncio.get_running_loop()
     clients = _CLIENTS.get(loop)
     if clients is None:
@@ -367,13 +363,16 @@ def _client(route: WireRoute) -> Any:
     if client is None:
         import openai
 
-        client = clients[key] = openai.AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=0,
-                                                   timeout=route.timeout, http_client=_http_client(openai, route))
+        direct = usable(route.base_url)
+        sdk = openai.AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=0, timeout=route.timeout,
+                                 http_client=None if direct else _http_client(openai, route))
+        client = clients[key] = DirectClient(sdk, route.base_url) if direct else sdk
     return client
 
 
 def _http_client(openai: Any, route: WireRoute) -> Any:
-    """The SDK's aiohttp transport (aiohttp comes with litellm): with many requests in flight it costs
+    """The SDK's own client, for a base URL the environment proxies (`direct_wire` takes the rest): the
+    SDK's aiohttp transport (aiohttp comes with litellm), which with many requests in flight costs
     about half the client CPU of the default httpx pool, which probes every idle connection's socket
     each time it hands out one (``benchmarks/bench_core.py``, judge process rows). It keeps the
     SDK's timeouts, limits, proxy and certificate settings from the environment, and maps aiohttp's

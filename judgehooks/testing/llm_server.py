@@ -83,6 +83,8 @@ class StubSettings:
     fail_first_seen: dict[str, int] = field(default_factory=dict)  # judge calls per [[fail_first=...]] value
     judge_prompts: list[str] = field(default_factory=list)  # the last 100 judge requests' text, oldest first
     judge_requests: list[dict[str, Any]] = field(default_factory=list)  # the last 100 judge request bodies
+    judge_headers: list[dict[str, str]] = field(default_factory=list)  # their headers (names lowercased)
+    judge_paths: list[str] = field(default_factory=list)  # their request targets, as sent (a proxy's: the URL)
     # A judge model's context window, in characters of the request's text: longer requests get
     # OpenAI's 400 context_length_exceeded (None: no limit).
     judge_context_chars: int | None = None
@@ -194,6 +196,8 @@ class _StubApp:
                     return _Reply(200, stream=self._chunks(model, answer, None, usage))
                 return _Reply(200, _completion(model, {"role": "assistant", "content": answer}, usage))
         is_judge = model.startswith("judge") or ("response_format" in request and not model.startswith("schema-agent"))
+        if is_judge:
+            self.settings.judge_paths[:] = [*self.settings.judge_paths[-99:], path]
         return await (self._judge(request, headers or {}) if is_judge else self._agent(request))
 
     async def _judge(self, request: dict[str, Any], request_headers: dict[str, str]) -> _Reply:
@@ -209,6 +213,7 @@ class _StubApp:
         text = "\n".join(_text_of(m) for m in messages)
         s.judge_prompts[:] = [*s.judge_prompts[-99:], text]
         s.judge_requests[:] = [*s.judge_requests[-99:], request]
+        s.judge_headers[:] = [*s.judge_headers[-99:], dict(request_headers)]
         d = _directives(text)
         delay = float(d.get("judge_delay", s.judge_delay_ms) or 0)
         # An outage counts calls as they arrive: a call still sleeping from an earlier test (or

@@ -8,6 +8,7 @@ server received must be the same too.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from typing import Any
@@ -126,10 +127,15 @@ async def test_retry_after_and_error_types_reach_the_retry_policy_the_same(serve
         assert str(caught.value) == str(slow_error)
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
+@pytest.fixture(params=["direct", "sdk-aiohttp", "httpx"])
 def transport(request, monkeypatch) -> str:
-    """The fast client's transport: the SDK's aiohttp one (what judgehooks picks), or the SDK's default
-    httpx one (what it falls back to where the SDK has no aiohttp transport)."""
+    """The fast client's transport: its own aiohttp session (what judgehooks picks), the SDK's client
+    on the SDK's aiohttp transport (what a proxied base URL takes), or the SDK's default httpx one
+    (what that falls back to where the SDK has no aiohttp transport)."""
+    from judgehooks._judges import direct_wire
+
+    if request.param != "direct":
+        monkeypatch.setattr(direct_wire, "enabled", False)
     if request.param == "httpx":
         import openai
 
@@ -138,6 +144,65 @@ def transport(request, monkeypatch) -> str:
 
         monkeypatch.setattr(openai, "DefaultAioHttpClient", no_aiohttp)
     return request.param
+
+
+# Headers each HTTP library sets for itself, not the SDK: they differ by transport on any path. And
+# the SDK's switch for "hand me the response unread", which the SDK path sets to read the reply in
+# capped pieces and which the SDK lets through onto the wire: the direct client has no SDK to tell.
+_TRANSPORT_OWN = frozenset({"host", "content-length", "accept-encoding", "connection", "x-stainless-raw-response"})
+
+
+@pytest.mark.anyio
+async def test_the_direct_client_sends_what_the_sdks_own_client_sends(server, monkeypatch):
+    """The same call through the fast client's own session and through the OpenAI SDK's client: the
+    server receives the same headers (the SDK's user agent, key, X-Stainless fields, timeout) and the
+    same body."""
+    from judgehooks._judges import direct_wire, openai_wire
+
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-test")  # a header the SDK adds from the environment
+    request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
+    seen = []
+    for direct in (True, False):
+        monkeypatch.setattr(direct_wire, "enabled", direct)
+        judge = _judge(server, True, timeout=17)
+        await judge.prepare()
+        reply = await judge.complete(request)
+        assert reply.text and judge.route is not None
+        client = openai_wire._client(judge.route)
+        assert isinstance(client, direct_wire.DirectClient) is direct
+        openai_wire._CLIENTS.pop(asyncio.get_running_loop())  # the next path builds its own client
+        await client.close()
+        headers = {k: v for k, v in server.settings.judge_headers[-1].items() if k not in _TRANSPORT_OWN}
+        seen.append((headers, _masked(server.settings.judge_requests[-1])))
+    assert seen[0][0] == seen[1][0], (sorted(set(seen[0][0].items()) ^ set(seen[1][0].items())))
+    assert seen[0][1] == seen[1][1]
+    headers = seen[0][0]
+    assert headers["authorization"] == "Bearer test-key" and headers["openai-project"] == "proj-test"
+    assert headers["user-agent"].startswith("AsyncOpenAI/Python") and headers["x-stainless-read-timeout"] == "17.0"
+
+
+@pytest.mark.anyio
+async def test_a_base_url_the_environment_proxies_goes_through_the_sdk_and_reaches_the_proxy(monkeypatch):
+    """HTTP_PROXY names a proxy (here a second stub, which answers the proxied request itself): the
+    call goes to the proxy, with the judge's URL as its target, as the SDK's client sends it. A host
+    NO_PROXY names is not proxied."""
+    from judgehooks._judges import direct_wire, openai_wire
+    from judgehooks.testing import StubLLMServer
+
+    base_url = "http://judge.invalid:9/v1"  # never resolved: the proxy is asked for it
+    with StubLLMServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        assert direct_wire.proxied(base_url) and not direct_wire.usable(base_url)
+        judge = LiteLLMJudge("openai/judge", api_base=base_url, api_key="test-key", timeout=10)
+        await judge.prepare()
+        reply = await judge.complete(build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary"))
+        assert reply.text and judge.route is not None
+        assert not isinstance(openai_wire._client(judge.route), direct_wire.DirectClient)
+        assert proxy.settings.judge_paths == [f"{base_url}/chat/completions"]
+        monkeypatch.setenv("NO_PROXY", "judge.invalid")
+        assert not direct_wire.proxied(base_url) and direct_wire.usable(base_url)
 
 
 @pytest.mark.anyio
