@@ -14,11 +14,13 @@ docs/images/benchmarks/):
 2. A `SessionJudge` with 10,000 open sessions: turns per second on the hook path and RSS, at 100 and
    at 10,000 open sessions. Neither agno nor pydantic-evals grades conversations, so no peer.
 3. Sustained background grading at 256 in flight, 200 ms judge, outbox on, beside agno (256
-   concurrent `async_post_check`) and pydantic-evals (`OnlineEvaluator(max_concurrency=256)`);
-   the ceiling 256 in flight allow is 1,280/s. Beside it, the CPU per evaluation split: ours (this
+   concurrent `async_post_check`) and pydantic-evals (`OnlineEvaluator(max_concurrency=256)`),
+   each grader in a fresh process of its own, in turn each repeat; the ceiling 256 in flight allow
+   is 1,280/s. Beside it, the CPU per evaluation split: ours (this
    process and the judge helper process it sends judge calls to) against the bare fast judge client
    alone making the same calls at 256 concurrency against the same stub (no hook, no store, no
-   outbox): our own CPU per evaluation is the total less the client's.
+   outbox): our own CPU per evaluation is the total less the client's. And the loopback model
+   server's own CPU, which shares the two cores with whoever grades.
 4. Where our own CPU goes per evaluation at 256 in flight (cProfile on the judgehooks loop thread
    and on the submitting thread): the top functions by own time, in microseconds per evaluation.
 Not a test: no asserts.
@@ -132,6 +134,25 @@ def child_sessions(base_url: str, tmp: str, sessions: int) -> dict[str, float]:
             "large_rss": large_rss, "peak": peak}
 
 
+def child_ours(base_url: str, tmp: str, n: int) -> dict[str, float]:
+    """Our rate row in a fresh process: (evaluations/s, lost, CPU ms per evaluation here and in the
+    judge helper process)."""
+    rate, lost, cpu, helper = ours_rate(base_url, tmp, n, f"rate256-{os.getpid()}")
+    return {"rate": rate, "lost": lost, "cpu_ms": cpu, "helper_ms": helper}
+
+
+def child_agno(base_url: str, tmp: str, n: int) -> dict[str, float]:
+    from bench_peers import agno_rate
+
+    return {"rate": asyncio.run(agno_rate(base_url, tmp, n, in_flight=256))}
+
+
+def child_pydantic_evals(base_url: str, tmp: str, n: int) -> dict[str, float]:
+    from bench_peers import pydantic_evals_rate
+
+    return {"rate": asyncio.run(pydantic_evals_rate(base_url, n, in_flight=256))}
+
+
 def _child(kind: str, base_url: str, tmp: str, n: int) -> dict[str, float]:
     out = subprocess.run([sys.executable, HERE, "--child", kind, base_url, tmp, str(n)], check=True,
                          capture_output=True, text=True)
@@ -225,10 +246,9 @@ def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[
     return {"cpu_ms": asyncio.run(run()) * 1000 / n}
 
 
-def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False,
-              stub_pid: int = 0) -> tuple[float, int, float, float, float]:
-    """(evaluations/s, lost, CPU ms per evaluation in this process, in the judge helper process, and
-    in the stub server's process) for `n` runs submitted at once."""
+def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float, float]:
+    """(evaluations/s, lost, CPU ms per evaluation in this process, and in the judge helper process)
+    for `n` runs submitted at once."""
     import judgehooks
     from judgehooks._runtime import runtime
 
@@ -248,13 +268,12 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False,
 
         runtime.call(on_loop)
         profilers[0].enable()  # the submitting thread: the hook path
-    stub, helper, cpu, start = process_cpu_s(stub_pid), helper_cpu_s(), time.process_time(), time.perf_counter()
+    helper, cpu, start = helper_cpu_s(), time.process_time(), time.perf_counter()
     for i in range(n):
         run_output.run_id = f"{name}-{i}"
         evaluator.post_check(run_output, agent=agent)
     judgehooks.drain(3600)
     elapsed, cpu, helper = time.perf_counter() - start, time.process_time() - cpu, helper_cpu_s() - helper
-    stub = process_cpu_s(stub_pid) - stub
     if profilers is not None:
         profilers[0].disable()
 
@@ -265,7 +284,7 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False,
         _print_profile(profilers, n)
     records = evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None)
     graded = sum(1 for r in records if r.status in ("passed", "failed") and not r.run_id.startswith(f"{name}-warm"))
-    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n, stub * 1000 / n
+    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n
 
 
 def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int, top: int = 25) -> None:
@@ -283,21 +302,22 @@ def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int,
 
 
 def rate_256(server: StubProcess, tmp: str, n: int, repeats: int, peers: bool = True) -> None:
-    """The rate table beside the peers (`peers=False`, `--only cpu`: only our rows and the CPU split)."""
-    from bench_peers import agno_rate, pydantic_evals_rate
-
+    """The rate table beside the peers (`peers=False`, `--only cpu`: only our rows and the CPU split).
+    Every grader runs in a fresh process of its own, in turn each repeat: no grader inherits another's
+    heap, threads or connections."""
     base_url = server.base_url
     agno, pe, ours, lost, cpu, helper, client, stub = [], [], [], 0, [], [], [], []
-    for r in range(repeats):  # the peers in turn, each repeat
+    for _ in range(repeats):
         if peers:
-            agno.append(asyncio.run(agno_rate(base_url, tmp, n, in_flight=256)))
-            pe.append(asyncio.run(pydantic_evals_rate(base_url, n, in_flight=256)))
-        rate, missing, cpu_ms, helper_ms, stub_ms = ours_rate(base_url, tmp, n, f"rate256-{r}", stub_pid=server.pid)
-        ours.append(rate)
-        lost += missing
-        cpu.append(cpu_ms)
-        helper.append(helper_ms)
-        stub.append(stub_ms)
+            agno.append(_child("agno", base_url, tmp, n)["rate"])
+            pe.append(_child("pydantic_evals", base_url, tmp, n)["rate"])
+        before = server.cpu_s()
+        result = _child("ours", base_url, tmp, n)
+        stub.append((server.cpu_s() - before) * 1000 / n)  # includes the child's 50 warm-up calls: an upper bound
+        ours.append(result["rate"])
+        lost += int(result["lost"])
+        cpu.append(result["cpu_ms"])
+        helper.append(result["helper_ms"])
         client.append(_child("client", base_url, tmp, n)["cpu_ms"])
     total = [c + h for c, h in zip(cpu, helper, strict=True)]
     own = [t - c for t, c in zip(total, client, strict=True)]
@@ -333,10 +353,14 @@ def rate_256(server: StubProcess, tmp: str, n: int, repeats: int, peers: bool = 
                     "evaluations/s, higher is better", dict(zip(labels, (agno, pe, ours), strict=True)))
 
 
+CHILDREN = {"queue": child_queue, "sessions": child_sessions, "client": child_client, "ours": child_ours,
+            "agno": child_agno, "pydantic_evals": child_pydantic_evals}
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         kind, base_url, tmp, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-        result = {"queue": child_queue, "sessions": child_sessions, "client": child_client}[kind](base_url, tmp, n)
+        result = CHILDREN[kind](base_url, tmp, n)
         print(json.dumps(result), flush=True)
         os._exit(0)  # the queued jobs stay in the outbox; no exit drain behind a judge that never answers
     parser = argparse.ArgumentParser()
@@ -361,7 +385,7 @@ def main() -> None:
                 if args.only != "profile":
                     rate_256(server, tmp, n, args.repeats, peers=args.only != "cpu")
                 if args.only != "cpu":
-                    ours_rate(server.base_url, tmp, n, "profiled", profile=True)
+                    ours_rate(server.base_url, tmp, n, "profiled", profile=True)  # in this process: its profile
 
 
 if __name__ == "__main__":
