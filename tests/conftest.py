@@ -12,6 +12,7 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="judgehooks-state-")
 
 import gc
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -213,3 +214,24 @@ def private_postgres():
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(params=["direct", "sdk-aiohttp", "httpx"])
+def transport(request, monkeypatch) -> str:
+    """The fast client's transport: its own aiohttp session (what judgehooks picks), the SDK's client
+    on the SDK's aiohttp transport (what a proxied base URL takes), or the SDK's default httpx one
+    (what that falls back to where the SDK has no aiohttp transport). Clients built earlier on a
+    loop that outlives the test (the judgehooks loop) are set aside for the test's duration."""
+    from judgehooks._judges import direct_wire, openai_wire
+
+    monkeypatch.setattr(openai_wire, "_CLIENTS", weakref.WeakKeyDictionary())
+    if request.param != "direct":
+        monkeypatch.setattr(direct_wire, "enabled", False)
+    if request.param == "httpx":
+        import openai
+
+        def no_aiohttp(**_: Any) -> Any:
+            raise RuntimeError("no aiohttp transport")
+
+        monkeypatch.setattr(openai, "DefaultAioHttpClient", no_aiohttp)
+    return request.param

@@ -29,7 +29,7 @@ import json
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from ..exceptions import JudgeUnavailable
 
@@ -84,7 +84,8 @@ class DirectClient:
         import aiohttp
 
         self._aiohttp, self._sdk = aiohttp, sdk
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        parts = urlsplit(base_url)  # the path appended as the SDK appends it: a query stays the query
+        self.url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
         ssl: Any = True
         if urlsplit(base_url).scheme == "https":
             import httpx

@@ -127,25 +127,6 @@ async def test_retry_after_and_error_types_reach_the_retry_policy_the_same(serve
         assert str(caught.value) == str(slow_error)
 
 
-@pytest.fixture(params=["direct", "sdk-aiohttp", "httpx"])
-def transport(request, monkeypatch) -> str:
-    """The fast client's transport: its own aiohttp session (what judgehooks picks), the SDK's client
-    on the SDK's aiohttp transport (what a proxied base URL takes), or the SDK's default httpx one
-    (what that falls back to where the SDK has no aiohttp transport)."""
-    from judgehooks._judges import direct_wire
-
-    if request.param != "direct":
-        monkeypatch.setattr(direct_wire, "enabled", False)
-    if request.param == "httpx":
-        import openai
-
-        def no_aiohttp(**_: Any) -> Any:
-            raise RuntimeError("no aiohttp transport")
-
-        monkeypatch.setattr(openai, "DefaultAioHttpClient", no_aiohttp)
-    return request.param
-
-
 # Headers each HTTP library sets for itself, not the SDK: they differ by transport on any path. And
 # the SDK's switch for "hand me the response unread", which the SDK path sets to read the reply in
 # capped pieces and which the SDK lets through onto the wire: the direct client has no SDK to tell.
@@ -173,7 +154,8 @@ async def test_the_direct_client_sends_what_the_sdks_own_client_sends(server, mo
         openai_wire._CLIENTS.pop(asyncio.get_running_loop())  # the next path builds its own client
         await client.close()
         headers = {k: v for k, v in server.settings.judge_headers[-1].items() if k not in _TRANSPORT_OWN}
-        seen.append((headers, _masked(server.settings.judge_requests[-1])))
+        seen.append((headers, _masked(server.settings.judge_requests[-1]), server.settings.judge_paths[-1]))
+    assert seen[0][2] == seen[1][2] == "/v1/chat/completions"
     assert seen[0][0] == seen[1][0], (sorted(set(seen[0][0].items()) ^ set(seen[1][0].items())))
     assert seen[0][1] == seen[1][1]
     headers = seen[0][0]

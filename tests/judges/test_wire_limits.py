@@ -1,6 +1,7 @@
 """The judge wire's limits (audit 3, L1 and L2), over real HTTP to loopback stub servers through a real
 agno agent: a redirect is never followed (the prompt never reaches the server it points to), and a
-reply past `max_reply_bytes` is an error record naming the limit, with reading stopped early."""
+reply past `max_reply_bytes` is an error record naming the limit, with reading stopped early. On
+each of the fast client's transports (the `transport` fixture, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _grade(make_agent, server, question: str, **judge_settings: Any) -> tuple[An
     return record, judge
 
 
-def test_a_redirect_to_another_origin_is_refused_and_the_prompt_never_goes_there(make_agent, server):
+def test_a_redirect_to_another_origin_is_refused_and_the_prompt_never_goes_there(make_agent, server, transport):
     with StubLLMServer() as elsewhere:
         target, port = quote(f"{elsewhere.base_url}/chat/completions", safe=""), elsewhere.port
         record, judge = _grade(make_agent, server, f"q [[judge_redirect={target}]]")
@@ -34,7 +35,7 @@ def test_a_redirect_to_another_origin_is_refused_and_the_prompt_never_goes_there
     assert server.settings.counts["judge_redirected"] == 1 and record.attempts == 1  # refused, not retried
 
 
-def test_a_redirect_to_the_same_server_is_refused_too(make_agent, server):
+def test_a_redirect_to_the_same_server_is_refused_too(make_agent, server, transport):
     """The decision (docs/security.md): no redirect is followed; the judge's URL is set to the one that answers."""
     target = quote(f"{server.base_url}/chat/completions", safe="")
     record, _ = _grade(make_agent, server, f"q [[judge_redirect={target}]]")
@@ -43,7 +44,7 @@ def test_a_redirect_to_the_same_server_is_refused_too(make_agent, server):
     assert server.settings.counts["judge"] == 1
 
 
-def test_a_reply_past_the_default_cap_is_an_error_naming_the_limit_and_reading_stops(make_agent, server):
+def test_a_reply_past_the_default_cap_is_an_error_naming_the_limit_and_reading_stops(make_agent, server, transport):
     size = 24 * 1024 * 1024  # six times the 4 MiB default
     record, judge = _grade(make_agent, server, f"q [[judge_reply_bytes={size}]]")
     assert judge.route is not None and judge.max_reply_bytes == 4 * 1024 * 1024
@@ -52,7 +53,7 @@ def test_a_reply_past_the_default_cap_is_an_error_naming_the_limit_and_reading_s
     assert server.settings.counts["judge_bytes_sent"] < size  # the client hung up: the rest was never sent
 
 
-def test_max_reply_bytes_is_configurable_and_a_reply_within_it_is_read(make_agent, server):
+def test_max_reply_bytes_is_configurable_and_a_reply_within_it_is_read(make_agent, server, transport):
     record, _ = _grade(make_agent, server, "q [[judge_reply_bytes=300000]]", max_reply_bytes=1_000_000)
     assert record.status == "passed"
     record, _ = _grade(make_agent, server, "q [[judge_reply_bytes=300000]]", max_reply_bytes=100_000)
