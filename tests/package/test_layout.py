@@ -57,7 +57,7 @@ AGNO_ALLOWED = ("_hooks", "_judges.agno", "_evaluators.base", "_evaluators.score
 #: optional extras: the only imports allowed inside functions (besides these, everything is at the top)
 OPTIONAL = ("psycopg", "psycopg_pool", "taskiq", "taskiq_redis", "redis", "jsonschema", "opentelemetry", "agno",
             "litellm", "rich", "structlog", "httpx", "anyio.from_thread", "fastapi", "uvicorn", "xllamacpp", "re2",
-            "regex", "openai",  # slow to import: loaded on first use (a Regex check, the fast judge client)
+            "regex", "openai", "aiohttp",  # slow to import: loaded on first use (a Regex check, the fast judge client)
             "presidio_analyzer", "starlette", "jinja2", "judgehooks._ui",  # the `ui` extra
             "gepa",  # the `optimize` extra: optimize / align_judge
             # judgehooks' own modules that import the `redis` extra at their top
@@ -185,7 +185,7 @@ def test_only_judges_import_litellm_and_agno_only_where_allowed():
         for target, line, _ in _imports(name, path):
             root = target.split(".")[0]
             where = f"{path.relative_to(PACKAGE.parent)}:{line}"
-            if root in ("litellm", "openai") and _part(name) != "_judges":
+            if root in ("litellm", "openai", "aiohttp") and _part(name) != "_judges":
                 wrong.append(f"{where} imports {target}: only judgehooks/_judges talks to the model client")
             if root == "agno" and not short.startswith(AGNO_ALLOWED):
                 wrong.append(f"{where} imports {target}: agno is imported only by {', '.join(AGNO_ALLOWED)}")
