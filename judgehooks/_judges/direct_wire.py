@@ -87,7 +87,7 @@ class DirectClient:
         parts = urlsplit(base_url)  # the path appended as the SDK appends it: a query stays the query
         self.url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
         ssl: Any = True
-        if urlsplit(base_url).scheme == "https":
+        if parts.scheme == "https":
             import httpx
 
             ssl = httpx.create_ssl_context(trust_env=True)  # what the SDK's transport verifies with

@@ -164,6 +164,39 @@ async def test_the_direct_client_sends_what_the_sdks_own_client_sends(server, mo
 
 
 @pytest.mark.anyio
+async def test_the_direct_clients_pool_timeouts_and_certificates_are_the_sdks(monkeypatch):
+    """What docs/how-to/judge.md says the direct client keeps from the SDK: the SDK's pool size and
+    keep-alive, the SDK aiohttp transport's timeouts (connect, pool, each read; no total), and TLS
+    verification from the same `httpx.create_ssl_context` with the environment's certificates."""
+    import ssl
+
+    import httpx
+    import openai
+
+    from judgehooks._judges import direct_wire
+
+    made = []
+
+    def create_ssl_context(**kwargs: Any) -> ssl.SSLContext:
+        made.append(kwargs)
+        return ssl.create_default_context()
+
+    monkeypatch.setattr(httpx, "create_ssl_context", create_ssl_context)
+    base_url = "https://judge.example/v1"
+    sdk = openai.AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+    client = direct_wire.DirectClient(sdk, base_url)
+    try:
+        limits = openai.DEFAULT_CONNECTION_LIMITS
+        connector = client._session.connector
+        assert (connector.limit, direct_wire.KEEPALIVE_S) == (limits.max_connections, limits.keepalive_expiry)
+        assert made == [{"trust_env": True}]
+        _, timeouts = client._settings(17.0)
+        assert (timeouts.total, timeouts.connect, timeouts.sock_connect, timeouts.sock_read) == (None, 17.0, 17.0, 17.0)
+    finally:
+        await client.close()
+
+
+@pytest.mark.anyio
 async def test_a_base_url_the_environment_proxies_goes_through_the_sdk_and_reaches_the_proxy(monkeypatch):
     """HTTP_PROXY names a proxy (here a second stub, which answers the proxied request itself): the
     call goes to the proxy, with the judge's URL as its target, as the SDK's client sends it. A host
