@@ -21,7 +21,7 @@ from .._base.log import log
 from .._base.metering import current_meter
 from .._base.observers import observers
 from .._base.outcome import Outcome, clip_reason, run_evaluator
-from .._base.record import EvalRecord, Mode, record_id
+from .._base.record import EvalRecord, Mode, new_record, record_id
 from .._base.stopwatch import Stopwatch, current_stopwatch
 from .._judges.base import Judge, describe, error_name
 from ..exceptions import RedactionError, StoreError
@@ -61,13 +61,15 @@ def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
     own = ev.record_metadata()
     criteria = own.get("criteria")
     version = ev.evaluator_version  # read once: the id and the record name the same version
-    return dict(id=record_id(ev.evaluator_name, ctx.run_id or "offline", ctx.case_index, version=version),
-                evaluator=ev.evaluator_name, evaluator_version=version, mode=ev.mode, threshold=ev.pass_threshold,
-                agent_id=ctx.agent_id, agent_name=ctx.agent_name,
-                team_id=ctx.team_id, team_name=ctx.team_name, run_id=ctx.run_id, session_id=ctx.session_id,
-                user_id=ctx.user_id, trace_id=ctx.trace_id, span_id=ctx.span_id, input=ctx.input, output=ctx.output,
-                sample_rate=sample_rate, redacted_by=ctx.redacted_by,
-                criteria=criteria if isinstance(criteria, str) else None, metadata={**ctx.metadata, **own})
+    name = ev.evaluator_name
+    return {"id": record_id(name, ctx.run_id or "offline", ctx.case_index, version=version),
+            "evaluator": name, "evaluator_version": version, "mode": ev.mode, "threshold": ev.pass_threshold,
+            "agent_id": ctx.agent_id, "agent_name": ctx.agent_name, "team_id": ctx.team_id,
+            "team_name": ctx.team_name, "run_id": ctx.run_id, "session_id": ctx.session_id, "user_id": ctx.user_id,
+            "trace_id": ctx.trace_id, "span_id": ctx.span_id, "input": ctx.input, "output": ctx.output,
+            "sample_rate": sample_rate, "redacted_by": ctx.redacted_by,
+            "criteria": criteria if isinstance(criteria, str) else None,
+            "metadata": {**ctx.metadata, **own} if ctx.metadata else dict(own)}
 
 
 def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: float,
@@ -76,29 +78,38 @@ def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: f
     status = outcome.status
     error = outcome.error
     graded = status != "error"
-    ids = _ids(ctx, ev, sample_rate)
-    if outcome.used:  # what the evaluator judged under, not what its settings say by now
-        ids.update({k: v for k, v in outcome.used.items() if k in ("mode", "threshold", "criteria")})
-        if "criteria" in outcome.used:
-            ids["metadata"] = {**ids["metadata"], "criteria": outcome.used["criteria"]}
+    fields = _ids(ctx, ev, sample_rate)
+    used = outcome.used
+    if used:  # what the evaluator judged under, not what its settings say by now
+        for key in ("mode", "threshold", "criteria"):
+            if key in used:
+                fields[key] = used[key]
+        if "criteria" in used:
+            fields["metadata"]["criteria"] = used["criteria"]
     reason = clip_reason(outcome.reason) if graded else None
     if reason is not outcome.reason and reason is not None:
-        ids["metadata"]["reason_clipped_from"] = len(outcome.reason or "")  # the full length, in characters
-    return EvalRecord(
-        **ids, status=status,
-        score=outcome.score if graded else None, passed=outcome.passed if graded else None,
-        reason=reason, details=dict(outcome.details),
-        judge_model=outcome.judge_model, latency_ms=round(latency_ms, 3), prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens, cost_usd=outcome.cost_usd, attempts=outcome.attempts,
-        error_type=None if error is None else error_name(error),
-        error_message=None if error is None else describe(error),
-    )
+        fields["metadata"]["reason_clipped_from"] = len(outcome.reason or "")  # the full length, in characters
+    fields["status"] = status
+    fields["score"] = outcome.score if graded else None
+    fields["passed"] = outcome.passed if graded else None
+    fields["reason"] = reason
+    fields["details"] = dict(outcome.details)
+    fields["judge_model"] = outcome.judge_model
+    fields["latency_ms"] = round(latency_ms, 3)
+    fields["prompt_tokens"] = outcome.prompt_tokens
+    fields["completion_tokens"] = outcome.completion_tokens
+    fields["cost_usd"] = outcome.cost_usd
+    fields["attempts"] = outcome.attempts
+    fields["error_type"] = None if error is None else error_name(error)
+    fields["error_message"] = None if error is None else describe(error)
+    return new_record(fields)
 
 
 def make_skipped(ctx: EvalContext, ev: Graded, reason: str, sample_rate: float = 1.0,
                  details: Mapping[str, Any] | None = None) -> EvalRecord:
     """Pure: the record of an evaluation that was not graded (shed under load, over budget), with the reason."""
-    return EvalRecord(**_ids(ctx, ev, sample_rate), status="skipped", reason=reason, details=dict(details or {}))
+    return new_record({**_ids(ctx, ev, sample_rate), "status": "skipped", "reason": reason,
+                       "details": dict(details or {})})
 
 
 def withheld(ctx: EvalContext) -> Outcome:

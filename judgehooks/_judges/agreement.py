@@ -36,6 +36,12 @@ _RESERVATION = lazy_pattern(r"\b(?:but|however|although|though|except|yet|not|no
 
 def contradiction(passed: bool, reason: str) -> str | None:
     """What the reason says against the verdict (a short quote), or None when they do not plainly clash."""
+    if reason.isascii():  # what each pattern cannot match without (IGNORECASE folds only ASCII here)
+        lowered = reason.lower()
+        if passed and "fail" not in lowered and "not" not in lowered and "n't" not in lowered:
+            return None
+        if not passed and "pass" not in lowered and "criteri" not in lowered and "requirement" not in lowered:
+            return None
     if passed:
         match = _SAYS_FAIL.search(reason)
         return match.group(0).strip() if match else None

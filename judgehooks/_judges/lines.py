@@ -8,11 +8,24 @@ the event loop produces and writes them with one call.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic_core import to_json
+
 CHUNK = 1 << 16
+
+
+def json_line(message: dict[str, Any]) -> bytes:
+    """One message as a JSON line: pydantic-core's encoder (a quarter of `json.dumps`'s time on a
+    prompt's kilobytes), or `json.dumps`'s escapes for text UTF-8 cannot carry (a lone surrogate),
+    which the other end reads back as the same string."""
+    try:
+        return to_json(message) + b"\n"
+    except ValueError:
+        return (json.dumps(message) + "\n").encode()
 
 
 def line_batches(fd: int) -> Iterator[list[bytes]]:

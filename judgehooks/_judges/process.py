@@ -27,7 +27,7 @@ from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import BaseJudge, JudgeReply
-from .lines import line_batches, write_all
+from .lines import json_line, line_batches, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -63,7 +63,7 @@ class _Child:
         call_id = next(self._ids)
         with self._lock:
             self._pending[call_id] = (loop, future)
-        line = (json.dumps({"id": call_id, **payload}) + "\n").encode()
+        line = json_line({"id": call_id, **payload})
         with self._write_lock:  # the calls a loop makes in one turn go down the pipe in one write
             unsent = self._unsent.setdefault(loop, [])
             unsent.append(line)

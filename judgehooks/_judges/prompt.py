@@ -12,14 +12,18 @@ carries the cut (`JudgeRequest.cut`), and the record's ``details["prompt"]`` say
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import secrets
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._base.context import EvalContext
 from .._base.record import Mode
+from .._runtime import runtime
 from ..exceptions import EvaluatorError
 
 #: a run-level judge's whole prompt is held to this many characters (about 100,000 tokens)
@@ -153,6 +157,25 @@ def fence(label: str, text: str, nonce: str) -> str:
 
 def system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: str,
                   subject: str = "the output of an AI agent") -> str:
+    guidelines = tuple(guidelines)
+    if _MARK in criteria or any(_MARK in g for g in guidelines) or _MARK in subject:
+        return _system_prompt(criteria, mode, guidelines, nonce, subject)  # never in practice: not cached
+    # the templates' texts are part of the key: a prompt is never built from ones that have changed
+    return nonce.join(_system_parts(criteria, mode, guidelines, subject, _REPLY_FORMAT[mode], _NUMERIC_SCALE))
+
+
+#: stands for the nonce in a cached system prompt: random, so no criteria can contain it by chance
+_MARK = secrets.token_hex(16)
+
+
+@functools.lru_cache(maxsize=256)
+def _system_parts(criteria: str, mode: Mode, guidelines: tuple[str, ...], subject: str,
+                  *templates: str) -> tuple[str, ...]:
+    """An evaluator's system prompt split where its nonce goes: built once, joined per call."""
+    return tuple(_system_prompt(criteria, mode, guidelines, _MARK, subject).split(_MARK))
+
+
+def _system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: str, subject: str) -> str:
     parts = [f"You are an expert evaluator. Grade {subject} objectively against the criteria.",
              "", "## Criteria", criteria, ""]
     if mode == "numeric":
@@ -176,12 +199,36 @@ def system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: s
     return "\n".join(parts)
 
 
+_pool = bytearray()  # random bytes not yet used as a nonce
+_pool_lock = threading.Lock()
+
+
+def new_nonce() -> str:
+    """A fresh nonce: 16 hex digits of `os.urandom`, which is read 4 KiB at a time (one system call,
+    and one release of the GIL, per 512 nonces, not per prompt). A forked child starts its own."""
+    with _pool_lock:
+        if len(_pool) < 8:
+            _pool[:] = os.urandom(4096)
+        taken = _pool[-8:]
+        del _pool[-8:]
+    return taken.hex()
+
+
+def _forget_pool() -> None:
+    global _pool_lock
+    _pool_lock = threading.Lock()  # a parent thread may have held it at the fork
+    _pool.clear()  # the parent's nonces are the parent's: a child never reuses one
+
+
+runtime.on_fork(_forget_pool)
+
+
 def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
                   include_tools: bool = False, context: Any = None, nonce: str | None = None,
                   budget: int | None = DEFAULT_PROMPT_BUDGET) -> JudgeRequest:
     """Build the judge's messages for one context, within `budget` characters. A fresh nonce per
     call unless one is given."""
-    nonce = nonce or secrets.token_hex(8)
+    nonce = nonce or new_nonce()
     labels = ["INPUT"]
     texts = [ctx.input]
     if context is not None:

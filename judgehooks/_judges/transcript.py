@@ -11,7 +11,6 @@ output, member runs and tool calls are fenced with the request's nonce, as a sin
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,7 +20,7 @@ from .._base.record import Mode
 from .._base.session import Turn
 from ..exceptions import EvaluatorError
 from .call import JudgeCall
-from .prompt import JudgeRequest, fence, fit_prompt, system_prompt
+from .prompt import JudgeRequest, fence, fit_prompt, new_nonce, system_prompt
 
 BudgetUnit = Literal["chars", "tokens"]
 #: a token budget is held as characters at this rate (an estimate: no tokenizer is loaded)
@@ -134,7 +133,7 @@ def build_session_request(transcript: Transcript, *, criteria: str, mode: Mode, 
     """The judge's messages for a conversation, within the transcript's budget: each turn's parts
     fenced, in order, with the gap (if any) and any cut stated outside the fences, where only
     judgehooks writes."""
-    nonce = nonce or secrets.token_hex(8)
+    nonce = nonce or new_nonce()
     subject = "a whole conversation between a user and an AI agent (every turn, together)"
     system = system_prompt(criteria, mode, guidelines, nonce, subject)
     while True:

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import line_batches, write_all
+from .lines import json_line, line_batches, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -57,7 +57,7 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
             reply = {"id": message["id"], "error": error}
-        replies.send((json.dumps(reply) + "\n").encode())
+        replies.send(json_line(reply))
 
     while True:
         raw = await lines.get()

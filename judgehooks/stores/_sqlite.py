@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sqlite3
 import threading
@@ -12,7 +13,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._base.jsondata import jsonable
+from .._base.jsondata import json_text
 from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, connect_wal
@@ -45,18 +46,19 @@ _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.jo
 
 def _ts(value: datetime) -> str:
     # Fixed-width UTC text sorts in time order, so range queries can use the indexes.
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
+    return (value if value.tzinfo is UTC else value.astimezone(UTC)).isoformat(timespec="microseconds")
 
 
 _CREATED, _PASSED = FIELDS.index("created_at"), FIELDS.index("passed")
 _JSON_AT = tuple(FIELDS.index(name) for name in _JSON)
+_VALUES = operator.itemgetter(*FIELDS)  # a record's field values, in column order, without pydantic's attribute cost
 
 
 def _row(record: EvalRecord) -> tuple[Any, ...]:
-    values = [record.__dict__[name] for name in FIELDS]  # field values, without pydantic's per-attribute cost
+    values = list(_VALUES(record.__dict__))
     values[_CREATED] = _ts(values[_CREATED])
     for i in _JSON_AT:
-        values[i] = json.dumps(jsonable(values[i]), ensure_ascii=False) if values[i] else "{}"
+        values[i] = json_text(values[i]) if values[i] else "{}"
     if values[_PASSED] is not None:
         values[_PASSED] = int(values[_PASSED])
     return tuple(values)

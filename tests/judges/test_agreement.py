@@ -78,3 +78,32 @@ def test_numeric_verdicts_are_not_checked_against_their_reason(make_judge, make_
     agent.run("q [[score=6]] [[reason=Satisfies the requirements; concise and clear.]]")
     [record] = store.records
     assert (record.status, record.score) == ("failed", 6)
+
+
+# The patterns run on every verdict: an ASCII reason without the words they need skips them. The
+# shortcut must never change an answer: every reason here, every word order, either verdict.
+_WORDS = ("the", "answer", "fails", "failed", "FAIL", "not", "doesn't", "does", "is", "meets", "Passes", "criteria",
+          "requirements", "verdict:", "result", "fully", "satisfies", "but", "question", "task", "to", "address",
+          "Failure.", "PASS", "wrong", "n't", "criterion", "requirement", "fulfills", "all", "of")
+
+
+def _regex_only(passed, reason):
+    from judgehooks._judges import agreement
+    if passed:
+        match = agreement._SAYS_FAIL.search(reason)
+        return match.group(0).strip() if match else None
+    match = agreement._SAYS_PASS.search(reason)
+    return match.group(0).strip() if match and not agreement._RESERVATION.search(reason) else None
+
+
+def test_the_word_shortcut_never_changes_what_the_patterns_find():
+    import random
+    rng = random.Random(7)
+    reasons = [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 7))) for _ in range(4000)]
+    reasons += ["Fails to meet criteria.", "The answer fully meets the criteria.", "It isn't meeting the task",
+                "FAIL", "pass", "The response does not follow the requirements", "Meets all of the criteria",
+                "verdict fail", "Result: FAILED", "The answer is fine.",
+                "Paſſes", "FAİL: no"]  # these two are not ASCII
+    for reason in reasons:
+        for passed in (True, False):
+            assert contradiction(passed, reason) == _regex_only(passed, reason), (passed, reason)

@@ -397,3 +397,34 @@ print(len(clients), len({{id(c) for c in clients}}), all(c.is_closed() for c in 
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3", "3", "True"]
     assert "Event loop is closed" not in out.stderr and "never retrieved" not in out.stderr, out.stderr
+
+
+def test_a_judge_process_is_sent_the_prompt_exactly(make_agent, server):
+    """Requests cross the pipe to the helper as JSON lines (pydantic-core's encoder): text beyond
+    ASCII reaches the judge as it was, as from the in-process judge."""
+    criteria = "Répond en français: « oui » ✓ 日本語"
+    sent = []
+    for process in (False, True):
+        store = MemoryStore()
+        evaluator = AgentAsJudgeEval(criteria=criteria, judge=_judge(server, True), store=store,
+                                     judge_process=process, retries=0)
+        make_agent(evaluator).run("q é")
+        [record] = store.records
+        assert record.status == "passed"
+        sent.append(server.settings.judge_requests[-1]["messages"])
+    assert criteria in sent[1][0]["content"] and "q é" in sent[1][1]["content"]
+    nonce = [m[0]["content"].split("contain the code ")[1][:16] for m in sent]
+    assert [[m["content"].replace(n, "N") for m in s] for s, n in zip(sent, nonce, strict=True)] == \
+        [[m["content"].replace(nonce[0], "N") for m in sent[0]]] * 2
+
+
+def test_a_json_line_carries_text_utf8_cannot_as_json_dumps_escapes():
+    """What cannot be UTF-8 (a lone surrogate, e.g. in an error message the helper sends back) takes
+    `json.dumps`'s escapes: the other end reads the same string, nothing is lost or raised."""
+    import json
+
+    from judgehooks._judges.lines import json_line
+    for message in ({"id": 1, "text": "fine é ✓"}, {"id": 2, "error": {"message": "bad \ud800 body"}}):
+        line = json_line(message)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert json.loads(line) == message

@@ -73,3 +73,34 @@ def test_the_judge_is_asked_to_repeat_the_nonce_with_its_verdict():
         req = build_request(ctx(), criteria="c", mode=mode)
         system = req.messages[0]["content"]
         assert f"`NONCE: {req.nonce}`" in system and f'"nonce": "{req.nonce}"' in system and label in system
+
+
+def test_the_cached_system_prompt_is_the_prompt_built_whole():
+    from judgehooks._judges import prompt
+    for mode in ("binary", "numeric"):
+        for guidelines in ((), ("Be strict.", "Cite the output.")):
+            for criteria in ("Answers the question", f"Holds the code {prompt._MARK} literally"):
+                nonce = prompt.new_nonce()
+                assert prompt.system_prompt(criteria, mode, guidelines, nonce) == \
+                    prompt._system_prompt(criteria, mode, guidelines, nonce, "the output of an AI agent")
+                assert prompt.system_prompt(criteria, mode, list(guidelines), nonce, "a session") == \
+                    prompt._system_prompt(criteria, mode, guidelines, nonce, "a session")
+
+
+def test_nonces_are_fresh_hex_and_a_forked_child_never_reuses_the_parents():
+    import os
+
+    from judgehooks._judges.prompt import new_nonce
+    seen = {new_nonce() for _ in range(2000)}  # across several refills of the pool
+    assert len(seen) == 2000 and all(len(n) == 16 and int(n, 16) >= 0 for n in seen)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its nonces are its own, not the rest of the parent's pool
+        os.write(write, ",".join(new_nonce() for _ in range(20)).encode())
+        os._exit(0)
+    os.close(write)
+    child = set(os.read(read, 4096).decode().split(","))
+    os.waitpid(pid, 0)
+    os.close(read)
+    parents = {new_nonce() for _ in range(20)}
+    assert len(child) == 20 and not child & parents
