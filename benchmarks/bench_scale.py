@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import io
 import json
 import os
@@ -137,8 +138,8 @@ def child_sessions(base_url: str, tmp: str, sessions: int) -> dict[str, float]:
 def child_ours(base_url: str, tmp: str, n: int) -> dict[str, float]:
     """Our rate row in a fresh process: (evaluations/s, lost, CPU ms per evaluation here and in the
     judge helper process)."""
-    rate, lost, cpu, helper = ours_rate(base_url, tmp, n, f"rate256-{os.getpid()}")
-    return {"rate": rate, "lost": lost, "cpu_ms": cpu, "helper_ms": helper}
+    rate, lost, cpu, helper, split = ours_rate(base_url, tmp, n, f"rate256-{os.getpid()}")
+    return {"rate": rate, "lost": lost, "cpu_ms": cpu, "helper_ms": helper, **split}
 
 
 def child_agno(base_url: str, tmp: str, n: int) -> dict[str, float]:
@@ -204,6 +205,31 @@ def open_sessions(base_url: str, tmp: str, repeats: int, sessions: int) -> None:
 
 # ---- 3. 256 in flight -------------------------------------------------------------------------------------
 
+def thread_cpu_s() -> dict[str, float]:
+    """CPU seconds (user + system) of each live thread of this process, by role (threads of one role
+    summed), from /proc: where this process's CPU goes, with no profiler's overhead."""
+    import threading
+
+    roles = {"MainThread": "the hook (post_check on the submitting thread)",
+             "judgehooks-loop": "the judgehooks event loop (grading, records, store batches)",
+             "judgehooks-judgeproc-reader": "the judge helper's reply reader"}
+    found: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        role = roles.get(thread.name, "worker threads (store writes, outbox deletes)")
+        found[role] = found.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+THREAD_ROWS = ("the hook (post_check on the submitting thread)",
+               "the judgehooks event loop (grading, records, store batches)",
+               "worker threads (store writes, outbox deletes)", "the judge helper's reply reader")
+
+
 def helper_cpu_s() -> float:
     """CPU seconds (user + system) of the live judge helper processes (`judge_process`): their CPU
     is not in this process's `time.process_time()`."""
@@ -246,9 +272,10 @@ def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[
     return {"cpu_ms": asyncio.run(run()) * 1000 / n}
 
 
-def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False) -> tuple[float, int, float, float]:
-    """(evaluations/s, lost, CPU ms per evaluation in this process, and in the judge helper process)
-    for `n` runs submitted at once."""
+def ours_rate(base_url: str, tmp: str, n: int, name: str,
+              profile: bool = False) -> tuple[float, int, float, float, dict[str, float]]:
+    """(evaluations/s, lost, CPU ms per evaluation in this process, and in the judge helper process,
+    and this process's per evaluation by thread) for `n` runs submitted at once."""
     import judgehooks
     from judgehooks._runtime import runtime
 
@@ -268,12 +295,26 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False)
 
         runtime.call(on_loop)
         profilers[0].enable()  # the submitting thread: the hook path
+    collecting = [0.0, 0.0]  # garbage collection: CPU seconds in all, and when the current one started
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[1] = time.thread_time()
+        else:
+            collecting[0] += time.thread_time() - collecting[1]
+
+    gc.callbacks.append(timed)
+    threads = thread_cpu_s()
     helper, cpu, start = helper_cpu_s(), time.process_time(), time.perf_counter()
     for i in range(n):
         run_output.run_id = f"{name}-{i}"
         evaluator.post_check(run_output, agent=agent)
     judgehooks.drain(3600)
     elapsed, cpu, helper = time.perf_counter() - start, time.process_time() - cpu, helper_cpu_s() - helper
+    gc.callbacks.remove(timed)
+    after = thread_cpu_s()
+    split = {role: (after.get(role, 0.0) - threads.get(role, 0.0)) * 1000 / n for role in THREAD_ROWS}
+    split["of which garbage collection (any thread)"] = collecting[0] * 1000 / n
     if profilers is not None:
         profilers[0].disable()
 
@@ -284,7 +325,7 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str, profile: bool = False)
         _print_profile(profilers, n)
     records = evaluator.store.query_sync(evaluator=evaluator.evaluator, limit=None)
     graded = sum(1 for r in records if r.status in ("passed", "failed") and not r.run_id.startswith(f"{name}-warm"))
-    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n
+    return n / elapsed, n - graded, cpu * 1000 / n, helper * 1000 / n, split
 
 
 def _print_profile(profilers: tuple[cProfile.Profile, cProfile.Profile], n: int, top: int = 25) -> None:
@@ -307,6 +348,7 @@ def rate_256(server: StubProcess, tmp: str, n: int, repeats: int, peers: bool = 
     heap, threads or connections."""
     base_url = server.base_url
     agno, pe, ours, lost, cpu, helper, client, stub = [], [], [], 0, [], [], [], []
+    threads: dict[str, list[float]] = {}
     for _ in range(repeats):
         if peers:
             agno.append(_child("agno", base_url, tmp, n)["rate"])
@@ -318,6 +360,8 @@ def rate_256(server: StubProcess, tmp: str, n: int, repeats: int, peers: bool = 
         lost += int(result["lost"])
         cpu.append(result["cpu_ms"])
         helper.append(result["helper_ms"])
+        for role in (*THREAD_ROWS, "of which garbage collection (any thread)"):
+            threads.setdefault(role, []).append(result[role])
         client.append(_child("client", base_url, tmp, n)["cpu_ms"])
     total = [c + h for c, h in zip(cpu, helper, strict=True)]
     own = [t - c for t, c in zip(total, client, strict=True)]
@@ -343,6 +387,9 @@ def rate_256(server: StubProcess, tmp: str, n: int, repeats: int, peers: bool = 
            ["the loopback model server (not ours; every grader's calls cost it the same)", *spread(stub)],
            ["the machine: total + the loopback server (2 cores give 2,000 ms/s)",
             *spread([t + s for t, s in zip(total, stub, strict=True)])]])
+    table(f"Where this process's CPU goes at 256 in flight, ms per evaluation (thread CPU from /proc; {repeats} "
+          "repeats; no profiler)", ["thread", "median ms/evaluation", "range"],
+          [[role, *spread(values)] for role, values in threads.items()])
     strip_chart("scale-cpu-256", "CPU per evaluation at 256 in flight, 200 ms judge",
                 "ms per evaluation, lower is better",
                 {"judgehooks total (this process + judge helper)": total, "  this process": cpu,

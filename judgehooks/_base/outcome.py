@@ -7,6 +7,7 @@ agno `Score`. Anything else is an error outcome naming the evaluator and the typ
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -132,14 +133,28 @@ class Runnable(Protocol):
     def evaluate(self, ctx: Any) -> Any: ...
 
 
+def _is_async(function: Any) -> bool:
+    """`inspect.iscoroutinefunction`, asked once per evaluate function (a method's, unbound), not per run."""
+    try:
+        return _is_async_cached(function)
+    except TypeError:  # an unhashable callable
+        return inspect.iscoroutinefunction(function)
+
+
+@functools.lru_cache(maxsize=512)
+def _is_async_cached(function: Any) -> bool:
+    return inspect.iscoroutinefunction(function)
+
+
 async def run_evaluator(evaluator: Runnable, ctx: Any) -> Outcome:
     """Run `evaluator.evaluate(ctx)` (awaited if async, else on a worker thread) and read its
     result. Never raises: an exception, or a return value that is no verdict, is an error outcome."""
     try:
-        if inspect.iscoroutinefunction(evaluator.evaluate):
-            value = await evaluator.evaluate(ctx)
+        evaluate = evaluator.evaluate
+        if _is_async(getattr(evaluate, "__func__", evaluate)):
+            value = await evaluate(ctx)
         else:
-            value = await anyio.to_thread.run_sync(evaluator.evaluate, ctx)
+            value = await anyio.to_thread.run_sync(evaluate, ctx)
         return to_outcome(value, evaluator=evaluator.evaluator_name, threshold=evaluator.pass_threshold)
     except Exception as exc:
         return Outcome(error=exc)

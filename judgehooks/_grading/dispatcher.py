@@ -31,7 +31,7 @@ from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
 from .doorbell import Doorbell
-from .outbox import Job, Outbox, jobs_of
+from .outbox import QUEUED, Job, Outbox, jobs_of
 from .pipeline import Pipeline
 from .step import Requeue, Step
 from .tasks import current_loop, noop, run_on, safe, spawn, wait_with_timeout
@@ -140,14 +140,16 @@ class Dispatcher:
     def _persist(self, ctx: EvalContext, sample_rate: float) -> tuple[Job, str | None]:
         """The job, in the outbox unless the byte budget has no room for it (then: why it is shed)."""
         self.start()
-        job = Job(id=self.pipeline.record_id(ctx), evaluator=self.pipeline.name,
-                  context=context_to_dict(ctx), sample_rate=sample_rate, spec=self.spec, created_at=time.time())
-        raw = json_bytes(job.context)
-        size, text = len(raw), raw.decode()
-        shed = self.budget.admit(job.id, size, None if self.outbox is None else partial(self.outbox.put, job, text))
+        raw = json_bytes(context_to_dict(ctx))
+        size = len(raw)
+        # the job as the queue holds it, beside its EvalContext: the outbox takes the context's JSON
+        job = Job(self.pipeline.record_id(ctx), self.pipeline.name, QUEUED, sample_rate, self.spec, time.time())
+        outbox = self.outbox
+        shed = self.budget.admit(job.id, size, None if outbox is None else
+                                 partial(outbox.put, job, raw.decode(), run_id=ctx.run_id))
         with self._lock:
             self.counters.submitted += 1
-        return job.queued(), shed
+        return job, shed
 
     def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
         with self._lock:  # so a relocation never falls between reading the loop and scheduling on it

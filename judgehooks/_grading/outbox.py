@@ -59,10 +59,11 @@ class Job:
     def queued(self) -> Job:
         """The job as a queue holds it, beside its `EvalContext`: without the context's dict form, which
         only the outbox write needed (about 40% of a queued job's memory)."""
-        return Job(self.id, self.evaluator, _QUEUED, self.sample_rate, self.spec, self.created_at, self.size)
+        return Job(self.id, self.evaluator, QUEUED, self.sample_rate, self.spec, self.created_at, self.size)
 
 
-_QUEUED: dict[str, Any] = {}  # shared by every queued job; never written to
+#: the context of a queued job (the queue keeps its EvalContext): shared by every one, never written to
+QUEUED: dict[str, Any] = {}
 
 
 def jobs_of(batch: Iterable[tuple[Any, str | None, Any]]) -> dict[str, set[str]]:
@@ -138,9 +139,10 @@ class Outbox:
         if self._pid != os.getpid():
             self._forget_parent()
 
-    def put(self, job: Job, context: str | None = None) -> None:
+    def put(self, job: Job, context: str | None = None, *, run_id: str | None = None) -> None:
         """Persist one job (the hook path). Idempotent on the job id. `context`: the job's context
-        as JSON text, when the caller has it already. A file that refuses it (a full disk, a lock
+        as JSON text, when the caller has it already (the hook's job then holds no context dict, and
+        `run_id` names the run in the log). A file that refuses it (a full disk, a lock
         held past the busy timeout) never fails the hook: the refusal is logged and counted
         (`refused`), and the job is graded from memory, only without surviving a crash. A full disk
         refuses every job: one warning per outage, the rest at debug level, and one line when the
@@ -156,9 +158,10 @@ class Outbox:
             self.refused += 1
             self._refusing += 1
             say = log.warning if self._refusing == 1 else log.debug
-            say("outbox_write_failed", evaluator=job.evaluator, run_id=job.context.get("run_id"), outbox=self.path,
-                error=f"{type(exc).__name__}: {exc}", note="graded from memory; further refusals are counted in "
-                "stats()['outbox_failures'] and logged at debug level until the file takes a job again")
+            say("outbox_write_failed", evaluator=job.evaluator, run_id=run_id or job.context.get("run_id"),
+                outbox=self.path, error=f"{type(exc).__name__}: {exc}",
+                note="graded from memory; further refusals are counted in stats()['outbox_failures'] and logged "
+                "at debug level until the file takes a job again")
             return
         if self._refusing:
             log.info("outbox_write_recovered", outbox=self.path, refused=self._refusing)

@@ -263,9 +263,12 @@ class Pipeline:
 
     def _by_status(self, record: EvalRecord) -> Any:
         """The callback for `record`'s status: on_fail, on_error or on_drop (None if unset)."""
-        callbacks = self.callbacks
-        by_status = {"failed": callbacks.on_fail, "error": callbacks.on_error, "skipped": callbacks.on_drop}
-        return by_status.get(record.status)
+        status = record.status
+        if status == "failed":
+            return self.callbacks.on_fail
+        if status == "error":
+            return self.callbacks.on_error
+        return self.callbacks.on_drop if status == "skipped" else None
 
     async def notify(self, record: EvalRecord, *, stored: bool) -> None:
         """Callbacks, then the one structured event for this evaluation: the ONE place any callback

@@ -125,7 +125,8 @@ class JudgeCall:
         verdict: Verdict | None = None
         error: BaseException | None = None
         cut: PromptCut | None = None
-        if isinstance(self.judge, BaseJudge):  # e.g. import litellm (seconds) off the loop, outside the timeout
+        if isinstance(self.judge, BaseJudge) and _prepares(self.judge):
+            # e.g. import litellm (seconds) off the loop, outside the timeout
             stopwatch = current_stopwatch.get()  # and outside the record's latency: setup is not judging
             try:
                 with nullcontext() if stopwatch is None else stopwatch.paused():
@@ -220,3 +221,9 @@ def _add(total: _N | None, value: _N | None) -> _N | None:
     if value is None:
         return total
     return value if total is None else total + value
+
+
+def _prepares(judge: BaseJudge) -> bool:
+    """Whether `judge` has a `prepare` of its own to await (the base one does nothing: not awaiting it
+    spares each call a coroutine and a paused stopwatch)."""
+    return getattr(judge.prepare, "__func__", None) is not BaseJudge.prepare

@@ -27,7 +27,7 @@ from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import BaseJudge, JudgeReply
-from .lines import json_line, line_batches, write_all
+from .lines import json_line, line_batches, read_json_line, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -93,7 +93,7 @@ class _Child:
         ready: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], dict[str, Any]]]] = {}
         for raw in lines:
             try:
-                reply = json.loads(raw)
+                reply = read_json_line(raw)
                 reply["id"]
             except (ValueError, KeyError, TypeError):
                 log.warning("judge_process_bad_line", line=raw[:200].decode("utf-8", "replace"))
@@ -189,6 +189,7 @@ class ProcessJudge(BaseJudge):
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
         self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
+        self._last: tuple[_Child, int] | None = None  # (the helper last used, in which process)
         #: Whether the helper process sent its last answered call through the fast judge client
         #: (None before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
@@ -201,7 +202,12 @@ class ProcessJudge(BaseJudge):
         return given if isinstance(given, str) and given else None
 
     def _ensure(self) -> _Child:
-        return _child_for(self._key, self._config, self.processes)
+        last = self._last  # one helper process: the live one this judge used last, in this process
+        if last is not None and last[0].alive and last[1] == os.getpid() and self.processes == 1:
+            return last[0]
+        child = _child_for(self._key, self._config, self.processes)
+        self._last = (child, os.getpid())
+        return child
 
     def warm_up(self) -> None:
         self._ensure()

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import json_line, line_batches, write_all
+from .lines import json_line, line_batches, read_json_line, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -63,7 +63,7 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
         raw = await lines.get()
         if raw is None:
             break
-        task = asyncio.ensure_future(one(json.loads(raw)))
+        task = asyncio.ensure_future(one(read_json_line(raw)))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     if tasks:

@@ -423,8 +423,10 @@ def test_a_json_line_carries_text_utf8_cannot_as_json_dumps_escapes():
     `json.dumps`'s escapes: the other end reads the same string, nothing is lost or raised."""
     import json
 
-    from judgehooks._judges.lines import json_line
+    from judgehooks._judges.lines import json_line, read_json_line
     for message in ({"id": 1, "text": "fine é ✓"}, {"id": 2, "error": {"message": "bad \ud800 body"}}):
         line = json_line(message)
         assert line.endswith(b"\n") and line.count(b"\n") == 1
-        assert json.loads(line) == message
+        assert json.loads(line) == message == read_json_line(line.rstrip(b"\n"))
+    with pytest.raises(ValueError):
+        read_json_line(b'{"id": 3, "text": "cut sh')
