@@ -16,7 +16,7 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
 from .secrets import scrub, scrub_errors
-from .text import storable_data
+from .text import storable_data, storable_values
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
@@ -135,7 +135,12 @@ class EvalRecord:
         written before `criteria` was a field kept it in the metadata. No credential survives in an
         error message or the errors in the details (`secrets.scrub`): an error body may quote the key."""
         if isinstance(data, ArgsKwargs):  # constructed: EvalRecord(id=..., ...)
-            return ArgsKwargs(data.args, _scrubbed(storable_data(data.kwargs)) if data.kwargs else data.kwargs)
+            kwargs = data.kwargs
+            if not kwargs:
+                return data
+            # field names need no walk (any other key is refused as an extra field, unstored)
+            clean = storable_values(kwargs) if kwargs.keys() <= _FIELD_NAMES else storable_data(kwargs)
+            return ArgsKwargs(data.args, _scrubbed(clean))
         if not isinstance(data, dict):
             return data
         data = _scrubbed(storable_data(data))
@@ -218,3 +223,4 @@ def _adapter() -> TypeAdapter[EvalRecord]:
 
 # Column order of a record in stores; every field is one column.
 FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EvalRecord))
+_FIELD_NAMES = frozenset(FIELDS)

@@ -54,6 +54,19 @@ def storable_data(value: Any) -> Any:
 _SCALARS = frozenset({int, float, bool})  # no text inside: a record's numbers need no walk
 
 
+def storable_values(data: dict[str, Any]) -> dict[str, Any]:
+    """`storable_data` for a dict whose keys are known to be storable (a record's field names): only
+    its values are walked. Returns `data` itself when nothing needs mending."""
+    for item in data.values():
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and storable(item) is not item:
+                return _mend(data)  # type: ignore[no-any-return]
+        elif item is not None and kind not in _SCALARS and not _is_storable(item):
+            return _mend(data)  # type: ignore[no-any-return]
+    return data
+
+
 def _is_storable(value: Any) -> bool:
     """No string in `value` needs mending (the common cases are tested inline: this walks every
     record's fields on the hot path)."""

@@ -36,6 +36,25 @@ def test_storable_replaces_lone_surrogates_and_joins_pairs():
     assert storable(text) is text
 
 
+def test_every_record_field_is_made_storable_however_the_record_is_built():
+    """A record's field names need no walk, its values do: top-level text, nested metadata and
+    details (keys too), an error message. Built as EvalRecord(**fields), by the graders' one-dict
+    builder, and read back from a dict, each gives the same storable record."""
+    from judgehooks._base.record import new_record
+
+    fields = {"id": "r1", "status": "error", "evaluator": f"e{LONE}", "mode": "binary", "reason": None,
+              "output": f"out{LONE}", "metadata": {f"k{LONE}": [f"v{LONE}", 1, None]},
+              "details": {"nested": {"deep": f"d{LONE}"}}, "error_message": f"bad{LONE}"}
+    built = [EvalRecord(**fields), new_record(dict(fields)), EvalRecord.model_validate(dict(fields))]
+    for record in built:
+        assert record.evaluator == "e\ufffd" and record.output == "out\ufffd"
+        assert record.metadata == {"k\ufffd": ["v\ufffd", 1, None]}
+        assert record.details == {"nested": {"deep": "d\ufffd"}} and record.error_message == "bad\ufffd"
+        json.dumps(record.model_dump(mode="json")).encode()  # all of it is UTF-8 now
+    clean = {"id": "r2", "status": "passed", "evaluator": "e", "mode": "binary", "metadata": {"a": "b"}}
+    assert new_record(dict(clean)).metadata == {"a": "b"}
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
 def test_inline_grading_stores_exactly_one_record(make_judge, make_agent, tmp_path, kind):
     store = SQLiteStore(str(tmp_path / "evals.db")) if kind == "sqlite" else JsonlStore(str(tmp_path / "evals.jsonl"))
