@@ -140,12 +140,10 @@ class Dispatcher:
     def _persist(self, ctx: EvalContext, sample_rate: float) -> tuple[Job, str | None]:
         """The job, in the outbox unless the byte budget has no room for it (then: why it is shed)."""
         self.start()
-        raw = json_bytes(context_to_dict(ctx))
-        size = len(raw)
+        raw, outbox = json_bytes(context_to_dict(ctx)), self.outbox
         # the job as the queue holds it, beside its EvalContext: the outbox takes the context's JSON
         job = Job(self.pipeline.record_id(ctx), self.pipeline.name, QUEUED, sample_rate, self.spec, time.time())
-        outbox = self.outbox
-        shed = self.budget.admit(job.id, size, None if outbox is None else
+        shed = self.budget.admit(job.id, len(raw), None if outbox is None else
                                  partial(outbox.put, job, raw.decode(), run_id=ctx.run_id))
         with self._lock:
             self.counters.submitted += 1
