@@ -20,7 +20,8 @@ docs/images/benchmarks/):
    process and the judge helper process it sends judge calls to) against the bare fast judge client
    alone making the same calls at 256 concurrency against the same stub (no hook, no store, no
    outbox): our own CPU per evaluation is the total less the client's. And the loopback model
-   server's own CPU, which shares the two cores with whoever grades.
+   server's own CPU, which shares the two cores with whoever grades. Then this process's CPU by
+   thread (thread CPU from /proc, no profiler; garbage collection timed with gc.callbacks).
 4. Where our own CPU goes per evaluation at 256 in flight (cProfile on the judgehooks loop thread
    and on the submitting thread): the top functions by own time, in microseconds per evaluation.
 Not a test: no asserts.
