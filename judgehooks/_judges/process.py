@@ -194,6 +194,10 @@ class ProcessJudge(BaseJudge):
         #: (None before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (or pickle) finds its helper process again: the one this judge last used is not state."""
+        return {**self.__dict__, "_last": None}
+
     @property
     def endpoint(self) -> str | None:
         """The ``api_base`` the helper process calls, or None for the provider's default."""

@@ -77,3 +77,23 @@ def test_built_in_judges_declare_the_optional_methods_instead_of_being_probed():
     minimal = Minimal()
     assert minimal.warm_up() is None
     assert anyio.run(minimal.prepare) is None and anyio.run(minimal.aclose) is None
+
+
+def test_a_judge_process_copies_and_pickles_without_its_helper(make_agent, server):
+    """The helper a `ProcessJudge` last used is a cache, not state: a copy or a pickle of the judge
+    (a live pipe and threads cannot be either) finds its helper process again."""
+    import copy
+    import pickle
+
+    from judgehooks import AgentAsJudgeEval, LiteLLMJudge, MemoryStore
+    from judgehooks._judges.process import ProcessJudge
+
+    store = MemoryStore()
+    evaluator = AgentAsJudgeEval(criteria="c", store=store, judge_process=True,
+                                 judge=LiteLLMJudge("openai/judge", api_base=server.base_url, api_key="k"))
+    make_agent(evaluator).run("q")
+    judge = evaluator.judge
+    assert isinstance(judge, ProcessJudge) and judge._last is not None
+    for twin in (copy.deepcopy(judge), pickle.loads(pickle.dumps(judge))):
+        assert twin._last is None and twin._ensure() is judge._ensure()
+    assert [r.status for r in store.records] == ["passed"]
