@@ -7,7 +7,6 @@ agno `Score`. Anything else is an error outcome naming the evaluator and the typ
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -134,15 +133,11 @@ class Runnable(Protocol):
 
 
 def _is_async(function: Any) -> bool:
-    """`inspect.iscoroutinefunction`, asked once per evaluate function (a method's, unbound), not per run."""
-    try:
-        return _is_async_cached(function)
-    except TypeError:  # an unhashable callable
-        return inspect.iscoroutinefunction(function)
-
-
-@functools.lru_cache(maxsize=512)
-def _is_async_cached(function: Any) -> bool:
+    """`inspect.iscoroutinefunction`, with a plain ``async def`` (every built-in evaluator's) read from
+    its code's flags, the one test that stays true to a function whose code is swapped later."""
+    code = getattr(function, "__code__", None)
+    if code is not None and code.co_flags & inspect.CO_COROUTINE:
+        return True
     return inspect.iscoroutinefunction(function)
 
 

@@ -183,13 +183,14 @@ runtime.on_fork(_forget_after_fork)
 class ProcessJudge(BaseJudge):
     """A `LiteLLMJudge` that runs in a helper process. Same settings, same results."""
 
+    _last: tuple[_Child, int] | None = None  # (the helper last used, in which process): a cache, not state
+
     def __init__(self, judge: LiteLLMJudge, processes: int = 1) -> None:
         self.model = judge.model
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
         self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
-        self._last: tuple[_Child, int] | None = None  # (the helper last used, in which process)
         #: Whether the helper process sent its last answered call through the fast judge client
         #: (None before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
@@ -206,8 +207,9 @@ class ProcessJudge(BaseJudge):
         return given if isinstance(given, str) and given else None
 
     def _ensure(self) -> _Child:
-        last = self._last  # one helper process: the live one this judge used last, in this process
-        if last is not None and last[0].alive and last[1] == os.getpid() and self.processes == 1:
+        last = self._last  # one helper process for this configuration: the live one used last, in this process
+        if last is not None and last[0].alive and last[1] == os.getpid() and self.processes == 1 and \
+                len(_children.get(self._key, ())) == 1:  # a judge allowed more shares the pool: pick the least busy
             return last[0]
         child = _child_for(self._key, self._config, self.processes)
         self._last = (child, os.getpid())

@@ -200,15 +200,19 @@ def _system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: 
 
 
 _pool = bytearray()  # random bytes not yet used as a nonce
+_pool_pid = [0]  # the process that drew them
 _pool_lock = threading.Lock()
 
 
 def new_nonce() -> str:
     """A fresh nonce: 16 hex digits of `os.urandom`, which is read 4 KiB at a time (one system call,
-    and one release of the GIL, per 512 nonces, not per prompt). A forked child starts its own."""
+    and one release of the GIL, per 512 nonces, not per prompt). A forked child draws its own, also
+    when the fork skipped Python's fork hooks (a C-level fork, e.g. a pre-forking server's)."""
+    pid = os.getpid()
     with _pool_lock:
-        if len(_pool) < 8:
+        if len(_pool) < 8 or _pool_pid[0] != pid:
             _pool[:] = os.urandom(4096)
+            _pool_pid[0] = pid
         taken = _pool[-8:]
         del _pool[-8:]
     return taken.hex()

@@ -261,3 +261,24 @@ def test_any_evaluator_can_gate_an_answer(make_agent, store, server):
     assert [r.status for r in store.records] == ["failed", "passed"] and server.settings.counts["judge"] == 0
     with pytest.raises(ValueError, match="gate=True and repair=N need the verdict before the run returns"):
         NotContains("x", gate=True, run_in_background=True)
+
+
+def test_an_evaluate_that_turns_async_after_its_first_run_is_awaited():
+    """Whether `evaluate` is a coroutine function is read from its code each time: code swapped in
+    place (an editor's autoreload) is run the new way, sync on a thread, async awaited."""
+    import anyio
+
+    from judgehooks._base.outcome import run_evaluator
+
+    class Swaps(Evaluator):
+        def evaluate(self, ctx):
+            return True
+
+    async def later(self, ctx):
+        return False
+
+    ev = Swaps(name="swaps")
+    ctx = EvalContext(input="q", output="a")
+    assert anyio.run(run_evaluator, ev, ctx).passed is True
+    Swaps.evaluate.__code__ = later.__code__
+    assert anyio.run(run_evaluator, ev, ctx).passed is False

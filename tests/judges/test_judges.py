@@ -97,3 +97,29 @@ def test_a_judge_process_copies_and_pickles_without_its_helper(make_agent, serve
     for twin in (copy.deepcopy(judge), pickle.loads(pickle.dumps(judge))):
         assert twin._last is None and twin._ensure() is judge._ensure()
     assert [r.status for r in store.records] == ["passed"]
+
+
+def test_a_patched_base_prepare_is_awaited(monkeypatch):
+    """A judge whose `prepare` is the base's empty one is not awaited on each call; one patched on
+    the base class afterwards (a test's) is."""
+    import anyio
+
+    from judgehooks import EvalContext
+    from judgehooks._judges.base import BaseJudge, JudgeReply
+    from judgehooks._judges.call import JudgeCall
+
+    class Plain(BaseJudge):
+        model = "plain/judge"
+
+        async def complete(self, request):
+            return JudgeReply(text=f'{{"passed": true, "reason": "ok", "nonce": "{request.nonce}"}}')
+
+    prepared = []
+
+    async def fake(self):
+        prepared.append(self.model)
+
+    call = JudgeCall(judge=Plain(), criteria="c", mode="binary", threshold=None)
+    assert anyio.run(call.ask, EvalContext(input="q", output="a")).passed is True and prepared == []
+    monkeypatch.setattr(BaseJudge, "prepare", fake)
+    assert anyio.run(call.ask, EvalContext(input="q", output="a")).passed is True and prepared == ["plain/judge"]

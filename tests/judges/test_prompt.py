@@ -104,3 +104,23 @@ def test_nonces_are_fresh_hex_and_a_forked_child_never_reuses_the_parents():
     os.close(read)
     parents = {new_nonce() for _ in range(20)}
     assert len(child) == 20 and not child & parents
+
+
+def test_a_fork_that_skips_pythons_fork_hooks_still_never_reuses_a_nonce():
+    """A C-level fork (a pre-forking server's) runs no `os.register_at_fork` hook: the pool knows the
+    process that drew it, and a child draws its own."""
+    import ctypes
+    import os
+
+    from judgehooks._judges.prompt import new_nonce
+    new_nonce()  # the pool is full in the parent
+    read, write = os.pipe()
+    pid = ctypes.CDLL(None).fork()
+    if pid == 0:
+        os.write(write, ",".join(new_nonce() for _ in range(5)).encode())
+        os._exit(0)
+    os.close(write)
+    child = set(os.read(read, 4096).decode().split(","))
+    os.waitpid(pid, 0)
+    os.close(read)
+    assert len(child) == 5 and not child & {new_nonce() for _ in range(5)}
