@@ -201,6 +201,7 @@ def _system_prompt(criteria: str, mode: Mode, guidelines: Sequence[str], nonce: 
 
 _pool = bytearray()  # random bytes not yet used as a nonce
 _pool_pid = [0]  # the process that drew them
+_getpid = os.getpid
 _pool_lock = threading.Lock()
 
 
@@ -208,7 +209,7 @@ def new_nonce() -> str:
     """A fresh nonce: 16 hex digits of `os.urandom`, which is read 4 KiB at a time (one system call,
     and one release of the GIL, per 512 nonces, not per prompt). A forked child draws its own, also
     when the fork skipped Python's fork hooks (a C-level fork, e.g. a pre-forking server's)."""
-    pid = os.getpid()
+    pid = _getpid()
     with _pool_lock:
         if len(_pool) < 8 or _pool_pid[0] != pid:
             _pool[:] = os.urandom(4096)
