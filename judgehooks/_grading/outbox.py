@@ -33,7 +33,11 @@ _SCHEMA = (
         created_at REAL NOT NULL,
         owner TEXT NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS ix_eval_jobs_evaluator ON eval_jobs (evaluator, created_at)",
+    # By owner: every look the upkeep takes each second (whose jobs are here, this owner's oldest)
+    # is a seek, not a scan of every pending job's row (45 ms a look at 100,000 of them). It replaces
+    # an index by evaluator that no query used, so a put still updates one index.
+    "CREATE INDEX IF NOT EXISTS ix_eval_jobs_owner ON eval_jobs (owner, created_at)",
+    "DROP INDEX IF EXISTS ix_eval_jobs_evaluator",
     """CREATE TABLE IF NOT EXISTS eval_owners (
         owner TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL
     )""",
@@ -76,6 +80,22 @@ def jobs_of(batch: Iterable[tuple[Any, str | None, Any]]) -> dict[str, set[str]]
         if record is not None and job_id is not None:
             found.setdefault(record.id, set()).add(job_id)
     return found
+
+
+#: the owners' queries, each a seek in the owner index (tests read their plans)
+NEXT_OWNER = "SELECT owner FROM eval_jobs WHERE owner > ? ORDER BY owner LIMIT 1"
+OLDEST = "SELECT MIN(created_at) FROM eval_jobs WHERE owner = ?"
+
+
+def _job_owners(conn: sqlite3.Connection) -> list[str]:
+    """The distinct owners of the pending jobs, one index seek per owner (a few), not a scan of the
+    jobs (which ``SELECT DISTINCT owner`` is, even with the index)."""
+    owners: list[str] = []
+    row = conn.execute(NEXT_OWNER, ("",)).fetchone()
+    while row is not None:
+        owners.append(row[0])
+        row = conn.execute(NEXT_OWNER, (row[0],)).fetchone()
+    return owners
 
 
 def _new_owner() -> str:
@@ -216,8 +236,7 @@ class Outbox:
                 continue
             if (host == HOST and not _pid_alive(pid)) or now - beat > self.stale_after:
                 dead.append(owner)
-        orphans = [row[0] for row in conn.execute("SELECT DISTINCT owner FROM eval_jobs")
-                   if row[0] not in known and row[0] != self.owner]
+        orphans = [owner for owner in _job_owners(conn) if owner not in known and owner != self.owner]
         return dead + orphans
 
     def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
@@ -259,8 +278,7 @@ class Outbox:
 
     def oldest_age(self) -> float | None:
         with self._lock:
-            oldest = self._connect().execute("SELECT MIN(created_at) FROM eval_jobs WHERE owner = ?",
-                                             (self.owner,)).fetchone()[0]
+            oldest = self._connect().execute(OLDEST, (self.owner,)).fetchone()[0]
         return None if oldest is None else max(0.0, time.time() - oldest)
 
     def release(self) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import stat
+import time
 
 import pytest
 from conftest import rec, wait_for
@@ -355,3 +356,31 @@ def test_a_store_that_blips_while_a_batch_is_salvaged_keeps_every_verdict():
     stored, error = anyio.run(write_salvaging, store, records)
     assert error is None and [r.status for r in stored] == ["passed"] * 3
     assert sorted(r.id for r in store.records) == ["r0", "r1", "r2"]
+
+
+def test_the_upkeeps_looks_at_a_deep_outbox_are_index_seeks_not_scans(tmp_path):
+    """Every second the upkeep asks whose jobs the outbox holds, and stats() asks this owner's oldest:
+    with 100,000 pending jobs a scan of their rows cost ~45 ms a look. Both are seeks in the owner
+    index; a file made before it (with the old index by evaluator) gets it when opened."""
+    from judgehooks._grading.outbox import NEXT_OWNER, OLDEST, Job, Outbox
+
+    old = sqlite3.connect(tmp_path / "outbox.db")  # the schema an earlier version left
+    old.execute("CREATE TABLE eval_jobs (id TEXT PRIMARY KEY, evaluator TEXT NOT NULL, spec TEXT, context TEXT "
+                "NOT NULL, sample_rate REAL NOT NULL DEFAULT 1.0, created_at REAL NOT NULL, owner TEXT NOT NULL)")
+    old.execute("CREATE INDEX ix_eval_jobs_evaluator ON eval_jobs (evaluator, created_at)")
+    old.executemany("INSERT INTO eval_jobs VALUES (?, 'e', NULL, '{}', 1.0, ?, ?)",
+                    [(f"job-{i}", float(i), f"gone-host:{i % 3}:x") for i in range(300)])
+    old.commit()
+    outbox = Outbox(tmp_path / "outbox.db")
+    outbox.put(Job(id="mine", evaluator="e", context={}, created_at=1000.0))
+    conn = sqlite3.connect(tmp_path / "outbox.db")
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
+                                              "tbl_name = 'eval_jobs' AND sql IS NOT NULL")}
+    assert indexes == {"ix_eval_jobs_owner"}  # one index still: a put costs what it did
+    for sql, args in ((NEXT_OWNER, ("",)), (OLDEST, (outbox.owner,))):
+        plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+        assert "ix_eval_jobs_owner" in plan and not plan.startswith("SCAN eval_jobs"), plan
+    # the three owners nobody registered are found, this one is not; their jobs are claimed oldest first
+    assert [job.id for job in outbox.claim(["e"], 3)] == ["job-0", "job-1", "job-2"]
+    assert abs(outbox.oldest_age() - time.time()) < 60  # now ours, the claimed job-0 (filed at 0.0) is the oldest
+    outbox.close()
