@@ -9,6 +9,7 @@ again when a record is built, so no store write can fail on it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, cast
 
 
@@ -87,6 +88,26 @@ def _is_storable(value: Any) -> bool:
     if isinstance(value, str):
         return value.isascii() or storable(value) is value
     return True
+
+
+def unstorable_at(value: Any, where: str = "") -> tuple[str, int] | None:
+    """Where the first string in JSON-like `value` that UTF-8 cannot carry is: (the path to it, as
+    ``key[0].key``, and the index of its first lone surrogate), or None when there is none."""
+    if isinstance(value, str):
+        if value.isascii() or storable(value) is value:
+            return None
+        return where, next(i for i, ch in enumerate(value) if "\ud800" <= ch <= "\udfff")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = unstorable_at(key, where) or unstorable_at(item, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = unstorable_at(item, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _mend(value: Any) -> Any:

@@ -60,7 +60,8 @@ def guidelines_tuple(value: str | Sequence[str] | None, name: str = "additional_
 
 
 def _default_name(criteria: str, mode: str, threshold: float | None) -> str:
-    digest = hashlib.sha1(f"{criteria}\x1f{mode}\x1f{threshold}".encode()).hexdigest()[:10]
+    # surrogatepass: a lone surrogate in the criteria is refused by the version's check, clearly, not here
+    digest = hashlib.sha1(f"{criteria}\x1f{mode}\x1f{threshold}".encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"agent_as_judge-{digest}"
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from .._base.context import EvalContext
 from .._base.session import Turn
+from .._base.text import unstorable_at
 from .._judges.call import JudgeCall
 from .._judges.prompt import build_request
 from .._judges.transcript import Transcript, build_session_request
@@ -46,7 +47,15 @@ LENGTH = 12
 def digest(data: Any) -> str:
     """The version of JSON-like `data`: canonical JSON, hashed."""
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_fallback)
-    return hashlib.sha256(text.encode()).hexdigest()[:LENGTH]
+    try:
+        return hashlib.sha256(text.encode()).hexdigest()[:LENGTH]
+    except UnicodeEncodeError:
+        found = unstorable_at(data)
+        where, at = found if found is not None else ("", 0)
+        where = where.removeprefix("settings.")
+        raise ValueError(f"the evaluator's {where or 'setting'} holds a lone surrogate at character {at} (half of a "
+                         f"UTF-16 pair, as an escape like '\\ud83d' makes): no judge, store or file can carry it; "
+                         f"write the whole character") from None
 
 
 def _fallback(value: Any) -> str:  # pragma: no cover - canonical() leaves nothing json cannot encode

@@ -128,3 +128,23 @@ def test_a_namedtuple_or_dict_subclass_in_the_metadata_still_gives_one_storable_
     [record] = store.records
     assert record.status == "passed"
     assert record.metadata["p"] == ["\ufffd", 2] and record.metadata["o"] == {"a": "\ufffd"}
+
+
+@pytest.mark.parametrize(("build", "where"), [
+    (lambda: judgehooks.AgentAsJudgeEval(criteria=f"polite {LONE}", model="openai/x"), "criteria"),
+    (lambda: judgehooks.AgentAsJudgeEval(criteria=f"polite {LONE}", model="openai/x", name="n"), "criteria"),
+    (lambda: judgehooks.AgentAsJudgeEval(criteria="polite", additional_guidelines=["ok", f"no {LONE}"],
+                                         model="openai/x", name="n"), "additional_guidelines[1]"),
+    (lambda: judgehooks.Rubric(criteria=[{"name": "a", "description": f"x {LONE}"}], model="openai/x"),
+     "criteria[0].description"),
+    (lambda: judgehooks.SessionJudge(criteria=f"x {LONE}", model="openai/x"), "criteria"),
+    (lambda: judgehooks.Contains(f"ab{LONE}"), "values[0]"),
+], ids=["unnamed", "named", "guideline", "rubric", "session", "check"])
+def test_a_lone_surrogate_in_an_evaluators_own_text_is_refused_by_name(build, where):
+    """The developer's own text (criteria, guidelines, a rubric line, a check's needle) is no run's:
+    it is not mended, it is refused at construction, saying which setting and where, instead of a
+    bare UnicodeEncodeError from a hash."""
+    with pytest.raises(ValueError, match="lone surrogate") as caught:
+        build()
+    if where is not None:
+        assert f"evaluator's {where} holds a lone surrogate at character" in str(caught.value)
