@@ -36,6 +36,7 @@ from .pipeline import Pipeline
 from .step import Requeue, Step
 from .tasks import current_loop, noop, run_on, safe, spawn, wait_with_timeout
 from .upkeep import upkeep
+from .writes import PendingWrites
 
 Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
@@ -60,8 +61,6 @@ class Dispatcher:
         self.counters = Counters()
         self.budget = ByteBudget(max_queue_bytes)
         self._sampling = sampling
-        self._batch_size = batch_size
-        self._flush_interval = flush_interval
         self._slots = threading.BoundedSemaphore(max_queue)  # queued (not yet started) jobs
         self._lock = threading.Lock()  # counters touched from caller threads
         self._started = False
@@ -74,9 +73,8 @@ class Dispatcher:
         self._scope: anyio.CancelScope | None = None
         self._stopped: asyncio.Event | None = None
         self._in_flight = 0
-        self._to_write: list[tuple[EvalRecord | None, str | None, bool]] = []
+        self._to_write = PendingWrites(batch_size, flush_interval)
         self._notifying = 0
-        self._flush_wakeup: asyncio.Event | None = None
         self._writing = 0
         self._claiming = False
 
@@ -107,7 +105,8 @@ class Dispatcher:
         loop.call_soon_threadsafe(self._begin)
 
     def _begin(self) -> None:
-        self._ready, self._idle, self._flush_wakeup = Doorbell(), asyncio.Event(), asyncio.Event()
+        self._ready, self._idle = Doorbell(), asyncio.Event()
+        self._to_write.start()
         self._stopped = asyncio.Event()
         self._paused = False
         self._claiming = self.outbox is not None  # not idle before the first look for a dead process's jobs
@@ -251,23 +250,18 @@ class Dispatcher:
         self._enqueue_write(record, job.id, notify=record is not None)
 
     def _enqueue_write(self, record: EvalRecord | None, job_id: str | None, *, notify: bool = False) -> None:
-        assert self._flush_wakeup is not None and self._idle is not None
-        self._to_write.append((record, job_id, notify))
+        assert self._idle is not None
+        self._to_write.add((record, job_id, notify))
         self._idle.clear()
-        if len(self._to_write) >= self._batch_size:
-            self._flush_wakeup.set()
 
     async def _writer(self) -> None:
         """Batched store writes; the outbox rows go only once their records are stored."""
-        assert self._flush_wakeup is not None
         while True:
             if not self._to_write:
                 self._maybe_idle()
-                with anyio.move_on_after(self._flush_interval):
-                    await self._flush_wakeup.wait()
-                self._flush_wakeup.clear()
+                await self._to_write.gather()
                 continue
-            batch, self._to_write = self._to_write[: self._batch_size], self._to_write[self._batch_size:]
+            batch = self._to_write.take()
             self._writing += 1
             try:
                 records = [r for r, _, _ in batch if r is not None]  # None: a job finished without a record
@@ -350,7 +344,8 @@ class Dispatcher:
 
     def reset_after_fork(self) -> None:
         """In a forked child: forget the parent's loop and in-memory queue; start afresh on next use."""
-        self._started, self._loop, self._to_write = False, None, []
+        self._started, self._loop = False, None
+        self._to_write.clear()
         self._queue.clear()
         self._in_flight = self._writing = self._notifying = 0
         self._lock = threading.Lock()

@@ -128,6 +128,7 @@ class Outbox:
         # Checkpoints and scans use their own connection, so they never hold up a put.
         self._maint_lock = threading.Lock()
         self._maint_conn: sqlite3.Connection | None = None
+        self._folded = 0  # the WAL's mtime when a checkpoint last folded all of it
 
     def __repr__(self) -> str:
         return f"Outbox({self.path!r})"
@@ -205,15 +206,25 @@ class Outbox:
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (PASSIVE: never waits for, or blocks, writers); once
-        the WAL has outgrown `wal_limit`, also truncate it, if that can be done without waiting."""
+        the WAL has outgrown `wal_limit`, also truncate it, if that can be done without waiting.
+        Nothing to do when nobody has written the WAL since a checkpoint that folded all of it."""
+        try:
+            stamp = os.stat(f"{self.path}-wal").st_mtime_ns
+        except OSError:  # no WAL: nothing written since a truncation
+            return
+        if stamp == self._folded:
+            return
         with self._maint_lock:
             conn = self._maintenance()
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            busy, frames, folded = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             try:
                 if os.path.getsize(f"{self.path}-wal") > self.wal_limit:
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    return  # the truncation changed the file: the next round looks again
             except (OSError, sqlite3.OperationalError):  # no WAL file, or busy: the next round tries again
-                pass
+                return
+            if not busy and frames == folded:  # all of it, as of `stamp` at least: a later write changes it
+                self._folded = stamp
 
     def wal_size(self) -> int:
         """The WAL file's size in bytes (0 when there is none)."""

@@ -20,18 +20,25 @@ async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: 
     and checkpoint. `settled()` after every round (the first one tells the dispatcher it has looked)."""
     beat = max(1.0, outbox.stale_after / 3)
     next_beat = 0.0
+
+    def one_round(free: int, beating: bool) -> list[Job]:  # one trip to a worker thread a round
+        jobs = outbox.claim([evaluator], free) if free > 0 else []
+        if not jobs:
+            if beating:
+                outbox.heartbeat()
+            outbox.checkpoint()
+        return jobs
+
     while True:
         try:
-            free = room()
-            jobs = await anyio.to_thread.run_sync(outbox.claim, [evaluator], free) if free > 0 else []
+            beating = time.monotonic() >= next_beat
+            jobs = await anyio.to_thread.run_sync(one_round, room(), beating)
             if jobs:
                 await take(jobs)
                 log.info("outbox_resumed", evaluator=evaluator, jobs=len(jobs))
                 continue
-            if time.monotonic() >= next_beat:
-                await anyio.to_thread.run_sync(outbox.heartbeat)
+            if beating:
                 next_beat = time.monotonic() + beat
-            await anyio.to_thread.run_sync(outbox.checkpoint)
         except Exception:
             log.exception("outbox_maintenance_failed", outbox=outbox.path)
         settled()

@@ -381,3 +381,31 @@ def test_a_job_left_under_an_id_without_the_version_is_graded_once_and_leaves_th
     assert record.id == record_id("old", "run-old", version=judge.evaluator_version) != record_id("old", "run-old")
     jobs = sqlite3.connect(str(tmp_path / "outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
     assert jobs == (0,)
+
+
+def test_an_idle_dispatcher_sleeps_until_work_comes(make_bg, make_agent, store):
+    """With nothing to write the writer waits with no timer (it woke every flush_interval, 50 times a
+    second per evaluator, for nothing: ~25 ms of CPU a second on an idle VM). This dispatcher's own
+    wake-ups while idle are counted (not timed): every idle turn of its writer looked at whether it is
+    idle; now none does."""
+    judge = make_bg()
+    agent = make_agent(judge)
+    agent.run("first")
+    assert judgehooks.drain(30)
+    dispatcher = judge._shell.wiring.dispatcher  # this evaluator's (earlier tests' may share its name)
+    looks = [0]
+    maybe_idle = dispatcher._maybe_idle
+
+    def counted() -> None:
+        looks[0] += 1
+        maybe_idle()
+
+    dispatcher._maybe_idle = counted  # this dispatcher's only: the loop is shared by every evaluator
+    try:
+        time.sleep(2.0)
+    finally:
+        del dispatcher._maybe_idle
+    assert looks[0] <= 4, f"the idle writer woke {looks[0]} times in 2 s"  # ~100 before
+    agent.run("second")  # the writer still wakes for work
+    assert judgehooks.drain(30)
+    assert sorted(r.input for r in store.records) == ["first", "second"]

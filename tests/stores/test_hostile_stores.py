@@ -277,6 +277,33 @@ def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
     outbox.close()
 
 
+def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path, monkeypatch):
+    """The upkeep checkpoints once a second; with nothing written since a checkpoint that folded the
+    whole WAL there is nothing to fold, and the round costs a stat, not a trip through SQLite. Any
+    write (this process's or another's) makes the next round fold again."""
+    from judgehooks._grading.outbox import Job, Outbox
+
+    outbox = Outbox(tmp_path / "outbox.db")
+    folds = []
+    maintenance = outbox._maintenance
+    monkeypatch.setattr(outbox, "_maintenance", lambda: folds.append(1) or maintenance())
+    outbox.put(Job(id="j1", evaluator="e", context={}))
+    outbox.checkpoint()
+    assert len(folds) == 1
+    outbox.checkpoint()
+    outbox.checkpoint()
+    assert len(folds) == 1  # idle: nothing folded again
+    time.sleep(0.05)  # past the file system's coarse clock tick, so the write moves the WAL's mtime
+    other = Outbox(tmp_path / "outbox.db")  # another writer of the same file (another process's)
+    other.put(Job(id="j2", evaluator="e", context={}))
+    outbox.checkpoint()
+    assert len(folds) == 2
+    reader = sqlite3.connect(f"file:{tmp_path / 'outbox.db'}?mode=ro", uri=True)
+    assert reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (2,)
+    other.close()
+    outbox.close()
+
+
 # ---- fork: a child's jobs are its own ----------------------------------------------------------------
 
 def test_a_forked_childs_first_job_is_its_own_and_is_graded_once_the_child_is_gone(make_judge, make_agent, server,
