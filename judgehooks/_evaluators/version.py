@@ -51,9 +51,8 @@ def digest(data: Any) -> str:
         return hashlib.sha256(text.encode()).hexdigest()[:LENGTH]
     except UnicodeEncodeError:
         found = unstorable_at(data)
-        where, at = found if found is not None else ("", 0)
-        where = where.removeprefix("settings.")
-        raise ValueError(f"the evaluator's {where or 'setting'} holds a lone surrogate at character {at} (half of a "
+        where = "settings" if found is None else f"{found[0].removeprefix('settings.')} (character {found[1]})"
+        raise ValueError(f"the evaluator's {where} holds a lone surrogate (half of a "
                          f"UTF-16 pair, as an escape like '\\ud83d' makes): no judge, store or file can carry it; "
                          f"write the whole character") from None
 

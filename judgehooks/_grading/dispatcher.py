@@ -250,6 +250,10 @@ class Dispatcher:
         self._enqueue_write(record, job.id, notify=record is not None)
 
     def _enqueue_write(self, record: EvalRecord | None, job_id: str | None, *, notify: bool = False) -> None:
+        if asyncio.get_running_loop() is not self._loop:  # a shed task on the loop the workers just left
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(partial(self._enqueue_write, record, job_id, notify=notify))
+            return
         assert self._idle is not None
         self._to_write.add((record, job_id, notify))
         self._idle.clear()
@@ -401,7 +405,8 @@ class Dispatcher:
         counters.update(queue_depth=len(self._queue), in_flight=self._in_flight, queued_bytes=self.budget.held,
                         evaluator=self.pipeline.name,
                         loop="app" if runtime.is_app_loop(self._loop) else "judgehooks",
-                        oldest_pending_age_s=safe(self.outbox.oldest_age) if self.outbox is not None else None,
+                        oldest_pending_age_s=None if self.outbox is None else safe(
+                            partial(self.outbox.oldest_age, self.name)),
                         outbox=None if self.outbox is None else self.outbox.path,
                         outbox_failures=0 if self.outbox is None else self.outbox.refused)
         if self.pipeline.spend is not None:  # runs over a spend cap: skipped with reason "budget"

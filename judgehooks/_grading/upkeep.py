@@ -19,26 +19,24 @@ async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: 
     """Forever: claim up to `room()` of `evaluator`'s orphaned jobs and `take` them; else heartbeat
     and checkpoint. `settled()` after every round (the first one tells the dispatcher it has looked)."""
     beat = max(1.0, outbox.stale_after / 3)
-    next_beat = 0.0
+    next_beat = [0.0]
 
-    def one_round(free: int, beating: bool) -> list[Job]:  # one trip to a worker thread a round
+    def one_round(free: int) -> list[Job]:  # one trip to a worker thread a round
         jobs = outbox.claim([evaluator], free) if free > 0 else []
         if not jobs:
-            if beating:
+            if time.monotonic() >= next_beat[0]:
                 outbox.heartbeat()
+                next_beat[0] = time.monotonic() + beat  # beaten, whatever the checkpoint does
             outbox.checkpoint()
         return jobs
 
     while True:
         try:
-            beating = time.monotonic() >= next_beat
-            jobs = await anyio.to_thread.run_sync(one_round, room(), beating)
+            jobs = await anyio.to_thread.run_sync(one_round, room())
             if jobs:
                 await take(jobs)
                 log.info("outbox_resumed", evaluator=evaluator, jobs=len(jobs))
                 continue
-            if beating:
-                next_beat = time.monotonic() + beat
         except Exception:
             log.exception("outbox_maintenance_failed", outbox=outbox.path)
         settled()

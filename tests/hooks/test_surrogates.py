@@ -139,7 +139,9 @@ def test_a_namedtuple_or_dict_subclass_in_the_metadata_still_gives_one_storable_
      "criteria[0].description"),
     (lambda: judgehooks.SessionJudge(criteria=f"x {LONE}", model="openai/x"), "criteria"),
     (lambda: judgehooks.Contains(f"ab{LONE}"), "values[0]"),
-], ids=["unnamed", "named", "guideline", "rubric", "session", "check"])
+    (lambda: judgehooks.Contains("ab", name=f"n{LONE}"), None),  # the name: every record id hashes it
+    (lambda: judgehooks.AgentAsJudgeEval(criteria="polite", model="openai/x", name=f"n{LONE}"), None),
+], ids=["unnamed", "named", "guideline", "rubric", "session", "check", "check-name", "judge-name"])
 def test_a_lone_surrogate_in_an_evaluators_own_text_is_refused_by_name(build, where):
     """The developer's own text (criteria, guidelines, a rubric line, a check's needle) is no run's:
     it is not mended, it is refused at construction, saying which setting and where, instead of a
@@ -147,4 +149,4 @@ def test_a_lone_surrogate_in_an_evaluators_own_text_is_refused_by_name(build, wh
     with pytest.raises(ValueError, match="lone surrogate") as caught:
         build()
     if where is not None:
-        assert f"evaluator's {where} holds a lone surrogate at character" in str(caught.value)
+        assert f"evaluator's {where} (character " in str(caught.value)

@@ -277,29 +277,39 @@ def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
     outbox.close()
 
 
-def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path, monkeypatch):
-    """The upkeep checkpoints once a second; with nothing written since a checkpoint that folded the
-    whole WAL there is nothing to fold, and the round costs a stat, not a trip through SQLite. Any
-    write (this process's or another's) makes the next round fold again."""
+def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path):
+    """The upkeep checkpoints once a second; with no commit since a checkpoint that folded the whole
+    WAL there is nothing to fold, and the round asks SQLite's data_version, not for a checkpoint. Any
+    commit (this process's or another's) makes the next round fold again."""
     from judgehooks._grading.outbox import Job, Outbox
 
+    class Counting:  # the maintenance connection, counting the checkpoints it is asked for
+        def __init__(self, conn):
+            self.conn, self.folds = conn, 0
+
+        def execute(self, sql, *args):
+            self.folds += "wal_checkpoint" in sql
+            return self.conn.execute(sql, *args)
+
     outbox = Outbox(tmp_path / "outbox.db")
-    folds = []
-    maintenance = outbox._maintenance
-    monkeypatch.setattr(outbox, "_maintenance", lambda: folds.append(1) or maintenance())
+    counting = Counting(outbox._maintenance())
+    outbox._maint_conn = counting
     outbox.put(Job(id="j1", evaluator="e", context={}))
     outbox.checkpoint()
-    assert len(folds) == 1
+    assert counting.folds == 1
     outbox.checkpoint()
     outbox.checkpoint()
-    assert len(folds) == 1  # idle: nothing folded again
-    time.sleep(0.05)  # past the file system's coarse clock tick, so the write moves the WAL's mtime
+    assert counting.folds == 1  # idle: nothing folded again
     other = Outbox(tmp_path / "outbox.db")  # another writer of the same file (another process's)
     other.put(Job(id="j2", evaluator="e", context={}))
     outbox.checkpoint()
-    assert len(folds) == 2
+    assert counting.folds == 2
+    outbox.put(Job(id="j3", evaluator="e", context={}))  # and this process's own, at once after
+    outbox.checkpoint()
+    assert counting.folds == 3
     reader = sqlite3.connect(f"file:{tmp_path / 'outbox.db'}?mode=ro", uri=True)
-    assert reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (2,)
+    assert reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (3,)
+    outbox._maint_conn = counting.conn
     other.close()
     outbox.close()
 
@@ -389,25 +399,28 @@ def test_the_upkeeps_looks_at_a_deep_outbox_are_index_seeks_not_scans(tmp_path):
     """Every second the upkeep asks whose jobs the outbox holds, and stats() asks this owner's oldest:
     with 100,000 pending jobs a scan of their rows cost ~45 ms a look. Both are seeks in the owner
     index; a file made before it (with the old index by evaluator) gets it when opened."""
-    from judgehooks._grading.outbox import NEXT_OWNER, OLDEST, Job, Outbox
+    from judgehooks._grading.outbox import FIRST_OWNER, NEXT_OWNER, OLDEST, Job, Outbox, claim_sql
 
     old = sqlite3.connect(tmp_path / "outbox.db")  # the schema an earlier version left
     old.execute("CREATE TABLE eval_jobs (id TEXT PRIMARY KEY, evaluator TEXT NOT NULL, spec TEXT, context TEXT "
                 "NOT NULL, sample_rate REAL NOT NULL DEFAULT 1.0, created_at REAL NOT NULL, owner TEXT NOT NULL)")
     old.execute("CREATE INDEX ix_eval_jobs_evaluator ON eval_jobs (evaluator, created_at)")
-    old.executemany("INSERT INTO eval_jobs VALUES (?, 'e', NULL, '{}', 1.0, ?, ?)",
-                    [(f"job-{i}", float(i), f"gone-host:{i % 3}:x") for i in range(300)])
+    old.executemany("INSERT INTO eval_jobs VALUES (?, ?, NULL, '{}', 1.0, ?, ?)",  # two evaluators' jobs
+                    [(f"job-{i}", "e" if i % 2 == 0 else "other", float(i), f"gone-host:{i % 3}:x")
+                     for i in range(300)])
     old.commit()
     outbox = Outbox(tmp_path / "outbox.db")
     outbox.put(Job(id="mine", evaluator="e", context={}, created_at=1000.0))
     conn = sqlite3.connect(tmp_path / "outbox.db")
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND "
                                               "tbl_name = 'eval_jobs' AND sql IS NOT NULL")}
-    assert indexes == {"ix_eval_jobs_owner"}  # one index still: a put costs what it did
-    for sql, args in ((NEXT_OWNER, ("",)), (OLDEST, (outbox.owner,))):
+    assert indexes == {"ix_eval_jobs_owner_evaluator"}  # one index still: a put costs what it did
+    dead = ["gone-host:0:x", "gone-host:1:x"]
+    for sql, args in ((FIRST_OWNER, ()), (NEXT_OWNER, ("",)), (OLDEST, (outbox.owner, "e")),
+                      (claim_sql(2, 1, 3), [*dead, "e"])):
         plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
-        assert "ix_eval_jobs_owner" in plan and not plan.startswith("SCAN eval_jobs"), plan
-    # the three owners nobody registered are found, this one is not; their jobs are claimed oldest first
-    assert [job.id for job in outbox.claim(["e"], 3)] == ["job-0", "job-1", "job-2"]
-    assert abs(outbox.oldest_age() - time.time()) < 60  # now ours, the claimed job-0 (filed at 0.0) is the oldest
+        assert "ix_eval_jobs_owner_evaluator" in plan and "SCAN eval_jobs" not in plan, plan
+    # the three owners nobody registered are found, this one is not; their jobs of "e" are claimed oldest first
+    assert [job.id for job in outbox.claim(["e"], 3)] == ["job-0", "job-2", "job-4"]
+    assert abs(outbox.oldest_age("e") - time.time()) < 60  # now ours, the claimed job-0 (filed at 0.0) is the oldest
     outbox.close()
