@@ -110,6 +110,12 @@ def unstorable_at(value: Any, where: str = "") -> tuple[str, int] | None:
     return None
 
 
+def lone_surrogate(label: str, at: int) -> ValueError:
+    """The error for a developer's own text (a setting) holding a lone surrogate at character `at`."""
+    return ValueError(f"{label} (character {at}) holds a lone surrogate (half of a UTF-16 pair, as an escape like "
+                      f"'\\ud83d' makes): no judge, store or file can carry it; write the whole character")
+
+
 def _mend(value: Any) -> Any:
     if isinstance(value, str):
         return storable(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .text import storable
+from .text import lone_surrogate, unstorable_at
 
 
 def check_finite(name: str, value: Any) -> None:
@@ -41,10 +41,9 @@ def check_optional_number(name: str, value: Any, **bounds: Any) -> None:
 def check_name(name: Any, owner: str = "name") -> None:
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise ValueError(f"{owner} must be a non-empty string or None, got {name!r}")
-    if name is not None and storable(name) is not name:  # every record id hashes it, on every run's hook
-        at = next(i for i, ch in enumerate(name) if "\ud800" <= ch <= "\udfff")
-        raise ValueError(f"{owner} holds a lone surrogate at character {at} (half of a UTF-16 pair, as an escape "
-                         f"like '\\ud83d' makes): no judge, store or file can carry it; write the whole character")
+    found = None if name is None else unstorable_at(name)  # every record id hashes it, on every run's hook
+    if found is not None:
+        raise lone_surrogate(owner, found[1])
 
 
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:

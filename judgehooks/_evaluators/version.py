@@ -24,7 +24,7 @@ from typing import Any
 
 from .._base.context import EvalContext
 from .._base.session import Turn
-from .._base.text import unstorable_at
+from .._base.text import lone_surrogate, unstorable_at
 from .._judges.call import JudgeCall
 from .._judges.prompt import build_request
 from .._judges.transcript import Transcript, build_session_request
@@ -50,11 +50,8 @@ def digest(data: Any) -> str:
     try:
         return hashlib.sha256(text.encode()).hexdigest()[:LENGTH]
     except UnicodeEncodeError:
-        found = unstorable_at(data)
-        where = "settings" if found is None else f"{found[0].removeprefix('settings.')} (character {found[1]})"
-        raise ValueError(f"the evaluator's {where} holds a lone surrogate (half of a "
-                         f"UTF-16 pair, as an escape like '\\ud83d' makes): no judge, store or file can carry it; "
-                         f"write the whole character") from None
+        found = unstorable_at(data) or ("settings", 0)
+        raise lone_surrogate(f"the evaluator's {found[0].removeprefix('settings.')}", found[1]) from None
 
 
 def _fallback(value: Any) -> str:  # pragma: no cover - canonical() leaves nothing json cannot encode
