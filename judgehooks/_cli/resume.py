@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from .._evaluators.spec import rebuild
+from .._grading.outboxlog import fold_all, has_log
 from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
 from ..stores._base import store_key
@@ -32,8 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
-    conn = sqlite3.connect(outbox_path)
+    conn = sqlite3.connect(outbox_path, isolation_level=None)
     try:
+        if has_log(conn):
+            fold_all(conn)  # the dead processes' last jobs may be in the outbox's log still
         rows = conn.execute("SELECT evaluator, spec FROM eval_jobs GROUP BY evaluator").fetchall()
     except sqlite3.OperationalError:
         return {}

@@ -1,7 +1,8 @@
 """The outbox: evaluations persisted on the hook path, before the hand-off, so a crash loses none.
 
 A small SQLite file (WAL, synchronous=NORMAL: a committed job survives the process being killed).
-Each job row is deleted once its record is in the store. Jobs are owned by the process that
+A job is filed as one row appended to a log, and a `done` row follows once its record is in the
+store; the upkeep folds the log into the indexed `eval_jobs` table (see `outboxlog`). Jobs are owned by the process that
 wrote them; a process that starts a dispatcher claims the jobs of owners that are gone (same
 host and the pid is dead, or no heartbeat for `stale_after` seconds).
 """
@@ -22,6 +23,7 @@ from typing import Any
 from .._base.jsondata import json_text
 from .._base.log import log
 from .._base.sqlitefile import checked_path, connect_wal
+from .outboxlog import DONE, LOG_SCHEMA, PUT, fold_some
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -42,6 +44,7 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_owners (
         owner TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL
     )""",
+    LOG_SCHEMA,
 )
 
 HOST = socket.gethostname()
@@ -172,7 +175,8 @@ class Outbox:
             self._forget_parent()
 
     def put(self, job: Job, context: str | None = None, *, run_id: str | None = None) -> None:
-        """Persist one job (the hook path). Idempotent on the job id. `context`: the job's context
+        """Persist one job (the hook path): one row appended to the log. Idempotent on the job id
+        (a second put of it is folded into the same `eval_jobs` row). `context`: the job's context
         as JSON text, when the caller has it already (the hook's job then holds no context dict, and
         `run_id` names the run in the log). A file that refuses it (a full disk, a lock
         held past the busy timeout) never fails the hook: the refusal is logged and counted
@@ -183,9 +187,8 @@ class Outbox:
         try:
             with self._lock:
                 conn = self._connect()  # first: after a fork it gives this process its own owner id
-                conn.execute("INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (job.id, job.evaluator, job.spec, text, job.sample_rate, job.created_at or time.time(),
-                              self.owner))
+                conn.execute(PUT, (job.id, job.evaluator, job.spec, text, job.sample_rate,
+                                   job.created_at or time.time(), self.owner))
         except (sqlite3.Error, OSError) as exc:
             self.refused += 1
             self._refusing += 1
@@ -200,11 +203,28 @@ class Outbox:
             self._refusing = 0
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Forget finished jobs: one short statement per chunk, so a put never waits long."""
-        for start in range(0, len(ids), 25):
-            chunk = list(ids[start:start + 25])
+        """Forget finished jobs: a `done` row each, appended in one transaction (the next fold
+        removes them from wherever they are)."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(DONE, [(job,) for job in ids])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def fold(self) -> None:
+        """Fold the log's rows that are there now into `eval_jobs` (every process's: see
+        `outboxlog`), one short transaction at a time, so a put never waits for more than one."""
+        with self._lock:
+            top = self._connect().execute("SELECT MAX(seq) FROM eval_jobs_log").fetchone()[0]
+        while top is not None:
             with self._lock:
-                self._connect().execute(f"DELETE FROM eval_jobs WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                last = fold_some(self._connect())
+            if last is None or last >= top:
+                return
 
     def _maintenance(self) -> sqlite3.Connection:
         if self._maint_conn is None:
@@ -265,6 +285,7 @@ class Outbox:
         with self._maint_lock:  # a read-only look first: most of the time nobody has died
             if not self._dead_owners(self._maintenance()):
                 return []
+        self.fold()  # the dead owners' last jobs may be in the log still
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
@@ -289,6 +310,7 @@ class Outbox:
 
     def oldest_age(self, evaluator: str) -> float | None:
         """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its own) was filed."""
+        self.fold()
         with self._lock:
             oldest = self._connect().execute(OLDEST, (self.owner, evaluator)).fetchone()[0]
         return None if oldest is None else max(0.0, time.time() - oldest)

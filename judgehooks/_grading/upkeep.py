@@ -1,6 +1,6 @@
-"""The outbox upkeep a background dispatcher runs beside its workers, once a second: claim the jobs
-of processes that died, beat this process's heart, checkpoint the WAL (and truncate it once it
-outgrows its limit)."""
+"""The outbox upkeep a background dispatcher runs beside its workers, once a second: fold the
+outbox's log, claim the jobs of processes that died, beat this process's heart, checkpoint the
+WAL (and truncate it once it outgrows its limit)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: 
     next_beat = [0.0]
 
     def one_round(free: int) -> list[Job]:  # one trip to a worker thread a round
+        outbox.fold()
         jobs = outbox.claim([evaluator], free) if free > 0 else []
         if not jobs:
             if time.monotonic() >= next_beat[0]:

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from _outbox import abandon
 from conftest import wait_for
 
 import judgehooks
@@ -201,8 +202,7 @@ def test_judgehooks_resume_rebuilds_checks_and_needs_import_for_user_code(tmp_pa
     outbox.put(Job(id="j1", evaluator="has-keep", context=ctx, spec=spec, created_at=time.time()))
     outbox.put(Job(id="j2", evaluator="user-check", context=ctx, spec=None, created_at=time.time()))
     outbox.close()
-    with sqlite3.connect(outbox.path) as conn:  # as if the process that wrote them had died
-        conn.execute("UPDATE eval_jobs SET owner = 'gone-host:1:x'")
+    abandon(outbox.path)  # as if the process that wrote them had died
     (tmp_path / "resume_module.py").write_text(RESUME_MODULE)
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RESUME_DB": db,
            "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}

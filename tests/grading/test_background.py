@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _outbox import pending
 
 import judgehooks
 from judgehooks import SQLiteStore
@@ -211,10 +212,7 @@ def test_sigkill_with_500_pending_then_a_new_process_resumes_exactly_once(server
     records = SQLiteStore(db).query_sync(limit=None)
     assert len(records) == 500 and len({r.run_id for r in records}) == 500
     assert {r.input for r in records} == {f"question {i} [[judge_delay=200]]" for i in range(500)}
-    import sqlite3
-
-    outbox = sqlite3.connect(str(tmp_path / "crash.outbox.db"))
-    assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+    assert pending(tmp_path / "crash.outbox.db") == 0
 
 
 EXITER = """
@@ -325,7 +323,7 @@ def test_a_job_the_outbox_refuses_is_graded_from_memory_and_counted(make_bg, mak
     first = agent.run("q")  # the outbox file exists from here on
     assert judgehooks.drain(30)
     with sqlite3.connect(tmp_path / "outbox.db") as conn:
-        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON eval_jobs BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON eval_jobs_log BEGIN SELECT RAISE(ABORT, 'disk full'); END")
     with capture_logs() as logs:
         second = agent.run("q [[fail]]")
         third = agent.run("q")
@@ -354,16 +352,12 @@ def test_background_with_a_dead_store_says_so_and_keeps_the_job(make_bg, make_ag
         assert judgehooks.drain(30)
     [event] = [e for e in logs if e["event"] == "evaluation"]
     assert event["stored"] is False and judge.stats()["store_failures"] == 1
-    import sqlite3
-
-    jobs = sqlite3.connect(str(tmp_path / "outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
-    assert jobs == (1,)  # not lost: the next process regrades it
+    assert pending(tmp_path / "outbox.db") == 1  # not lost: the next process regrades it
 
 
 def test_a_job_left_under_an_id_without_the_version_is_graded_once_and_leaves_the_outbox(make_bg, store, tmp_path):
     """A job a dead process left under the id its record had before record ids held the evaluator's
     version: resumed, graded and stored once, and its outbox row goes (not regraded forever)."""
-    import sqlite3
 
     from judgehooks._base.context import EvalContext, context_to_dict
     from judgehooks._base.record import record_id
@@ -379,8 +373,7 @@ def test_a_job_left_under_an_id_without_the_version_is_graded_once_and_leaves_th
     [record] = store.records
     assert (record.run_id, record.status) == ("run-old", "passed")
     assert record.id == record_id("old", "run-old", version=judge.evaluator_version) != record_id("old", "run-old")
-    jobs = sqlite3.connect(str(tmp_path / "outbox.db")).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
-    assert jobs == (0,)
+    assert pending(tmp_path / "outbox.db") == 0
 
 
 def test_an_idle_dispatcher_sleeps_until_work_comes(make_bg, make_agent, store):

@@ -7,7 +7,6 @@ import asyncio
 import io
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from _outbox import pending
 from conftest import wait_for
 
 import judgehooks
@@ -308,13 +308,12 @@ def test_with_redis_down_jobs_wait_in_the_outbox_and_go_out_when_it_is_back(make
     agent = make_agent(judge)
     run_ids = [agent.run(f"q{i}").run_id for i in range(5)]
     wait_for(lambda: judge.stats()["broker_down"])
-    outbox = sqlite3.connect(tmp_path / "producer.outbox.db")
-    assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (5,)
+    assert pending(tmp_path / "producer.outbox.db") == 5
     assert judge.stats()["forwarded"] == 0 and judge.stats()["dropped"] == 0
     with RedisServer(port) as back:
         assert judgehooks.drain(60)
         assert judge.stats()["forwarded"] == 5 and not judge.stats()["broker_down"]
-        assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+        assert pending(tmp_path / "producer.outbox.db") == 0
         client = redis.Redis.from_url(back.url)
         published = [e for _, e in client.xrange(STREAM)]
         client.close()

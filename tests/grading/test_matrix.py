@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 import redis
+from _outbox import GONE, abandon
 from _tracing import exported
 from agno.agent import Agent
 from conftest import ROOT, model
@@ -211,7 +212,7 @@ def keep_what_is_written(outbox: str) -> None:
     with sqlite3.connect(outbox) as conn:
         conn.executescript("""
             CREATE TABLE kept_jobs AS SELECT * FROM eval_jobs WHERE 0;
-            CREATE TRIGGER keep_job AFTER INSERT ON eval_jobs BEGIN
+            CREATE TRIGGER keep_job AFTER INSERT ON eval_jobs_log WHEN NEW.done = 0 BEGIN
                 INSERT INTO kept_jobs VALUES (NEW.id, NEW.evaluator, NEW.spec, NEW.context, NEW.sample_rate,
                                               NEW.created_at, NEW.owner); END;
             CREATE TABLE kept_turns (evaluator TEXT, session_id TEXT, run_id TEXT, turn TEXT);
@@ -231,8 +232,9 @@ def put_back(outbox: str, evaluator: str, out: Any, kind: str) -> None:
             [row] = conn.execute(
                 "SELECT * FROM kept_jobs WHERE evaluator = ? AND json_extract(context, '$.run_id') = ?",
                 (evaluator, out.run_id)).fetchall()
-            conn.execute("INSERT INTO eval_jobs SELECT * FROM kept_jobs WHERE id = ?", (row[0],))
-            conn.execute("UPDATE eval_jobs SET owner = 'gone-host:1:x' WHERE id = ?", (row[0],))
+            conn.execute("INSERT INTO eval_jobs_log (id, done, evaluator, spec, context, sample_rate, created_at, "
+                         "owner) SELECT id, 0, evaluator, spec, context, sample_rate, created_at, ? FROM kept_jobs "
+                         "WHERE id = ?", (GONE, row[0]))
     if kind == "SessionJudge":  # as if the book never forgot it; due at once
         SessionBook(outbox).add_turn(evaluator, out.session_id, run_id, turn, due_at=0)
 
@@ -351,8 +353,7 @@ def resume(kind: str, path: str, server: Any, tmp: Path, seen: Seen) -> None:
         outbox.put(Job(id=app._pipeline.record_id(ctx), evaluator=app.evaluator_name, context=context_to_dict(ctx),
                        sample_rate=rate, spec=json.dumps(app._shell._spec), created_at=time.time()))
     outbox.close()
-    with sqlite3.connect(outbox.path) as conn:  # as if the process that wrote them had died
-        conn.execute("UPDATE eval_jobs SET owner = 'gone-host:1:x'")
+    abandon(outbox.path)  # as if the process that wrote them had died
     limiter = RateLimiter.for_model(pace_key(app, kind))
     before = limiter._last
     command = ["resume", "--store", str(db), "--outbox", outbox.path, "--timeout", "120", "--concurrency", "1"]

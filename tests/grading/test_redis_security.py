@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
+from _outbox import fold
 from test_distributed import (  # noqa: F401 - fixtures
     JOB_KEY,
     make_producer,
@@ -233,7 +234,6 @@ def test_a_worker_without_a_key_says_jobs_are_not_authenticated(monkeypatch, cap
 def test_credentials_in_api_base_never_reach_the_outbox_or_a_redis_job(make_judge, make_agent, tmp_path):
     """A judge URL with user info and a token query keeps only scheme, host, port and path in what is
     stored or sent; the API key is never there at all."""
-    import sqlite3
 
     from conftest import wait_for
 
@@ -247,7 +247,7 @@ def test_credentials_in_api_base_never_reach_the_outbox_or_a_redis_job(make_judg
                        outbox=str(outbox))
     make_agent(judge).run("q")
     wait_for(lambda: judge.stats()["broker_down"])
-    [(spec,)] = sqlite3.connect(outbox).execute("SELECT spec FROM eval_jobs").fetchall()
+    [(spec,)] = fold(outbox).execute("SELECT spec FROM eval_jobs").fetchall()
     assert json.loads(spec)["api_base"] == "http://127.0.0.1:9/v1"
     with RedisServer(port) as back:
         assert judgehooks.drain(60)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
+from _outbox import pending
 from _runner import run_cli
 from agno.db.sqlite import SqliteDb
 
@@ -103,8 +103,7 @@ def test_judgehooks_resume_finds_the_jobs_a_dead_process_left_for_an_agno_db(ser
     [run] = SqliteDb(db_file=str(path)).get_eval_runs()  # graded into the agno db the command named
     ours = run.eval_data["judgehooks"]["record"]
     assert (run.agent_id, ours["run_id"], ours["evaluator"]) == ("support", "run-left", "left-behind")
-    jobs = sqlite3.connect(outbox_path_for(AgnoDbStore(db))).execute("SELECT COUNT(*) FROM eval_jobs").fetchone()
-    assert jobs == (0,)
+    assert pending(outbox_path_for(AgnoDbStore(db))) == 0
     assert sorted(os.listdir(cwd)) == []
 
 

@@ -11,6 +11,7 @@ import stat
 import time
 
 import pytest
+from _outbox import fold, pending
 from conftest import rec, wait_for
 
 import judgehooks
@@ -83,8 +84,7 @@ def test_a_record_the_store_refuses_becomes_an_error_record_and_its_batch_is_sto
     assert (bad.status, bad.error_type, bad.prompt_tokens) == ("error", "StoreError", None)
     assert "the store refused this record (OverflowError" in bad.error_message and "passed" in bad.error_message
     assert all(r.status == "passed" for key, r in records.items() if r is not bad)
-    outbox = sqlite3.connect(tmp_path / "outbox.db")
-    assert outbox.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)  # nothing left to regrade
+    assert pending(tmp_path / "outbox.db") == 0  # nothing left to regrade
 
 
 @pytest.mark.anyio
@@ -257,7 +257,7 @@ def test_large_answers_past_the_byte_budget_are_shed_with_a_skipped_record(make_
     assert skipped and all("byte budget of 60000 bytes" in r.reason and "max_queue_bytes" in r.reason
                            for r in skipped)
     assert judge.stats()["queued_bytes"] == 0
-    assert sqlite3.connect(tmp_path / "outbox.db").execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+    assert pending(tmp_path / "outbox.db") == 0
 
 
 def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
@@ -271,6 +271,7 @@ def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
         outbox.delete([f"j{i}"])
         if i % 10 == 9:
             reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchall()
+            outbox.fold()
             outbox.checkpoint()
             high = max(high, outbox.wal_size())
     assert high <= 256 * 1024
@@ -307,8 +308,7 @@ def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path)
     outbox.put(Job(id="j3", evaluator="e", context={}))  # and this process's own, at once after
     outbox.checkpoint()
     assert counting.folds == 3
-    reader = sqlite3.connect(f"file:{tmp_path / 'outbox.db'}?mode=ro", uri=True)
-    assert reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (3,)
+    assert pending(tmp_path / "outbox.db") == 3
     outbox._maint_conn = counting.conn
     other.close()
     outbox.close()
@@ -348,7 +348,7 @@ def test_a_forked_child_files_its_first_job_under_its_own_owner_id(tmp_path):
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-    owners = dict(sqlite3.connect(tmp_path / "outbox.db").execute("SELECT id, owner FROM eval_jobs"))
+    owners = dict(fold(tmp_path / "outbox.db").execute("SELECT id, owner FROM eval_jobs"))
     assert owners["parent-job"] == outbox.owner and owners["child-job"] != outbox.owner
     assert [job.id for job in outbox.claim()] == ["child-job"]  # the child is gone: its job is claimable
     outbox.close()
