@@ -44,6 +44,7 @@ from agno.models.openai.like import OpenAILike  # noqa: E402
 
 import judgehooks  # noqa: E402
 from judgehooks import AgentAsJudgeEval, SQLiteStore  # noqa: E402
+from judgehooks._grading.journal import pending_counts  # noqa: E402
 
 CRITERIA = "The answer echoes the question."
 
@@ -166,6 +167,22 @@ def added_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
                  *spread(async_medians)])
     rows.append(["judgehooks AgentAsJudgeEval(run_in_background=True), outbox on", "run()", n,
                  *spread(sync_medians)])
+    off = ours(base_url, tmp, "latency-off", max_concurrency=64, outbox=False)
+    for i in range(50):
+        run_output.run_id = f"warm-off-{i}"
+        off.post_check(run_output, agent=agent)
+    judgehooks.drain(120)
+    off_medians = []
+    for r in range(repeats):
+        added = []
+        for i in range(n):
+            run_output.run_id = f"off-{r}-{i}"
+            added.append(_ms(lambda: off.post_check(run_output, agent=agent)))
+            time.sleep(0.01)
+        off_medians.append(statistics.median(added))
+        judgehooks.drain(600)
+    rows.append(["judgehooks AgentAsJudgeEval(run_in_background=True), outbox=False", "run()", n,
+                 *spread(off_medians)])
     table(f"Added latency per run, 500 ms judge, 100 runs/s (median ms per repeat; {repeats} repeats)",
           ["evaluator", "path", "runs/repeat", "median ms", "range ms"], rows)
 
@@ -326,7 +343,7 @@ def at_exit(base_url: str, tmp: str, n: int, which: str) -> tuple[int, int, str]
         graded = sum(1 for _ in open(out)) if os.path.exists(out) else 0
         return graded, 0, f"exit took {took:.1f} s"
     stored = sqlite3.connect(f"{tmp}/exit.db").execute("SELECT COUNT(*) FROM eval_records").fetchone()[0]
-    kept = sqlite3.connect(f"{tmp}/exit.outbox.db").execute("SELECT COUNT(*) FROM eval_jobs").fetchone()[0]
+    kept = sum(pending_counts(sqlite3.connect(f"{tmp}/exit.outbox.db"), f"{tmp}/exit.outbox.db").values())
     return stored, kept, f"exit took {took:.1f} s; {kept} kept in the outbox for `judgehooks resume`"
 
 

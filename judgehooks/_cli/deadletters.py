@@ -9,7 +9,7 @@ import os
 import sqlite3
 from typing import Any
 
-from .._grading.outboxlog import pending_counts
+from .._grading.journal import pending_counts
 from ..stores._deadletter import summary
 from ..stores._sqlite import outbox_path_for
 
@@ -45,7 +45,7 @@ def pending_jobs(path: str | None, store: Any) -> dict[str, Any]:
         return found
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
-        by_evaluator = pending_counts(conn)  # the log's rows too, folded in memory: the file is not written
+        by_evaluator = pending_counts(conn, path)  # the journals' jobs too, read: nothing is written
     finally:
         conn.close()
     return {**found, "count": sum(by_evaluator.values()), "by_evaluator": by_evaluator}

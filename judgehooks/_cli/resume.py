@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from .._evaluators.spec import rebuild
-from .._grading.outboxlog import fold_all, has_log
+from .._grading.journal import pending_jobs
 from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
 from ..stores._base import store_key
@@ -33,16 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
-    conn = sqlite3.connect(outbox_path, isolation_level=None)
-    try:
-        if has_log(conn):
-            fold_all(conn)  # the dead processes' last jobs may be in the outbox's log still
-        rows = conn.execute("SELECT evaluator, spec FROM eval_jobs GROUP BY evaluator").fetchall()
-    except sqlite3.OperationalError:
-        return {}
+    conn = sqlite3.connect(f"file:{outbox_path}?mode=ro", uri=True)
+    try:  # the journals' jobs too: the evaluators built from these fold them when they claim
+        specs = dict(pending_jobs(conn, outbox_path).values())
     finally:
         conn.close()
-    return {name: (json.loads(spec) if spec else None) for name, spec in rows}
+    return {name: (json.loads(spec) if spec else None) for name, spec in specs.items()}
 
 
 def run(args: argparse.Namespace) -> int:

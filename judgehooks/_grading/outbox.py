@@ -1,8 +1,9 @@
 """The outbox: evaluations persisted on the hook path, before the hand-off, so a crash loses none.
 
 A small SQLite file (WAL, synchronous=NORMAL: a committed job survives the process being killed).
-A job is filed as one row appended to a log, and a `done` row follows once its record is in the
-store; the upkeep folds the log into the indexed `eval_jobs` table (see `outboxlog`). Jobs are owned by the process that
+A job is filed as one line appended to this process's journal file beside it, and a `done` line
+follows once its record is in the store; the upkeep folds the journal into the indexed
+`eval_jobs` table (see `journal`). Jobs are owned by the process that
 wrote them; a process that starts a dispatcher claims the jobs of owners that are gone (same
 host and the pid is dead, or no heartbeat for `stale_after` seconds).
 """
@@ -23,7 +24,7 @@ from typing import Any
 from .._base.jsondata import json_text
 from .._base.log import log
 from .._base.sqlitefile import checked_path, connect_wal
-from .outboxlog import DONE, LOG_SCHEMA, PUT, fold_some
+from .journal import Journal, JournalFile, apply, fold_files, journal_files, remove, tag_of
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -44,7 +45,6 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_owners (
         owner TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL
     )""",
-    LOG_SCHEMA,
 )
 
 HOST = socket.gethostname()
@@ -143,6 +143,8 @@ class Outbox:
         self._maint_lock = threading.Lock()
         self._maint_conn: sqlite3.Connection | None = None
         self._folded: int | None = None  # the data_version when a checkpoint last folded all of the WAL
+        self._journal: Journal | None = None
+        self._fold_lock = threading.Lock()  # one fold at a time: files are folded in the order written
 
     def __repr__(self) -> str:
         return f"Outbox({self.path!r})"
@@ -159,37 +161,48 @@ class Outbox:
             conn.execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
                          (self.owner, HOST, self._pid, time.time()))
             self._conn = conn
+            if self._journal is None:  # after the owner row: a journal file always has a live owner
+                self._journal = Journal(self.path, self.owner)
         return self._conn
+
+    def _journal_now(self) -> Journal:
+        if self._journal is None or self._pid != os.getpid():
+            with self._lock:
+                self._connect()
+        assert self._journal is not None
+        return self._journal
 
     def _forget_parent(self) -> None:
         # The parent's connections are not ours, and neither is its owner id: a job filed under it
         # would wait for the parent to die before anyone claimed it.
         self._pid, self.owner = os.getpid(), _new_owner()
         self._conn = self._maint_conn = self._folded = None  # data_version is per connection
+        if self._journal is not None:  # the parent's file: its lines are the parent's to fold
+            self._journal.forget()
+            self._journal = None
 
     def reset_after_fork(self) -> None:
         """In a forked child: fresh locks (a parent thread may have held them), an owner id of its
         own; connections reopen."""
-        self._lock, self._maint_lock = threading.Lock(), threading.Lock()
+        self._lock, self._maint_lock, self._fold_lock = threading.Lock(), threading.Lock(), threading.Lock()
         if self._pid != os.getpid():
             self._forget_parent()
 
     def put(self, job: Job, context: str | None = None, *, run_id: str | None = None) -> None:
-        """Persist one job (the hook path): one row appended to the log. Idempotent on the job id
-        (a second put of it is folded into the same `eval_jobs` row). `context`: the job's context
-        as JSON text, when the caller has it already (the hook's job then holds no context dict, and
-        `run_id` names the run in the log). A file that refuses it (a full disk, a lock
-        held past the busy timeout) never fails the hook: the refusal is logged and counted
+        """Persist one job (the hook path): one line appended to this process's journal file.
+        Idempotent on the job id (a second put of it is folded into the same `eval_jobs` row).
+        `context`: the job's context as JSON text, when the caller has it already (the hook's job
+        then holds no context dict, and `run_id` names the run in the log). A file that refuses it
+        (a full disk, a folder it may not write in) never fails the hook: the refusal is logged and counted
         (`refused`), and the job is graded from memory, only without surviving a crash. A full disk
         refuses every job: one warning per outage, the rest at debug level, and one line when the
         file takes jobs again."""
         text = json_text(job.context) if context is None else context
         try:
-            with self._lock:
-                conn = self._connect()  # first: after a fork it gives this process its own owner id
-                conn.execute(PUT, (job.id, job.evaluator, job.spec, text, job.sample_rate,
-                                   job.created_at or time.time(), self.owner))
-        except (sqlite3.Error, OSError) as exc:
+            journal = self._journal_now()  # first: after a fork it gives this process its own owner id
+            journal.put((job.id, job.evaluator, job.spec, job.sample_rate, job.created_at or time.time(), self.owner),
+                        text)
+        except (sqlite3.Error, OSError, ValueError) as exc:
             self.refused += 1
             self._refusing += 1
             say = log.warning if self._refusing == 1 else log.debug
@@ -203,28 +216,21 @@ class Outbox:
             self._refusing = 0
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Forget finished jobs: a `done` row each, appended in one transaction (the next fold
-        removes them from wherever they are)."""
-        with self._lock:
-            conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(DONE, [(job,) for job in ids])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        """Forget finished jobs: one `done` line (the next fold removes them from wherever they are)."""
+        if ids:
+            self._journal_now().done(list(ids))
 
     def fold(self) -> None:
-        """Fold the log's rows that are there now into `eval_jobs` (every process's: see
-        `outboxlog`), one short transaction at a time, so a put never waits for more than one."""
-        with self._lock:
-            top = self._connect().execute("SELECT MAX(seq) FROM eval_jobs_log").fetchone()[0]
-        while top is not None:
-            with self._lock:
-                last = fold_some(self._connect())
-            if last is None or last >= top:
-                return
+        """Fold this process's journal into `eval_jobs`: the file being written is closed (the
+        next put starts a new one), folded in one transaction, and deleted. A put never waits for it."""
+        if self._journal is None or self._pid != os.getpid():
+            return  # nothing written by this process
+        with self._fold_lock:  # a file folded again after a later one was would bring back its jobs
+            files = self._journal.seal()
+            if files:
+                with self._lock:
+                    fold_files(self._connect(), files)
+                self._journal.folded(files)
 
     def _maintenance(self) -> sqlite3.Connection:
         if self._maint_conn is None:
@@ -263,12 +269,16 @@ class Outbox:
             return 0
 
     def heartbeat(self) -> None:
+        """This owner is alive: registered again if a process that took it for dead removed it (its
+        journal files would be taken as a dead owner's while it still writes them)."""
         with self._lock:
-            self._connect().execute("UPDATE eval_owners SET heartbeat = ? WHERE owner = ?", (time.time(), self.owner))
+            self._connect().execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
+                                    (self.owner, HOST, self._pid, time.time()))
 
-    def _dead_owners(self, conn: sqlite3.Connection) -> list[str]:
+    def _owners(self, conn: sqlite3.Connection) -> tuple[list[str], set[str]]:
+        """The owners that are gone (with jobs in `eval_jobs`, or registered), and those alive."""
         now = time.time()
-        dead = []
+        dead, alive = [], {self.owner}
         known = set()
         for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM eval_owners"):
             known.add(owner)
@@ -276,23 +286,40 @@ class Outbox:
                 continue
             if (host == HOST and not _pid_alive(pid)) or now - beat > self.stale_after:
                 dead.append(owner)
+            else:
+                alive.add(owner)
         orphans = [owner for owner in _job_owners(conn) if owner not in known and owner != self.owner]
-        return dead + orphans
+        return dead + orphans, alive
+
+    def _dead_owners(self, conn: sqlite3.Connection) -> list[str]:
+        return self._owners(conn)[0]
+
+    def _dead_files(self, conn: sqlite3.Connection) -> list[JournalFile]:
+        """The journal files of owners that are gone (or were never registered)."""
+        files = journal_files(self.path)
+        if not files:
+            return []
+        alive = {tag_of(owner) for owner in self._owners(conn)[1]}
+        return [file for file in files if file.tag not in alive]
 
     def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
         """Take over the pending jobs of owners that are gone (for `evaluators`, or all), oldest first."""
         names = None if evaluators is None else list(evaluators)
         with self._maint_lock:  # a read-only look first: most of the time nobody has died
-            if not self._dead_owners(self._maintenance()):
+            maintenance = self._maintenance()
+            if not self._dead_owners(maintenance) and not self._dead_files(maintenance):
                 return []
-        self.fold()  # the dead owners' last jobs may be in the log still
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                files = self._dead_files(conn)  # their last jobs first, in this transaction
+                for file in files:
+                    apply(conn, file)
                 dead = self._dead_owners(conn)
                 if not dead:
                     conn.execute("COMMIT")
+                    remove(files)
                     return []
                 marks = ",".join("?" * len(dead))
                 rows = conn.execute(claim_sql(len(dead), None if names is None else len(names), limit),
@@ -305,6 +332,7 @@ class Outbox:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+        remove(files)  # after the commit: a crash before this folds them again, which changes nothing
         return [Job(id=r[0], evaluator=r[1], spec=r[2],
                     context=json.loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
 
@@ -316,12 +344,15 @@ class Outbox:
         return None if oldest is None else max(0.0, time.time() - oldest)
 
     def release(self) -> None:
-        """At a clean exit: leave our unfinished jobs claimable at once by the next process."""
+        """At a clean exit: fold the journal, and leave our unfinished jobs claimable at once by the next process."""
+        self.fold()
         with self._lock:
             if self._conn is not None:
                 self._conn.execute("UPDATE eval_owners SET heartbeat = 0 WHERE owner = ?", (self.owner,))
 
     def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

@@ -312,31 +312,36 @@ def test_background_callbacks_run_after_the_record_is_stored(make_bg, make_agent
 
 
 def test_a_job_the_outbox_refuses_is_graded_from_memory_and_counted(make_bg, make_agent, store, tmp_path):
-    """The outbox file refusing a job (a full disk) does not lose the evaluation nor break the
+    """The outbox refusing a job (a full disk) does not lose the evaluation nor break the
     hook: it is graded from memory, stored once, and the refusal is logged and counted."""
-    import sqlite3
-
     from structlog.testing import capture_logs
 
     judge = make_bg(store=store)
     agent = make_agent(judge)
-    first = agent.run("q")  # the outbox file exists from here on
+    first = agent.run("q")  # the journal file exists from here on
     assert judgehooks.drain(30)
-    with sqlite3.connect(tmp_path / "outbox.db") as conn:
-        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON eval_jobs_log BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    journal = judge._shell.wiring.dispatcher.outbox._journal
+    assert journal is not None and journal._fd is not None
+    full = os.open("/dev/full", os.O_WRONLY)  # the disk is full: the kernel's ENOSPC on every write
+    os.dup2(full, journal._fd)
+    os.close(full)
+    blocked = [f"{journal._path(journal._seq + n)}" for n in range(1, 20)]
+    for path in blocked:  # and no new file can be made when the upkeep starts the next one
+        os.mkdir(path)
     with capture_logs() as logs:
         second = agent.run("q [[fail]]")
         third = agent.run("q")
         assert judgehooks.drain(30)
-        with sqlite3.connect(tmp_path / "outbox.db") as conn:
-            conn.execute("DROP TRIGGER refuse")  # the disk has room again
+        for path in blocked:  # the disk has room again
+            os.rmdir(path)
+        journal.seal()
         fourth = agent.run("q")
         assert judgehooks.drain(30)
     assert {r.run_id: r.status for r in store.records} == {first.run_id: "passed", second.run_id: "failed",
                                                            third.run_id: "passed", fourth.run_id: "passed"}
     # one warning per outage, not one per run; the rest at debug level; one line when it is over
     warned = [e for e in logs if e["event"] == "outbox_write_failed" and e["log_level"] == "warning"]
-    assert [(e["run_id"], "disk full" in e["error"]) for e in warned] == [(second.run_id, True)]
+    assert [(e["run_id"], "No space left on device" in e["error"]) for e in warned] == [(second.run_id, True)]
     assert [e["run_id"] for e in logs if e["event"] == "outbox_write_failed"] == [second.run_id, third.run_id]
     assert [e["refused"] for e in logs if e["event"] == "outbox_write_recovered"] == [2]
     assert judge.stats()["outbox_failures"] == 2 and judge.stats()["done"] == 4

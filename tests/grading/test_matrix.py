@@ -22,6 +22,7 @@ own session, graded one at a time (``max_concurrency=1``) under every control at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -30,14 +31,14 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from _outbox import GONE, abandon
+from _outbox import GONE, GONE_TAG, abandon
 from _tracing import exported
 from agno.agent import Agent
 from conftest import ROOT, model
@@ -46,6 +47,7 @@ import judgehooks
 from judgehooks import AgentAsJudgeEval, Contains, Group, Rubric, SessionJudge, SQLiteStore
 from judgehooks._base.context import context_to_dict
 from judgehooks._grading.admission import CONTROLS, PATHS
+from judgehooks._grading.journal import Journal
 from judgehooks._grading.outbox import Job, Outbox
 from judgehooks._grading.ratelimit import RateLimiter
 from judgehooks._grading.redis.broker import STREAM
@@ -188,63 +190,80 @@ def pace_key(ev: Any, kind: str) -> str:
 def live(kind: str, path: str, server: Any, tmp: Path, seen: Seen) -> None:
     store = SQLiteStore(tmp / "evals.db")
     hook = settings(kind, path, seen, store, tmp)
-    if path in BACKGROUND:
-        keep_what_is_written(hook["outbox"])
-    ev = build(kind, server, path, **hook)
-    limiter = RateLimiter.for_model(pace_key(ev, kind))
-    before = limiter._last
-    outs = agent_runs(ev, kind, server, seen)
-    assert judgehooks.drain(120)
+    kept: list[tuple[Any, str]] = []
+    with keeping_what_is_written(hook["outbox"] if path in BACKGROUND else None, kept):
+        ev = build(kind, server, path, **hook)
+        limiter = RateLimiter.for_model(pace_key(ev, kind))
+        before = limiter._last
+        outs = agent_runs(ev, kind, server, seen)
+        assert judgehooks.drain(120)
     seen.records = label_records(store.query_sync(limit=None), outs, kind)
     seen.paced = limiter._last > before
     seen.filtered_out = ev.stats()["filtered_out"]
     if path in BACKGROUND:
-        comes_again(ev, kind, outs["pass"], hook["outbox"], store, server, seen)
+        comes_again(ev, kind, outs["pass"], hook["outbox"], kept, store, server, seen)
 
 
 # ---- the duplicate check: what a process left behind comes again ------------------------------------
 
-def keep_what_is_written(outbox: str) -> None:
-    """Triggers in the application's outbox file that keep a copy of every job and session turn it
-    writes, so a test can put one back as a process that died before forgetting it would leave it."""
-    Outbox(outbox)._connect()
+def keep_turns(outbox: str) -> None:
+    """A trigger in the outbox file that keeps a copy of every session turn written to it."""
     SessionBook(outbox)._connect()
     with sqlite3.connect(outbox) as conn:
         conn.executescript("""
-            CREATE TABLE kept_jobs AS SELECT * FROM eval_jobs WHERE 0;
-            CREATE TRIGGER keep_job AFTER INSERT ON eval_jobs_log WHEN NEW.done = 0 BEGIN
-                INSERT INTO kept_jobs VALUES (NEW.id, NEW.evaluator, NEW.spec, NEW.context, NEW.sample_rate,
-                                              NEW.created_at, NEW.owner); END;
             CREATE TABLE kept_turns (evaluator TEXT, session_id TEXT, run_id TEXT, turn TEXT);
             CREATE TRIGGER keep_turn AFTER INSERT ON session_turns BEGIN
                 INSERT INTO kept_turns VALUES (NEW.evaluator, NEW.session_id, NEW.run_id, NEW.turn); END;
         """)
 
 
-def put_back(outbox: str, evaluator: str, out: Any, kind: str) -> None:
-    """The graded run's job (or its session's turn) back in the outbox, owned by a dead process."""
-    with sqlite3.connect(outbox) as conn:
-        if kind == "SessionJudge":
+@contextlib.contextmanager
+def keeping_what_is_written(outbox: str | None, kept: list[tuple[Any, str]]) -> Iterator[None]:
+    """Keep a copy of every job the application's outbox journal is given (the real put still
+    runs) and, by a trigger in its file, of every session turn, so a test can put one back as a
+    process that died before forgetting it would leave it."""
+    if outbox is None:
+        yield
+        return
+    keep_turns(outbox)
+    real = Journal.put
+
+    def put(journal: Journal, row: Any, context: str) -> None:
+        real(journal, row, context)
+        if os.path.abspath(journal.outbox) == os.path.abspath(outbox):
+            kept.append((row, context))
+
+    Journal.put = put  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Journal.put = real  # type: ignore[method-assign]
+
+
+def put_back(outbox: str, evaluator: str, out: Any, kind: str, kept: list[tuple[Any, str]]) -> None:
+    """The graded run's job (or its session's turn) back in the outbox, as a dead process's journal
+    (or book) holds it."""
+    if kind == "SessionJudge":
+        with sqlite3.connect(outbox) as conn:
             [(run_id, turn)] = conn.execute(
                 "SELECT run_id, turn FROM kept_turns WHERE evaluator = ? AND session_id = ?",
                 (evaluator, out.session_id)).fetchall()
-        else:
-            [row] = conn.execute(
-                "SELECT * FROM kept_jobs WHERE evaluator = ? AND json_extract(context, '$.run_id') = ?",
-                (evaluator, out.run_id)).fetchall()
-            conn.execute("INSERT INTO eval_jobs_log (id, done, evaluator, spec, context, sample_rate, created_at, "
-                         "owner) SELECT id, 0, evaluator, spec, context, sample_rate, created_at, ? FROM kept_jobs "
-                         "WHERE id = ?", (GONE, row[0]))
+    else:
+        [(row, context)] = [(row, context) for row, context in kept
+                            if row[1] == evaluator and json.loads(context)["run_id"] == out.run_id]
+        with open(f"{outbox}.jobs.{GONE_TAG}.00000001", "wb") as file:
+            file.write(b"P\t" + json.dumps([*row[:5], GONE]).encode() + b"\t" + context.encode() + b"\n")
     if kind == "SessionJudge":  # as if the book never forgot it; due at once
         SessionBook(outbox).add_turn(evaluator, out.session_id, run_id, turn, due_at=0)
 
 
-def comes_again(ev: Any, kind: str, out: Any, outbox: str, store: Any, server: Any, seen: Seen) -> None:
+def comes_again(ev: Any, kind: str, out: Any, outbox: str, kept: list[tuple[Any, str]], store: Any, server: Any,
+                seen: Seen) -> None:
     """A graded run comes again, as a process that died between storing its record and forgetting
     its job leaves it: a background queue claims the job (a session clock the turn) and must find
     its record stored, pay no judge and store no second record."""
     calls = server.settings.counts["judge"]
-    put_back(outbox, ev.evaluator_name, out, kind)
+    put_back(outbox, ev.evaluator_name, out, kind, kept)
     counter = "already_stored" if kind == "SessionJudge" else "duplicates"
     if kind == "SessionJudge":
         assert judgehooks.end_session(out.session_id, ev) == []
@@ -336,22 +355,24 @@ def resume(kind: str, path: str, server: Any, tmp: Path, seen: Seen) -> None:
     db = tmp / "evals.db"
     hook = settings(kind, path, seen, SQLiteStore(db), tmp)
     hook.update(name=f"m-{kind.lower()}-resume-{uuid.uuid4().hex[:6]}")
-    keep_what_is_written(hook["outbox"])
+    kept: list[tuple[Any, str]] = []
     app = build(kind, server, "inline", **hook)
     agent = Agent(model=model(server), telemetry=False)
     outbox = Outbox(tmp / "app.outbox.db")
     tracer = trace.get_tracer("matrix-app")
     outs = {}
-    for label in runs_for(kind):
-        with tracer.start_as_current_span(f"app-{label}") as span:
-            outs[label] = out = agent.run(RUNS[label], session_id=f"s-{label}")
-            seen.traces[label] = format(span.get_span_context().trace_id, "032x")
-            admitted = app._shell.admit(out, None, None, None, None)
-        if admitted is None:
-            continue
-        ctx, rate, _ = admitted
-        outbox.put(Job(id=app._pipeline.record_id(ctx), evaluator=app.evaluator_name, context=context_to_dict(ctx),
-                       sample_rate=rate, spec=json.dumps(app._shell._spec), created_at=time.time()))
+    with keeping_what_is_written(hook["outbox"], kept):
+        for label in runs_for(kind):
+            with tracer.start_as_current_span(f"app-{label}") as span:
+                outs[label] = out = agent.run(RUNS[label], session_id=f"s-{label}")
+                seen.traces[label] = format(span.get_span_context().trace_id, "032x")
+                admitted = app._shell.admit(out, None, None, None, None)
+            if admitted is None:
+                continue
+            ctx, rate, _ = admitted
+            outbox.put(Job(id=app._pipeline.record_id(ctx), evaluator=app.evaluator_name,
+                           context=context_to_dict(ctx), sample_rate=rate, spec=json.dumps(app._shell._spec),
+                           created_at=time.time()))
     outbox.close()
     abandon(outbox.path)  # as if the process that wrote them had died
     limiter = RateLimiter.for_model(pace_key(app, kind))
@@ -361,17 +382,17 @@ def resume(kind: str, path: str, server: Any, tmp: Path, seen: Seen) -> None:
     seen.records = label_records(SQLiteStore(db).query_sync(limit=None), outs, kind)
     seen.paced = limiter._last > before
     seen.filtered_out = app.stats()["filtered_out"]
-    resumed_again(command, app.evaluator_name, outbox.path, outs["pass"], kind, db, server, seen)
+    resumed_again(command, app.evaluator_name, outbox.path, outs["pass"], kind, kept, db, server, seen)
 
 
-def resumed_again(command: list[str], name: str, outbox: str, out: Any, kind: str, db: Path, server: Any,
-                  seen: Seen) -> None:
+def resumed_again(command: list[str], name: str, outbox: str, out: Any, kind: str, kept: list[tuple[Any, str]],
+                  db: Path, server: Any, seen: Seen) -> None:
     """`resume` again, with a graded run's job (or session turn) back in the outbox: found stored."""
     from judgehooks._cli import main
     from judgehooks._runtime import runtime
 
     calls = server.settings.counts["judge"]
-    put_back(outbox, name, out, kind)
+    put_back(outbox, name, out, kind, kept)
     if kind == "SessionJudge":
         SessionBook(outbox).end(name, out.session_id)
     assert main(command) == 0
@@ -438,7 +459,7 @@ def resume_sessions(server: Any, tmp: Path, seen: Seen) -> None:
     kind, db, outbox = "SessionJudge", tmp / "evals.db", str(tmp / "app.outbox.db")
     name = f"m-sessionjudge-resume-{uuid.uuid4().hex[:6]}"
     seen.max_calls = 3
-    keep_what_is_written(outbox)
+    keep_turns(outbox)
     script = tmp / "session_app.py"
     script.write_text(SESSION_APP)
     done = subprocess.run([sys.executable, str(script), server.base_url, str(db), outbox, name,
@@ -458,7 +479,7 @@ def resume_sessions(server: Any, tmp: Path, seen: Seen) -> None:
     assert main(command) == 0
     seen.records = label_records(SQLiteStore(db).query_sync(limit=None), outs, kind)
     seen.paced = limiter._last > before
-    resumed_again(command, name, outbox, outs["pass"], kind, db, server, seen)
+    resumed_again(command, name, outbox, outs["pass"], kind, [], db, server, seen)
 
 
 SCENARIOS: dict[str, Callable[..., None]] = {"inline": live, "background": live, "judge_process": live,

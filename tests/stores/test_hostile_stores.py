@@ -268,6 +268,7 @@ def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
     high = 0
     for i in range(120):
         outbox.put(Job(id=f"j{i}", evaluator="e", context={"output": "x" * 100_000}))
+        outbox.fold()  # pending at a fold: into eval_jobs, through the WAL
         outbox.delete([f"j{i}"])
         if i % 10 == 9:
             reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchall()
@@ -303,9 +304,11 @@ def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path)
     assert counting.folds == 1  # idle: nothing folded again
     other = Outbox(tmp_path / "outbox.db")  # another writer of the same file (another process's)
     other.put(Job(id="j2", evaluator="e", context={}))
+    other.fold()
     outbox.checkpoint()
     assert counting.folds == 2
     outbox.put(Job(id="j3", evaluator="e", context={}))  # and this process's own, at once after
+    outbox.fold()  # as the upkeep's round does before it checkpoints
     outbox.checkpoint()
     assert counting.folds == 3
     assert pending(tmp_path / "outbox.db") == 3

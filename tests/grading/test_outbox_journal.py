@@ -1,0 +1,214 @@
+"""The outbox's journal (judgehooks/_grading/journal.py): a put is one line appended to this
+process's own file, and folding the files into `eval_jobs` keeps exactly the jobs put and not yet
+done: whenever it runs, a file folded twice, a dead process's files, hostile lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+
+import pytest
+from _outbox import GONE, GONE_TAG, pending
+from structlog.testing import capture_logs
+
+from judgehooks._grading.journal import JournalFile, apply, journal_files
+from judgehooks._grading.outbox import Job, Outbox
+
+
+def _table(path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {row[0] for row in conn.execute("SELECT id FROM eval_jobs")}
+    finally:
+        conn.close()
+
+
+def test_a_put_is_one_line_in_this_processs_own_file_and_no_sqlite_write(tmp_path):
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="j1", evaluator="e", context={"input": "q"}))
+    [file] = journal_files(str(path))
+    assert file.tag == outbox.owner.rsplit(":", 1)[1] and stat.S_IMODE(os.stat(file.path).st_mode) == 0o600
+    assert open(file.path, "rb").read().count(b"\n") == 1
+    assert _table(path) == set() and pending(path) == 1  # not in the indexed table, still pending
+    outbox.fold()
+    assert _table(path) == {"j1"} and journal_files(str(path)) == []  # folded, the file gone
+    outbox.put(Job(id="j2", evaluator="e", context={}))
+    outbox.delete(["j1", "j2"])
+    assert pending(path) == 0
+    outbox.fold()
+    assert _table(path) == set() and journal_files(str(path)) == []
+    outbox.close()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_folding_at_any_time_and_a_file_folded_twice_keep_exactly_the_jobs_not_done(tmp_path, seed):
+    """A model (a set: put adds, done removes) beside the outbox, through random puts (again, after
+    done, twice), dones (of jobs never put too) and folds; a file is sometimes folded again just
+    before the next one, as a claimer does when its writer died between the commit and the delete."""
+    rng = random.Random(seed)
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    refold = sqlite3.connect(path, isolation_level=None)
+    model: set[str] = set()
+    copies: list[JournalFile] = []
+    for step in range(400):
+        roll = rng.random()
+        if roll < 0.45:
+            job = f"j{rng.randrange(25)}"
+            outbox.put(Job(id=job, evaluator=f"e{rng.randrange(2)}", context={"step": step}))
+            model.add(job)
+        elif roll < 0.85:
+            done = [f"j{rng.randrange(25)}" for _ in range(rng.randrange(1, 4))]
+            outbox.delete(done)
+            model.difference_update(done)
+        else:
+            if copies and rng.random() < 0.5:  # the last file again, then this one
+                refold.execute("BEGIN IMMEDIATE")
+                apply(refold, copies[-1])
+                refold.execute("COMMIT")
+            for file in journal_files(str(path)):
+                copies.append(JournalFile(str(tmp_path / f"copy-{len(copies)}"), file.tag, file.seq))
+                shutil.copy(file.path, copies[-1].path)
+            outbox.fold()
+        if step % 20 == 0:
+            assert pending(path) == len(model), step
+    outbox.fold()
+    assert _table(path) == model and journal_files(str(path)) == []
+    refold.close()
+    outbox.close()
+
+
+def test_two_processes_on_one_outbox_lose_nothing_and_keep_nothing_done(tmp_path):
+    path = tmp_path / "o.db"
+    outboxes = [Outbox(path), Outbox(path)]
+    kept: list[set[str]] = [set(), set()]
+
+    def work(n: int) -> None:
+        rng = random.Random(n)
+        for i in range(300):
+            job = f"p{n}-{i}"
+            outboxes[n].put(Job(id=job, evaluator="e", context={}))
+            if rng.random() < 0.7:
+                outboxes[n].delete([job])
+            else:
+                kept[n].add(job)
+            if i % 37 == 0:
+                outboxes[n].fold()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (0, 1)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert pending(path) == len(kept[0] | kept[1])
+    [o.fold() for o in outboxes]
+    assert _table(path) == kept[0] | kept[1]
+    [o.close() for o in outboxes]
+
+
+DIES = """
+import os, sys
+from judgehooks._grading.outbox import Job, Outbox
+outbox = Outbox(sys.argv[1])
+for job in ("a", "b", "c"):
+    outbox.put(Job(id=job, evaluator="e", context={"input": job}))
+outbox.delete(["b"])
+os._exit(0)  # no fold, no release: killed, as far as the files can tell
+"""
+
+
+def test_a_dead_processs_journal_is_folded_and_its_jobs_claimed_once(tmp_path):
+    path = tmp_path / "o.db"
+    subprocess.run([sys.executable, "-c", DIES, str(path)], check=True, timeout=60)
+    [file] = journal_files(str(path))
+    assert _table(path) == set() and pending(path) == 2  # all of it in the dead process's file
+    outbox = Outbox(path)
+    claimed = outbox.claim(["e"])
+    assert sorted((job.id, job.context["input"]) for job in claimed) == [("a", "a"), ("c", "c")]
+    assert not os.path.exists(file.path)  # folded and removed after the commit
+    assert outbox.claim(["e"]) == []  # claimed once
+    outbox.close()
+
+
+def test_a_live_processs_journal_is_not_taken(tmp_path):
+    path = tmp_path / "o.db"
+    alive, other = Outbox(path), Outbox(path)
+    alive.put(Job(id="mine", evaluator="e", context={}))
+    assert other.claim() == []  # its owner is alive: its file is its own to fold
+    assert len(journal_files(str(path))) == 1
+    alive.close()
+    other.close()
+
+
+def test_hostile_journal_lines_are_skipped_and_named_and_the_good_jobs_still_come(tmp_path):
+    """A dead owner's file with garbage, a done that is not a list, a put with a bad context, a put
+    for another owner, a torn last line; and a symlink named like a journal file. Nothing crashes; every
+    line that is a job is claimed."""
+    path = tmp_path / "o.db"
+    good = json.dumps(["good", "e", None, 1.0, 1.0, GONE]).encode()
+    lines = [b"P\t" + good + b'\t{"input": "q"}',
+             b"\x00\xff not a line of ours",
+             b"D\t{\"not\": \"a list\"}",
+             b"P\t" + json.dumps(["bad-context", "e", None, 1.0, 1.0, GONE]).encode() + b"\t{not json",
+             b"P\t" + json.dumps(["forged", "e", None, 1.0, 1.0, "host:1:someone-alive"]).encode() + b"\t{}",
+             b"P\t[1, 2, 3]\t{}",
+             b"P\t" + json.dumps(["torn", "e", None, 1.0, 1.0, GONE]).encode() + b'\t{"inp']
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.00000001").write_bytes(b"\n".join(lines))  # the last line has no end
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"P\t" + json.dumps(["stolen", "e", None, 1.0, 1.0, GONE]).encode() + b"\t{}\n")
+    os.symlink(secret, tmp_path / "o.db.jobs.zzzz.00000001")
+    outbox = Outbox(path)
+    outbox.fold()  # the file and its tables exist
+    with capture_logs() as logs:
+        claimed = outbox.claim()
+    assert [job.id for job in claimed] == ["good"]
+    bad = [e for e in logs if e["event"] in ("outbox_journal_bad_line", "outbox_journal_bad_job")]
+    assert sorted((e["event"], e.get("line"), e.get("job_id")) for e in bad) == [
+        ("outbox_journal_bad_job", None, "bad-context"), ("outbox_journal_bad_job", None, "forged"),
+        ("outbox_journal_bad_line", 2, None), ("outbox_journal_bad_line", 3, None),
+        ("outbox_journal_bad_line", 6, None)]
+    outbox.close()
+
+
+def test_a_journal_that_cannot_be_written_refuses_the_put_and_the_next_file_takes_jobs_again(tmp_path):
+    """A full disk: the journal's file descriptor is /dev/full (ENOSPC from the kernel). The put is
+    refused and counted, never raised into the hook; a new file after the outage takes jobs."""
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="before", evaluator="e", context={}))
+    journal = outbox._journal
+    assert journal is not None and journal._fd is not None
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, journal._fd)
+    os.close(full)
+    with capture_logs() as logs:
+        outbox.put(Job(id="refused", evaluator="e", context={}))
+        assert outbox.refused == 1
+        journal.seal()  # the outage is over: the next put opens a new file
+        outbox.put(Job(id="after", evaluator="e", context={}))
+    [warned] = [e for e in logs if e["event"] == "outbox_write_failed"]
+    assert "No space left on device" in warned["error"]
+    assert [e["refused"] for e in logs if e["event"] == "outbox_write_recovered"] == [1]
+    outbox.fold()
+    assert _table(path) == {"before", "after"}  # "before" was in the file before its descriptor went bad
+    outbox.close()
+
+
+def test_an_owner_taken_for_dead_registers_again_at_its_next_heartbeat(tmp_path):
+    """A process stalled past `stale_after` may have its owner row removed by a claimer; its next
+    heartbeat puts it back, so the file it still writes is not taken as a dead owner's."""
+    path = tmp_path / "o.db"
+    alive, other = Outbox(path), Outbox(path)
+    alive.put(Job(id="mine", evaluator="e", context={}))
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM eval_owners WHERE owner = ?", (alive.owner,))
+    alive.heartbeat()
+    assert other.claim() == [] and len(journal_files(str(path))) == 1
+    alive.close()
+    other.close()
