@@ -137,13 +137,23 @@ def added_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
         time.sleep(1.0)
     rows.append(["pydantic-evals OnlineEvaluator(max_concurrency=64)", "sync fn", n, *spread(medians)])
 
-    evaluator = ours(base_url, tmp, "latency", max_concurrency=64)
-    for i in range(50):  # warm up: tables, the judge client
-        run_output.run_id = f"warm-{i}"
-        evaluator.post_check(run_output, agent=agent)
-    judgehooks.drain(120)
+    def warmed(name: str, **kw: Any) -> AgentAsJudgeEval:
+        evaluator = ours(base_url, tmp, name, max_concurrency=64, **kw)
+        for i in range(50):  # warm up: tables, the judge client
+            run_output.run_id = f"warm-{name}-{i}"
+            evaluator.post_check(run_output, agent=agent)
+        judgehooks.drain(120)
+        return evaluator
 
-    async def ours_async(r: int) -> float:
+    def ours_sync(evaluator: AgentAsJudgeEval, tag: str) -> float:
+        added = []
+        for i in range(n):
+            run_output.run_id = f"{tag}-{i}"
+            added.append(_ms(lambda: evaluator.post_check(run_output, agent=agent)))
+            time.sleep(0.01)
+        return statistics.median(added)
+
+    async def ours_async(evaluator: AgentAsJudgeEval, r: int) -> float:
         added = []
         for i in range(n):
             run_output.run_id = f"async-{r}-{i}"
@@ -153,34 +163,21 @@ def added_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
             await asyncio.sleep(0.01)
         return statistics.median(added)
 
+    evaluator = warmed("latency")
     sync_medians, async_medians = [], []
     for r in range(repeats):
-        added = []
-        for i in range(n):
-            run_output.run_id = f"sync-{r}-{i}"
-            added.append(_ms(lambda: evaluator.post_check(run_output, agent=agent)))
-            time.sleep(0.01)
-        sync_medians.append(statistics.median(added))
-        async_medians.append(asyncio.run(ours_async(r)))
+        sync_medians.append(ours_sync(evaluator, f"sync-{r}"))
+        async_medians.append(asyncio.run(ours_async(evaluator, r)))
+        judgehooks.drain(600)
+    off = warmed("latency-off", outbox=False)
+    off_medians = []
+    for r in range(repeats):
+        off_medians.append(ours_sync(off, f"off-{r}"))
         judgehooks.drain(600)
     rows.append(["judgehooks AgentAsJudgeEval(run_in_background=True), outbox on", "arun()", n,
                  *spread(async_medians)])
     rows.append(["judgehooks AgentAsJudgeEval(run_in_background=True), outbox on", "run()", n,
                  *spread(sync_medians)])
-    off = ours(base_url, tmp, "latency-off", max_concurrency=64, outbox=False)
-    for i in range(50):
-        run_output.run_id = f"warm-off-{i}"
-        off.post_check(run_output, agent=agent)
-    judgehooks.drain(120)
-    off_medians = []
-    for r in range(repeats):
-        added = []
-        for i in range(n):
-            run_output.run_id = f"off-{r}-{i}"
-            added.append(_ms(lambda: off.post_check(run_output, agent=agent)))
-            time.sleep(0.01)
-        off_medians.append(statistics.median(added))
-        judgehooks.drain(600)
     rows.append(["judgehooks AgentAsJudgeEval(run_in_background=True), outbox=False", "run()", n,
                  *spread(off_medians)])
     table(f"Added latency per run, 500 ms judge, 100 runs/s (median ms per repeat; {repeats} repeats)",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from .._grading.journal import pending_counts
@@ -43,7 +44,7 @@ def pending_jobs(path: str | None, store: Any) -> dict[str, Any]:
     found: dict[str, Any] = {"file": path, "count": 0, "by_evaluator": {}}
     if not os.path.exists(path):
         return found
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True, timeout=5)
     try:
         by_evaluator = pending_counts(conn, path)  # the journals' jobs too, read: nothing is written
     finally:

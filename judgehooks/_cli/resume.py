@@ -8,6 +8,7 @@ import os
 import sqlite3
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from .._evaluators.spec import rebuild
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
-    conn = sqlite3.connect(f"file:{outbox_path}?mode=ro", uri=True)
+    conn = sqlite3.connect(Path(outbox_path).absolute().as_uri() + "?mode=ro", uri=True)
     try:  # the journals' jobs too: the evaluators built from these fold them when they claim
         specs = dict(pending_jobs(conn, outbox_path).values())
     finally:

@@ -17,7 +17,9 @@ that does not parse is logged and skipped, and nothing else is lost.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import sqlite3
 import stat
@@ -31,6 +33,8 @@ from .._base.sqlitefile import PRIVATE
 
 _MOVE = "INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a symlink planted under a journal file's name is never followed
+#: a longer line is not a job this library wrote (a job's texts are bounded by `max_queue_bytes`)
+MAX_LINE = 64 * 1024 * 1024
 
 
 def tag_of(owner: str) -> str:
@@ -64,17 +68,41 @@ def journal_files(outbox: str) -> list[JournalFile]:
 
 
 def _lines(path: str) -> Iterator[bytes]:
-    """The whole lines of a journal file; a symlink or anything but a regular file holds none."""
+    """The whole lines of a journal file. A symlink, a FIFO or anything but a regular file of this
+    user's holds none; a line longer than `MAX_LINE` comes as an empty (bad) line."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK)  # a FIFO never blocks the reader
     except OSError:
         return
     with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
             return
-        for line in file:
-            if line.endswith(b"\n"):  # a torn last line: the put that wrote it failed, and said so
+        while line := file.readline(MAX_LINE + 1):
+            if len(line) > MAX_LINE:
+                while line and not line.endswith(b"\n"):  # the rest of it, a chunk at a time
+                    line = file.readline(MAX_LINE + 1)
+                yield b""
+            elif line.endswith(b"\n"):  # a torn last line: the put that wrote it failed, and said so
                 yield line[:-1]
+
+
+def _text(value: Any) -> bool:
+    """A string SQLite can store (no lone surrogate)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _number(value: Any) -> bool:
+    try:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _entry(line: bytes) -> tuple[str, Any] | None:
@@ -83,16 +111,15 @@ def _entry(line: bytes) -> tuple[str, Any] | None:
         kind, _, rest = line.partition(b"\t")
         if kind == b"D":
             ids = json.loads(rest)
-            if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+            if isinstance(ids, list) and all(_text(i) for i in ids):
                 return "done", ids
         elif kind == b"P":
             head, _, context = rest.partition(b"\t")
             job, evaluator, spec, rate, created, owner = json.loads(head)
-            if (isinstance(job, str) and isinstance(evaluator, str) and isinstance(spec, (str, type(None)))
-                    and isinstance(rate, (int, float)) and isinstance(created, (int, float))
-                    and isinstance(owner, str)):
-                return "put", ((job, evaluator, spec, rate, created, owner), context)
-    except (ValueError, TypeError):
+            if (_text(job) and _text(evaluator) and (spec is None or _text(spec)) and _number(rate)
+                    and _number(created) and _text(owner)):
+                return "put", ((job, evaluator, spec, float(rate), float(created), owner), context)
+    except Exception:  # any shape at all: nesting past the recursion limit, a number past a float's range
         pass
     return None
 
@@ -159,6 +186,25 @@ def fold_files(conn: sqlite3.Connection, files: list[JournalFile]) -> None:
         raise
 
 
+def held(file: JournalFile) -> bool:
+    """Whether a process is writing `file` now: its writer holds an `flock` on it from the moment the
+    file has its name until it is sealed, and the kernel drops the lock when the writer dies, whatever
+    its pid or host say. A claimer never folds a held file, so no line is written to a file it deleted."""
+    try:
+        fd = os.open(file.path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
 def remove(files: list[JournalFile]) -> None:
     for file in files:
         try:
@@ -197,7 +243,8 @@ class Journal:
     """This owner's journal files: appends from any thread, one line per call."""
 
     def __init__(self, outbox: str, owner: str) -> None:
-        self.outbox, self.owner, self.tag = outbox, owner, tag_of(owner)
+        # absolute: a later chdir must not put the files where claimers never look
+        self.outbox, self.owner, self.tag = os.path.abspath(outbox), owner, tag_of(owner)
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._seq = 0
@@ -207,12 +254,44 @@ class Journal:
     def _path(self, seq: int) -> str:
         return f"{self.outbox}.jobs.{self.tag}.{seq:08d}"
 
+    def _create(self) -> int:
+        """A new file of this owner's, locked (see `held`) before it has its name, and never one that
+        someone else made under that name (it is skipped)."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(100):
+            self._seq += 1
+            path = self._path(self._seq)
+            temp = f"{path}.new"  # not a journal file's name: nobody folds it
+            try:
+                fd = os.open(temp, flags, PRIVATE)
+            except FileExistsError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    os.link(temp, path)
+                except FileExistsError:
+                    os.close(fd)
+                    continue
+                except OSError:  # a file system without hard links
+                    if os.path.lexists(path):
+                        os.close(fd)
+                        continue
+                    os.rename(temp, path)
+                    return fd
+                return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            finally:
+                if os.path.lexists(temp):
+                    os.unlink(temp)
+        raise OSError(f"no free journal file name after {self._path(self._seq)}")
+
     def _write(self, data: bytes) -> None:
         with self._lock:
             if self._fd is None:
-                self._seq += 1
-                self._fd = os.open(self._path(self._seq), os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
-                                   | getattr(os, "O_CLOEXEC", 0), PRIVATE)
+                self._fd = self._create()
             if self._torn:
                 data = b"\n" + data
             view = memoryview(data)
@@ -220,7 +299,7 @@ class Journal:
                 while view:
                     view = view[os.write(self._fd, view):]
             except OSError:
-                self._torn = len(view) < len(data)
+                self._torn = self._torn or len(view) < len(data)  # part of a line is in the file
                 raise
             self._torn = False
 
@@ -247,6 +326,14 @@ class Journal:
             self.sealed = [f for f in self.sealed if f not in files]
         remove(files)
 
+    def unfolded(self) -> list[JournalFile]:
+        """This owner's files not folded yet, oldest first: the sealed ones, then the one being written."""
+        with self._lock:
+            files = list(self.sealed)
+            if self._fd is not None:
+                files.append(JournalFile(self._path(self._seq), self.tag, self._seq))
+            return files
+
     def forget(self) -> None:
         """In a forked child: let go of the parent's file without its lock (a parent thread may hold it)."""
         fd, self._fd = self._fd, None
@@ -257,7 +344,4 @@ class Journal:
                 pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+        self.seal()  # a put after this starts a new file; this one is folded in its turn

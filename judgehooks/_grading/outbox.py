@@ -24,7 +24,7 @@ from typing import Any
 from .._base.jsondata import json_text
 from .._base.log import log
 from .._base.sqlitefile import checked_path, connect_wal
-from .journal import Journal, JournalFile, apply, fold_files, journal_files, remove, tag_of
+from .journal import Journal, JournalFile, apply, entries, fold_files, held, journal_files, remove, tag_of
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -89,7 +89,7 @@ def jobs_of(batch: Iterable[tuple[Any, str | None, Any]]) -> dict[str, set[str]]
 #: the owners' queries, each a seek in the owner index (tests read their plans)
 FIRST_OWNER = "SELECT MIN(owner) FROM eval_jobs"
 NEXT_OWNER = "SELECT owner FROM eval_jobs WHERE owner > ? ORDER BY owner LIMIT 1"
-OLDEST = "SELECT MIN(created_at) FROM eval_jobs WHERE owner = ? AND evaluator = ?"
+OLDEST = "SELECT id, created_at FROM eval_jobs WHERE owner = ? AND evaluator = ? ORDER BY created_at"
 
 
 def claim_sql(dead: int, evaluators: int | None, limit: int | None) -> str:
@@ -295,12 +295,14 @@ class Outbox:
         return self._owners(conn)[0]
 
     def _dead_files(self, conn: sqlite3.Connection) -> list[JournalFile]:
-        """The journal files of owners that are gone (or were never registered)."""
+        """The journal files of owners that are gone (or were never registered), but a file its
+        writer still holds: an owner taken for dead (stalled, or its pid in another namespace) may
+        still be writing it."""
         files = journal_files(self.path)
         if not files:
             return []
         alive = {tag_of(owner) for owner in self._owners(conn)[1]}
-        return [file for file in files if file.tag not in alive]
+        return [file for file in files if file.tag not in alive and not held(file)]
 
     def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
         """Take over the pending jobs of owners that are gone (for `evaluators`, or all), oldest first."""
@@ -337,10 +339,25 @@ class Outbox:
                     context=json.loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
 
     def oldest_age(self, evaluator: str) -> float | None:
-        """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its own) was filed."""
-        self.fold()
+        """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its
+        own) was filed, whether in `eval_jobs` or in a journal file not folded yet. Reads only."""
+        journal = self._journal if self._pid == os.getpid() else None
+        live: dict[str, float] = {}  # puts in the unfolded files not done there, in order
+        done: set[str] = set()
+        for file in [] if journal is None else journal.unfolded():
+            for _, kind, value in entries(file.path):
+                if kind == "done":
+                    done.update(value)
+                    for job in value:
+                        live.pop(job, None)
+                elif value[0][1] == evaluator:
+                    live.setdefault(value[0][0], value[0][4])
+        oldest = min(live.values(), default=None)
         with self._lock:
-            oldest = self._connect().execute(OLDEST, (self.owner, evaluator)).fetchone()[0]
+            for job, created in self._connect().execute(OLDEST, (self.owner, evaluator)):
+                if job not in done:  # by age: the first not done since is the oldest there
+                    oldest = created if oldest is None else min(oldest, created)
+                    break
         return None if oldest is None else max(0.0, time.time() - oldest)
 
     def release(self) -> None:

@@ -22,14 +22,16 @@ async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: 
     next_beat = [0.0]
 
     def one_round(free: int) -> list[Job]:  # one trip to a worker thread a round
-        outbox.fold()
-        jobs = outbox.claim([evaluator], free) if free > 0 else []
-        if not jobs:
+        try:
+            outbox.fold()
+            jobs = outbox.claim([evaluator], free) if free > 0 else []
+            if not jobs:
+                outbox.checkpoint()
+            return jobs
+        finally:  # whatever failed above: a process that stops beating is taken for dead
             if time.monotonic() >= next_beat[0]:
                 outbox.heartbeat()
-                next_beat[0] = time.monotonic() + beat  # beaten, whatever the checkpoint does
-            outbox.checkpoint()
-        return jobs
+                next_beat[0] = time.monotonic() + beat
 
     while True:
         try:

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from _outbox import GONE, GONE_TAG, pending
@@ -212,3 +213,122 @@ def test_an_owner_taken_for_dead_registers_again_at_its_next_heartbeat(tmp_path)
     assert other.claim() == [] and len(journal_files(str(path))) == 1
     alive.close()
     other.close()
+
+
+def test_a_file_its_writer_still_holds_is_not_taken_from_an_owner_taken_for_dead(tmp_path):
+    """An owner stalled past `stale_after` (or whose pid lives in another namespace) looks dead; its
+    current file is still locked by its writer, so a claimer leaves it, and the lines written after
+    the claim are not lost in a deleted file."""
+    path = tmp_path / "o.db"
+    writer, claimer = Outbox(path), Outbox(path)
+    writer.put(Job(id="j1", evaluator="e", context={}))
+    with sqlite3.connect(path) as conn:  # taken for dead: its row gone, as a claim removes a dead owner's
+        conn.execute("DELETE FROM eval_owners WHERE owner = ?", (writer.owner,))
+    assert claimer.claim() == [] and len(journal_files(str(path))) == 1
+    writer.put(Job(id="j2", evaluator="e", context={}))
+    writer.fold()
+    assert _table(path) == {"j1", "j2"}
+    writer.close()
+    claimer.close()
+
+
+def test_a_fifo_and_lines_no_json_parser_survives_never_stall_or_stop_the_claim(tmp_path):
+    path = tmp_path / "o.db"
+    os.mkfifo(tmp_path / "o.db.jobs.fifo.00000001")  # opened for reading, a FIFO would block forever
+    good = b"P\t" + json.dumps(["good", "e", None, 1.0, 1.0, GONE]).encode() + b"\t{}"
+    lines = [b"D\t" + b"[" * 100_000,  # past the recursion limit
+             b'P\t["\\ud800", "e", null, 1.0, 1.0, "gone-host:1:x"]\t{}',  # an id SQLite cannot store
+             b'P\t["big", "e", null, 1e999, 1.0, "gone-host:1:x"]\t{}',  # a rate past a float's range
+             b'P\t["huge", "e", null, ' + b"9" * 400 + b', 1.0, "gone-host:1:x"]\t{}',
+             good]
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.00000001").write_bytes(b"\n".join(lines) + b"\n")
+    outbox = Outbox(path)
+    outbox.fold()
+    claimed: list[list[Job]] = []
+    thread = threading.Thread(target=lambda: claimed.append(outbox.claim()), daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "the claim stalled"
+    assert [job.id for job in claimed[0]] == ["good"]
+    assert journal_files(str(path)) == []  # both folded (nothing to read in the FIFO) and removed
+    outbox.close()
+
+
+def test_a_write_that_tears_a_line_keeps_the_next_ones_on_lines_of_their_own(tmp_path):
+    """A write that stops part-way (here a full non-blocking pipe in place of the file) leaves part
+    of a line; a later put that writes nothing must not forget it, and the first that writes starts
+    on a line of its own."""
+    outbox = Outbox(tmp_path / "o.db")
+    outbox.put(Job(id="first", evaluator="e", context={}))
+    journal = outbox._journal
+    assert journal is not None and journal._fd is not None
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    os.dup2(write_end, journal._fd)
+    os.close(write_end)
+    outbox.put(Job(id="torn", evaluator="e", context={"output": "x" * 200_000}))  # fills the pipe part-way
+    outbox.put(Job(id="nothing", evaluator="e", context={}))  # the pipe is full: not a byte
+    assert outbox.refused == 2
+    written = b""
+    os.set_blocking(read_end, False)
+    while True:
+        try:
+            chunk = os.read(read_end, 1 << 16)
+        except BlockingIOError:
+            break
+        written += chunk
+    outbox.put(Job(id="after", evaluator="e", context={}))
+    after = os.read(read_end, 1 << 16)
+    assert written and not written.endswith(b"\n") and after.startswith(b"\nP\t")
+    assert json.loads(after[3:].split(b"\t")[0])[0] == "after"
+    os.close(read_end)
+    outbox.close()
+
+
+def test_a_file_planted_under_the_next_journal_name_is_neither_written_nor_folded_as_ours(tmp_path):
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="mine", evaluator="e", context={}))
+    journal = outbox._journal
+    assert journal is not None
+    outbox.fold()
+    planted = journal._path(journal._seq + 1)
+    forged = json.dumps(["forged", "e", None, 1.0, 1.0, outbox.owner]).encode()
+    with open(os.open(planted, os.O_WRONLY | os.O_CREAT, 0o644), "wb") as file:
+        file.write(b"P\t" + forged + b"\t{}\n")
+    outbox.put(Job(id="next", evaluator="e", context={}))
+    [file] = [f for f in journal_files(str(path)) if f.path != planted]
+    assert stat.S_IMODE(os.stat(file.path).st_mode) == 0o600 and b"next" in open(file.path, "rb").read()
+    outbox.fold()
+    assert _table(path) == {"mine", "next"}  # the planted file is not one of this owner's to fold
+    outbox.close()
+
+
+def test_a_relative_outbox_path_keeps_its_journal_beside_the_outbox_after_a_chdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outbox = Outbox("o.db")
+    outbox.put(Job(id="j1", evaluator="e", context={}))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    outbox.fold()
+    outbox.put(Job(id="j2", evaluator="e", context={}))
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and pending(tmp_path / "o.db") == 2
+    outbox.close()
+
+
+def test_the_oldest_pending_age_reads_the_table_and_the_unfolded_journal_and_writes_nothing(tmp_path):
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    assert outbox.oldest_age("e") is None
+    outbox.put(Job(id="old", evaluator="e", context={}, created_at=1000.0))
+    outbox.put(Job(id="other", evaluator="f", context={}, created_at=500.0))
+    outbox.fold()  # "old" is in eval_jobs now
+    outbox.put(Job(id="new", evaluator="e", context={}, created_at=2000.0))
+    files = journal_files(str(path))
+    assert outbox.oldest_age("e") > time.time() - 1000.5
+    outbox.delete(["old"])  # done in the journal, still a row of eval_jobs until the next fold
+    assert time.time() - 2000.5 < outbox.oldest_age("e") < time.time() - 1999.5
+    outbox.delete(["new"])
+    assert outbox.oldest_age("e") is None
+    assert journal_files(str(path)) == files and _table(path) == {"old", "other"}  # nothing folded by asking
+    outbox.close()

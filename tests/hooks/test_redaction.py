@@ -162,8 +162,8 @@ def journal_lines(monkeypatch) -> list[bytes]:
     lines: list[bytes] = []
     real = Journal._write
 
-    def write(journal, data):
-        real(journal, data)
+    def write(journal, data, *args):
+        real(journal, data, *args)
         lines.append(data)
 
     monkeypatch.setattr(Journal, "_write", write)
