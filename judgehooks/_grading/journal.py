@@ -139,12 +139,39 @@ def entries(path: str, *, puts: bool = True) -> Iterator[tuple[int, str, Any]]:
         yield number, *entry
 
 
+def _refused(file: JournalFile, value: Any) -> str | None:
+    """Why a fold skips a put of `file` (None: it folds it): a file cannot file jobs for another
+    owner (a live one would never claim them), and a context must be JSON."""
+    (_, _, _, _, _, owner), context = value
+    if tag_of(owner) != file.tag:
+        return "another owner's job"
+    try:
+        json.loads(context.decode())
+    except ValueError:
+        return "its context is not JSON"
+    return None
+
+
+def replay(files: list[JournalFile], jobs: dict[str, Any]) -> set[str]:
+    """The puts and dones of `files`, in order, applied to `jobs` (id -> the put's row) as a fold
+    would apply them, without writing; the ids done in them. A read: `judgehooks report`, ages."""
+    done: set[str] = set()
+    for file in files:
+        for _, kind, value in entries(file.path):
+            if kind == "done":
+                done.update(value)
+                for job in value:
+                    jobs.pop(job, None)
+            elif _refused(file, value) is None:
+                jobs.setdefault(value[0][0], value[0])
+    return done
+
+
 def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
     """Fold one journal file into `eval_jobs`, inside the caller's transaction. A put is live
     unless a `done` of its id follows it in the file. Every id with a `done` is deleted first (a
     row folded from an earlier file), then the live puts are inserted (idempotent on the id). A put
-    naming an owner the file is not named after is skipped: a file cannot file jobs for another
-    owner (a live one would never claim them)."""
+    `_refused` names is logged and skipped."""
     path = file.path
     last_done: dict[str, int] = {}
     for number, _, ids in entries(path, puts=False):  # the dones alone first: a few ids, not the contexts
@@ -158,16 +185,11 @@ def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
         (job, evaluator, spec, rate, created, owner), context = value
         if last_done.get(job, 0) > number:
             continue
-        if tag_of(owner) != file.tag:
-            log.warning("outbox_journal_bad_job", file=path, job_id=job, note="skipped: another owner's job")
+        why = _refused(file, value)
+        if why is not None:
+            log.warning("outbox_journal_bad_job", file=path, job_id=job, note=f"skipped: {why}")
             continue
-        try:
-            text = context.decode()
-            json.loads(text)
-        except ValueError:
-            log.warning("outbox_journal_bad_job", file=path, job_id=job, note="skipped: its context is not JSON")
-            continue
-        live.append((job, evaluator, spec, text, rate, created, owner))
+        live.append((job, evaluator, spec, context.decode(), rate, created, owner))
         if len(live) >= 512:
             conn.executemany(_MOVE, live)
             live = []
@@ -217,18 +239,11 @@ def pending_jobs(conn: sqlite3.Connection, outbox: str) -> dict[str, tuple[str, 
     """Every pending job's evaluator and spec, by id, from `eval_jobs` and every journal file,
     without writing (`judgehooks report` opens the file read-only)."""
     try:
-        rows = conn.execute("SELECT id, evaluator, spec FROM eval_jobs")
-        jobs: dict[str, tuple[str, str | None]] = {job: (evaluator, spec) for job, evaluator, spec in rows}
+        jobs: dict[str, Any] = {row[0]: row for row in conn.execute("SELECT id, evaluator, spec FROM eval_jobs")}
     except sqlite3.OperationalError:  # no such table: no job was ever filed here
         jobs = {}
-    for file in journal_files(outbox):
-        for _, kind, value in entries(file.path):
-            if kind == "done":
-                for job in value:
-                    jobs.pop(job, None)
-            else:
-                jobs.setdefault(value[0][0], (value[0][1], value[0][2]))
-    return jobs
+    replay(journal_files(outbox), jobs)
+    return {job: (row[1], row[2]) for job, row in jobs.items()}
 
 
 def pending_counts(conn: sqlite3.Connection, outbox: str) -> dict[str, int]:

@@ -24,7 +24,7 @@ from typing import Any
 from .._base.jsondata import json_text
 from .._base.log import log
 from .._base.sqlitefile import checked_path, connect_wal
-from .journal import Journal, JournalFile, apply, entries, fold_files, held, journal_files, remove, tag_of
+from .journal import Journal, JournalFile, apply, fold_files, held, journal_files, remove, replay, tag_of
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -342,17 +342,9 @@ class Outbox:
         """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its
         own) was filed, whether in `eval_jobs` or in a journal file not folded yet. Reads only."""
         journal = self._journal if self._pid == os.getpid() else None
-        live: dict[str, float] = {}  # puts in the unfolded files not done there, in order
-        done: set[str] = set()
-        for file in [] if journal is None else journal.unfolded():
-            for _, kind, value in entries(file.path):
-                if kind == "done":
-                    done.update(value)
-                    for job in value:
-                        live.pop(job, None)
-                elif value[0][1] == evaluator:
-                    live.setdefault(value[0][0], value[0][4])
-        oldest = min(live.values(), default=None)
+        live: dict[str, Any] = {}  # puts in the unfolded files not done there
+        done = replay([] if journal is None else journal.unfolded(), live)
+        oldest = min((row[4] for row in live.values() if row[1] == evaluator), default=None)
         with self._lock:
             for job, created in self._connect().execute(OLDEST, (self.owner, evaluator)):
                 if job not in done:  # by age: the first not done since is the oldest there

@@ -1,5 +1,5 @@
-"""The outbox upkeep a background dispatcher runs beside its workers, once a second: fold the
-outbox's log, claim the jobs of processes that died, beat this process's heart, checkpoint the
+"""The outbox upkeep a background dispatcher runs beside its workers, once a second: fold this
+process's journal into the outbox, claim the jobs of processes that died, beat this process's heart, checkpoint the
 WAL (and truncate it once it outgrows its limit)."""
 
 from __future__ import annotations

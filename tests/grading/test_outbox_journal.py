@@ -332,3 +332,20 @@ def test_the_oldest_pending_age_reads_the_table_and_the_unfolded_journal_and_wri
     assert outbox.oldest_age("e") is None
     assert journal_files(str(path)) == files and _table(path) == {"old", "other"}  # nothing folded by asking
     outbox.close()
+
+
+def test_a_line_longer_than_the_limit_is_a_bad_line_and_the_next_one_still_reads(tmp_path, monkeypatch):
+    from judgehooks._grading import journal
+
+    monkeypatch.setattr(journal, "MAX_LINE", 300)  # 64 MiB in use: the same code path, a smaller number
+    path = tmp_path / "o.db"
+    good = b"P\t" + json.dumps(["good", "e", None, 1.0, 1.0, GONE]).encode() + b"\t{}"
+    long = b"P\t" + json.dumps(["long", "e", None, 1.0, 1.0, GONE]).encode() + b'\t{"x": "' + b"y" * 1000 + b'"}'
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.00000001").write_bytes(long + b"\n" + good + b"\n")
+    outbox = Outbox(path)
+    outbox.fold()
+    with capture_logs() as logs:
+        assert [job.id for job in outbox.claim()] == ["good"]
+    assert [(e["event"], e["line"]) for e in logs if e["event"] == "outbox_journal_bad_line"] == [
+        ("outbox_journal_bad_line", 1)]
+    outbox.close()
