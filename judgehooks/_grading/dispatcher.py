@@ -1,11 +1,11 @@
 """The background dispatcher: the hook persists a job and hands it off; grading happens here.
 
 Caller side (any thread, any event loop, ~tens of microseconds): sampling decision, snapshot,
-`Outbox.put` (unless the byte budget is spent), then `loop.call_soon_threadsafe`. Loop side (the
-judgehooks loop thread, or the application's loop inside `judgehooks.lifespan()`): a queue bounded in
-jobs and bytes, `max_concurrency` workers, an overload policy (by default a full queue sheds at once,
-so a hanging judge never stalls the runs), batched store writes, then the outbox row is deleted.
-Every shed job becomes a `skipped` record; every graded one a passed/failed/error record.
+`Outbox.put` (unless the byte budget is spent), then the `Inbox`. Loop side (the judgehooks loop
+thread, or the application's loop inside `judgehooks.lifespan()`): a queue bounded in jobs and
+bytes, `max_concurrency` workers, an overload policy (by default a full queue sheds at once, so a
+hanging judge never stalls the runs), batched store writes, then the outbox row is deleted. Every
+shed job becomes a `skipped` record; every graded one a passed/failed/error record.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
 from .doorbell import Doorbell
+from .inbox import Inbox
 from .outbox import QUEUED, Job, Outbox, jobs_of
 from .pipeline import Pipeline
 from .step import Requeue, Step
@@ -67,15 +68,14 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run; changes only in relocate()
         # loop-side state, touched only on self._loop
         self._queue: collections.deque[tuple[Job, EvalContext, bool]] = collections.deque()
+        self._inbox = Inbox(self._lock, lambda: self._loop, self._accept)  # callers' hand-offs, one wake-up a batch
         self._ready: Doorbell | None = None  # wakes one idle worker per job
         self._idle: asyncio.Event | None = None
         self._paused = False  # set while the workers move to another loop
         self._scope: anyio.CancelScope | None = None
         self._stopped: asyncio.Event | None = None
-        self._in_flight = 0
+        self._in_flight = self._notifying = self._writing = 0
         self._to_write = PendingWrites(batch_size, flush_interval)
-        self._notifying = 0
-        self._writing = 0
         self._claiming = False
 
     @property
@@ -103,6 +103,7 @@ class Dispatcher:
         """Start serving on `loop` (from any thread). Jobs already queued are picked up there."""
         self._loop = loop
         loop.call_soon_threadsafe(self._begin)
+        self._inbox.moved(loop)
 
     def _begin(self) -> None:
         self._ready, self._idle = Doorbell(), asyncio.Event()
@@ -148,16 +149,11 @@ class Dispatcher:
             self.counters.submitted += 1
         return job, shed
 
-    def _handoff(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
-        with self._lock:  # so a relocation never falls between reading the loop and scheduling on it
-            assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
-
     def submit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
         """Persist and hand off one evaluation (sync callers). Never blocks past `block_timeout`."""
         job, shed = self._persist(ctx, sample_rate)
         holds_slot = shed is None and self.overload == "block" and self._slots.acquire(timeout=self.block_timeout)
-        self._handoff(job, ctx, holds_slot, shed)
+        self._inbox.put((job, ctx, holds_slot, shed))
 
     async def asubmit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
         """`submit` for callers on an event loop: waiting for room happens off their loop."""
@@ -166,7 +162,7 @@ class Dispatcher:
         if shed is None and self.overload == "block":
             holds_slot = self._slots.acquire(blocking=False) or await anyio.to_thread.run_sync(
                 lambda: self._slots.acquire(timeout=self.block_timeout))
-        self._handoff(job, ctx, holds_slot, shed)
+        self._inbox.put((job, ctx, holds_slot, shed))
 
     # ---- loop side ----------------------------------------------------------------------------
 
@@ -175,16 +171,15 @@ class Dispatcher:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
             return
-        if shed is not None:  # over the byte budget: never queued, never in the outbox
+        full = len(self._queue) >= self.max_queue
+        if shed is None and self.overload == "block" and not holds_slot:
+            shed = f"queue full: no room within {self.block_timeout:g}s (block)"
+        elif shed is None and self.overload == "drop_newest" and full:
+            shed = "queue full: newest dropped (drop_newest)"
+        if shed is not None:  # over the byte budget (never in the outbox) or no room: never queued
             spawn(self._shed(job, ctx, shed))
             return
-        if self.overload == "block" and not holds_slot:
-            spawn(self._shed(job, ctx, f"queue full: no room within {self.block_timeout:g}s (block)"))
-            return
-        if self.overload != "block" and len(self._queue) >= self.max_queue:
-            if self.overload == "drop_newest":
-                spawn(self._shed(job, ctx, "queue full: newest dropped (drop_newest)"))
-                return
+        if self.overload == "drop_oldest" and full:
             old_job, old_ctx, _ = self._queue.popleft()
             spawn(self._shed(old_job, old_ctx, "queue full: oldest dropped (drop_oldest)"))
         self._queue.append((job, ctx, holds_slot))
@@ -211,7 +206,8 @@ class Dispatcher:
                         tg.start_soon(self._worker)
                     tg.start_soon(self._writer)
                     if self.outbox is not None:
-                        tg.start_soon(upkeep, self.outbox, self.pipeline.name, self._room, self._take, self._settled)
+                        tg.start_soon(upkeep, self.outbox, self.pipeline.name, self._room, self._take, self._settled,
+                                      lambda: bool(self._queue or self._in_flight))
         finally:
             stopped.set()
 
@@ -291,9 +287,13 @@ class Dispatcher:
         """Their records are stored: the jobs' outbox rows can go (`via`: the jobs of each record id)."""
         jobs = list(ids) if via is None else sorted({j for i in ids for j in via.get(i, ())})
         self.budget.release(jobs)
-        if self.outbox is not None and jobs:
+        outbox = self.outbox
+        if outbox is not None and jobs:
             try:
-                await anyio.to_thread.run_sync(self.outbox.delete, jobs)
+                if outbox.appends():  # one line written: cheaper here than a hop to a thread and back
+                    outbox.delete(jobs)
+                else:
+                    await anyio.to_thread.run_sync(outbox.delete, jobs)
             except Exception:
                 log.exception("outbox_delete_failed", jobs=len(jobs))
 
@@ -353,6 +353,7 @@ class Dispatcher:
         self._queue.clear()
         self._in_flight = self._writing = self._notifying = 0
         self._lock = threading.Lock()
+        self._inbox = Inbox(self._lock, lambda: self._loop, self._accept)
         self._slots = threading.BoundedSemaphore(self.max_queue)
         self.counters = Counters()
         self.budget.reset()

@@ -3,9 +3,10 @@
 Any SQLite write is a transaction: file locks, a page or more into the WAL, about a dozen system
 calls. A put cost the hook 0.15-0.25 ms of wall time at 100 runs a second on this VM. Now a put is
 one `os.write` of a line to this owner's journal file beside the outbox
-(`<outbox>.jobs.<owner tag>.<n>`), and a finished job is a `done` line there. About once a
-second the upkeep starts a new file, folds the last one into `eval_jobs` (indexed: claims,
-ages) and deletes it. A job put and finished within one file never touches SQLite.
+(`<outbox>.jobs.<owner tag>.<n>`), and a finished job is a `done` line there. Once the file is
+`FOLD_AGE_S` old or `FOLD_BYTES` long, the upkeep (which looks once a second) starts a new file,
+folds the last one into `eval_jobs` (indexed: claims, ages) and deletes it. A job put and finished
+within one file never touches SQLite: most jobs, since most finish within seconds.
 
 A line is in the file once `os.write` returns, so it survives the process being killed, as a
 committed WAL frame did (neither survives the machine losing power). A dead process's files are
@@ -24,7 +25,8 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,9 @@ _MOVE = "INSERT OR IGNORE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a symlink planted under a journal file's name is never followed
 #: a longer line is not a job this library wrote (a job's texts are bounded by `max_queue_bytes`)
 MAX_LINE = 64 * 1024 * 1024
+#: the upkeep folds the file being written once it is this old or this long (`Journal.seal(due=True)`)
+FOLD_AGE_S = 5.0
+FOLD_BYTES = 16 * 1024 * 1024
 
 
 def tag_of(owner: str) -> str:
@@ -124,11 +129,29 @@ def _entry(line: bytes) -> tuple[str, Any] | None:
     return None
 
 
-def entries(path: str, *, puts: bool = True) -> Iterator[tuple[int, str, Any]]:
+def _done_later(line: bytes, number: int, done: Mapping[str, int]) -> bool:
+    """Whether `line` puts a job that a `done` line after it finishes, read off the line's start
+    (the id, its first field) without parsing the rest; False whenever the id is not plain text."""
+    if not line.startswith(b'P\t["'):
+        return False
+    end = line.find(b'"', 4)
+    key = line[4:end]
+    if end < 0 or b"\\" in key:  # an escape: only the parser reads it right
+        return False
+    try:
+        return done.get(key.decode(), 0) > number
+    except UnicodeDecodeError:
+        return False
+
+
+def entries(path: str, *, puts: bool = True, done: Mapping[str, int] | None = None) -> Iterator[tuple[int, str, Any]]:
     """(line number, kind, value) for the puts and dones of a journal file, in order; a line that
-    is neither is logged and skipped. `puts=False`: the dones alone, and nothing logged."""
+    is neither is logged and skipped. `puts=False`: the dones alone, and nothing logged. `done`
+    (job id -> the line of its last `done`): the puts finished later in the file are left out unread."""
     for number, line in enumerate(_lines(path), 1):
         if not puts and not line.startswith(b"D\t"):
+            continue
+        if done and _done_later(line, number, done):
             continue
         entry = _entry(line)
         if entry is None:
@@ -179,7 +202,7 @@ def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
     if last_done:
         conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(job,) for job in last_done])
     live = []
-    for number, kind, value in entries(path):
+    for number, kind, value in entries(path, done=last_done):  # most puts are done later: not read
         if kind != "put":
             continue
         (job, evaluator, spec, rate, created, owner), context = value
@@ -262,6 +285,8 @@ class Journal:
         self.outbox, self.owner, self.tag = os.path.abspath(outbox), owner, tag_of(owner)
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._opened = 0.0  # when the file being written was made (time.monotonic())
+        self._bytes = 0  # and how much has been written to it
         self._seq = 0
         self._torn = False  # a write failed part-way: the next line starts on a line of its own
         self.sealed: list[JournalFile] = []  # written, closed, not yet folded
@@ -307,6 +332,8 @@ class Journal:
         with self._lock:
             if self._fd is None:
                 self._fd = self._create()
+                self._opened, self._bytes = time.monotonic(), 0
+            self._bytes += len(data)
             if self._torn:
                 data = b"\n" + data
             view = memoryview(data)
@@ -327,9 +354,13 @@ class Journal:
     def done(self, ids: list[str]) -> None:
         self._write(b"D\t" + json.dumps(ids).encode() + b"\n")
 
-    def seal(self) -> list[JournalFile]:
-        """Close the file being written (the next line starts a new one); every sealed file not yet folded."""
+    def seal(self, *, due: bool = False) -> list[JournalFile]:
+        """Close the file being written (the next line starts a new one); every sealed file not yet
+        folded. `due=True`: only once it is `FOLD_AGE_S` old or `FOLD_BYTES` long (the jobs put in a
+        younger file are mostly done before then, and never reach SQLite)."""
         with self._lock:
+            if due and self._bytes < FOLD_BYTES and time.monotonic() - self._opened < FOLD_AGE_S:
+                return list(self.sealed)
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None

@@ -215,18 +215,24 @@ class Outbox:
             log.info("outbox_write_recovered", outbox=self.path, refused=self._refusing)
             self._refusing = 0
 
+    def appends(self) -> bool:
+        """Whether `delete` is an append to this process's journal now (no SQLite, no lock held
+        across another process's work): then an event loop may call it without a thread."""
+        return self._journal is not None and self._pid == os.getpid()
+
     def delete(self, ids: Sequence[str]) -> None:
         """Forget finished jobs: one `done` line (the next fold removes them from wherever they are)."""
         if ids:
             self._journal_now().done(list(ids))
 
-    def fold(self) -> None:
+    def fold(self, *, due: bool = False) -> None:
         """Fold this process's journal into `eval_jobs`: the file being written is closed (the
-        next put starts a new one), folded in one transaction, and deleted. A put never waits for it."""
+        next put starts a new one), folded in one transaction, and deleted. A put never waits for it.
+        `due=True` (the upkeep's): the file being written only once it is due (`Journal.seal`)."""
         if self._journal is None or self._pid != os.getpid():
             return  # nothing written by this process
         with self._fold_lock:  # a file folded again after a later one was would bring back its jobs
-            files = self._journal.seal()
+            files = self._journal.seal(due=due)
             if files:
                 with self._lock:
                     fold_files(self._connect(), files)

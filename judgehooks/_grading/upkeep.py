@@ -1,6 +1,7 @@
 """The outbox upkeep a background dispatcher runs beside its workers, once a second: fold this
-process's journal into the outbox, claim the jobs of processes that died, beat this process's heart, checkpoint the
-WAL (and truncate it once it outgrows its limit)."""
+process's journal into the outbox (the file being written once it is due, `journal.FOLD_AGE_S`,
+or at once when the dispatcher has nothing queued or in flight), claim the jobs of processes that
+died, beat this process's heart, checkpoint the WAL (and truncate it once it outgrows its limit)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,17 @@ from .outbox import Job, Outbox
 
 
 async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: Callable[[list[Job]], Awaitable[None]],
-                 settled: Callable[[], None]) -> None:
+                 settled: Callable[[], None], busy: Callable[[], bool]) -> None:
     """Forever: claim up to `room()` of `evaluator`'s orphaned jobs and `take` them; else heartbeat
-    and checkpoint. `settled()` after every round (the first one tells the dispatcher it has looked)."""
+    and checkpoint. `settled()` after every round (the first one tells the dispatcher it has looked).
+    While `busy()` (jobs queued or in flight), the journal file being written is folded only once due:
+    most of its jobs finish first, and never reach SQLite."""
     beat = max(1.0, outbox.stale_after / 3)
     next_beat = [0.0]
 
-    def one_round(free: int) -> list[Job]:  # one trip to a worker thread a round
+    def one_round(free: int, due: bool) -> list[Job]:  # one trip to a worker thread a round
         try:
-            outbox.fold()
+            outbox.fold(due=due)
             jobs = outbox.claim([evaluator], free) if free > 0 else []
             if not jobs:
                 outbox.checkpoint()
@@ -35,7 +38,7 @@ async def upkeep(outbox: Outbox, evaluator: str, room: Callable[[], int], take: 
 
     while True:
         try:
-            jobs = await anyio.to_thread.run_sync(one_round, room())
+            jobs = await anyio.to_thread.run_sync(one_round, room(), busy())
             if jobs:
                 await take(jobs)
                 log.info("outbox_resumed", evaluator=evaluator, jobs=len(jobs))

@@ -38,10 +38,33 @@ def read_json_line(raw: bytes) -> Any:
         return json.loads(raw)
 
 
+class LineSplitter:
+    """Whole lines out of chunks as they arrive: `feed` returns the lines (without their newline)
+    that a chunk completes; `rest` is a last line that never got its newline."""
+
+    __slots__ = ("_partial",)
+
+    def __init__(self) -> None:
+        self._partial: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if b"\n" not in chunk:  # part of a long line
+            self._partial.append(chunk)
+            return []
+        if self._partial:
+            chunk = b"".join([*self._partial, chunk])
+        whole, _, rest = chunk.rpartition(b"\n")
+        self._partial = [rest] if rest else []
+        return whole.split(b"\n")
+
+    def rest(self) -> list[bytes]:
+        return [b"".join(self._partial)] if self._partial else []
+
+
 def line_batches(fd: int) -> Iterator[list[bytes]]:
     """The lines (without their newline) arriving on `fd`, in batches as they come; a last line
     without a newline is the last batch. Ends when the pipe closes."""
-    partial: list[bytes] = []
+    lines = LineSplitter()
     while True:
         try:
             chunk = os.read(fd, CHUNK)
@@ -49,14 +72,12 @@ def line_batches(fd: int) -> Iterator[list[bytes]]:
             break
         if not chunk:
             break
-        if b"\n" not in chunk:  # part of a long line
-            partial.append(chunk)
-            continue
-        whole, _, rest = b"".join([*partial, chunk]).rpartition(b"\n")
-        partial = [rest] if rest else []
-        yield whole.split(b"\n")
-    if partial:
-        yield [b"".join(partial)]
+        batch = lines.feed(chunk)
+        if batch:
+            yield batch
+    rest = lines.rest()
+    if rest:
+        yield rest
 
 
 def write_all(out: Any, data: bytes) -> None:

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import json_line, line_batches, read_json_line, write_all
+from .lines import CHUNK, LineSplitter, json_line, read_json_line, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -42,13 +42,57 @@ class _Replies:
             _leave()
 
 
-async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: Any) -> None:
-    tasks: set[asyncio.Task[None]] = set()
-    replies = _Replies(out)
+class _Server:
+    """Reads requests straight off stdin on the event loop (a reader callback, no thread, no queue):
+    each chunk's requests start as tasks in the same turn of the loop that read them."""
 
-    async def one(message: dict[str, Any]) -> None:
-        request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
+    def __init__(self, judge: LiteLLMJudge, out: Any, lines: LineSplitter) -> None:
+        self._judge = judge
+        self._replies = _Replies(out)
+        self._lines = lines
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop = asyncio.get_running_loop()
+        self._closed: asyncio.Future[None] = self._loop.create_future()
+
+    async def serve(self, first: list[bytes]) -> None:
+        """Answer `first` and every request after it until stdin closes, then the calls in flight."""
+        self._start(first)
+        os.set_blocking(0, False)
+        self._loop.add_reader(0, self._readable)
+        await self._closed
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._replies.flush()
+
+    def _readable(self) -> None:
         try:
+            chunk = os.read(0, CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._start(self._lines.feed(chunk))
+            return
+        self._loop.remove_reader(0)
+        self._start(self._lines.rest())
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _start(self, lines: list[bytes]) -> None:
+        for raw in lines:
+            try:
+                message = read_json_line(raw)
+            except ValueError:  # only the parent writes here; a line it did not write is skipped
+                continue
+            task = self._loop.create_task(self._one(message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _one(self, message: dict[str, Any]) -> None:
+        judge = self._judge
+        try:
+            request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
             r = await judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
@@ -56,19 +100,8 @@ async def _serve(judge: LiteLLMJudge, lines: asyncio.Queue[bytes | None], out: A
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
-            reply = {"id": message["id"], "error": error}
-        replies.send(json_line(reply))
-
-    while True:
-        raw = await lines.get()
-        if raw is None:
-            break
-        task = asyncio.ensure_future(one(read_json_line(raw)))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.gather(*tasks, return_exceptions=True)
-    replies.flush()
+            reply = {"id": message.get("id"), "error": error}
+        self._replies.send(json_line(reply))
 
 
 def _leave() -> None:
@@ -90,31 +123,26 @@ def _main() -> None:  # pragma: no cover - runs in the child process
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    batches = line_batches(0)  # never sys.stdin: its buffer would keep requests the reader never sees
-    first = next(batches, [])
-    if not first:  # the parent died before saying which judge to run
-        _leave()
+    lines = LineSplitter()  # never sys.stdin: its buffer would keep requests the loop never sees
+    first: list[bytes] = []
+    while not first:  # the first line says which judge to run
+        try:
+            chunk = os.read(0, CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:  # the parent died before saying
+            _leave()
+        first = lines.feed(chunk)
     config = json.loads(first[0])
     judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"],
                          litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True))
     judge.warm_up()
     loop = asyncio.new_event_loop()
-    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
 
-    def feed(batch: list[bytes] | None) -> None:
-        for line in batch or ():
-            lines.put_nowait(line)
-        if batch is None:
-            lines.put_nowait(None)
+    async def serve() -> None:
+        await _Server(judge, out, lines).serve(first[1:])
 
-    def reader() -> None:  # one wake-up of the loop per chunk of requests, not per request
-        loop.call_soon_threadsafe(feed, first[1:])
-        for batch in batches:
-            loop.call_soon_threadsafe(feed, batch)
-        loop.call_soon_threadsafe(feed, None)
-
-    threading.Thread(target=reader, daemon=True).start()
-    loop.run_until_complete(_serve(judge, lines, out))
+    loop.run_until_complete(serve())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -407,3 +407,88 @@ def test_an_idle_dispatcher_sleeps_until_work_comes(make_bg, make_agent, store):
     agent.run("second")  # the writer still wakes for work
     assert judgehooks.drain(30)
     assert sorted(r.input for r in store.records) == ["first", "second"]
+
+
+def test_hand_offs_made_while_the_loop_is_busy_ride_one_wake_up_and_each_is_graded_once(make_bg, make_agent, store):
+    """The hook hands a job to the loop through an inbox: the first job of an empty inbox wakes the
+    loop (a system call on the hook's thread, a wake-up there), the jobs handed off before the loop
+    gets to it ride along. Runs from 8 threads while the loop is held up: one wake-up (counted, not
+    timed) for the 40 of them, and 40 records."""
+    judge = make_bg()
+    agent = make_agent(judge)
+    agent.run("warm")
+    assert judgehooks.drain(30)
+    dispatcher = judge._shell.wiring.dispatcher
+    loop = dispatcher._loop
+    wakes = [0]
+    schedule = loop.call_soon_threadsafe
+
+    def counted(callback, *args, **kwargs):
+        if getattr(callback, "__self__", None) is dispatcher._inbox:  # its `take`
+            wakes[0] += 1
+        return schedule(callback, *args, **kwargs)
+
+    held, release = threading.Event(), threading.Event()
+    schedule(lambda: (held.set(), release.wait(60)))  # the loop is busy (the judgehooks loop's thread blocks)
+    assert held.wait(30)
+    loop.call_soon_threadsafe = counted
+    run_ids: list[str] = []
+    lock = threading.Lock()
+
+    def request(i: int) -> None:
+        for j in range(5):
+            out = make_agent(judge).run(f"request {i}.{j}")
+            with lock:
+                run_ids.append(out.run_id)
+
+    try:
+        threads = [threading.Thread(target=request, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        release.set()
+        del loop.call_soon_threadsafe
+    assert judgehooks.drain(30)
+    assert wakes[0] == 1 and len(run_ids) == 40
+    graded = [r.run_id for r in store.records if r.input != "warm"]
+    assert sorted(graded) == sorted(run_ids) and all(r.status == "passed" for r in store.records)
+
+
+def test_jobs_that_finish_within_one_journal_file_never_reach_the_outbox_table(make_bg, make_agent, store, server,
+                                                                              tmp_path):
+    """While the dispatcher has work, the upkeep folds the journal file being written only once it
+    is due (`FOLD_AGE_S` old or `FOLD_BYTES` long): jobs put and done within it never touch
+    `eval_jobs`, though upkeep rounds (once a second) pass while the judge thinks. Once the queue is
+    empty the file is folded at the next round, and none is left."""
+    import sqlite3
+
+    from judgehooks._grading import journal
+
+    server.configure(judge_delay_ms=2500)  # two upkeep rounds or more while every job is in flight
+    judge = make_bg()
+    agent = make_agent(judge)
+    inserted: list[int] = []
+    apply = journal.apply
+
+    def counting(conn, file):  # what the fold moves into eval_jobs, counted at the table
+        before = conn.total_changes
+        apply(conn, file)
+        inserted.append(conn.total_changes - before)
+
+    journal.apply = counting
+    try:
+        for i in range(20):
+            agent.run(f"q{i}")
+        assert judgehooks.drain(30)
+        deadline = time.monotonic() + 30
+        while journal.journal_files(str(tmp_path / "outbox.db")) and time.monotonic() < deadline:
+            time.sleep(0.05)  # idle now: the next upkeep round (once a second) folds the file
+    finally:
+        journal.apply = apply
+    assert journal.journal_files(str(tmp_path / "outbox.db")) == []
+    assert inserted and sum(inserted) == 0  # folded: nothing inserted, nothing deleted
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM eval_jobs").fetchone() == (0,)
+    assert len(store.records) == 20

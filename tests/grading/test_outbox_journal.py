@@ -49,6 +49,50 @@ def test_a_put_is_one_line_in_this_processs_own_file_and_no_sqlite_write(tmp_pat
     outbox.close()
 
 
+def test_the_upkeeps_fold_takes_the_file_being_written_only_once_it_is_due(tmp_path, monkeypatch):
+    """`fold(due=True)`: the file being written stays (its jobs mostly finish first) until it is
+    `FOLD_AGE_S` old or `FOLD_BYTES` long; a plain `fold()` (exit, tests, the CLI) takes it at once."""
+    from judgehooks._grading import journal
+
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="j1", evaluator="e", context={"input": "q"}))
+    outbox.fold(due=True)
+    assert _table(path) == set() and len(journal_files(str(path))) == 1  # young and short: not due
+    monkeypatch.setattr(journal, "FOLD_BYTES", 200)
+    outbox.put(Job(id="j2", evaluator="e", context={"input": "x" * 200}))
+    outbox.fold(due=True)  # long enough
+    assert _table(path) == {"j1", "j2"} and journal_files(str(path)) == []
+    outbox.put(Job(id="j3", evaluator="e", context={}))
+    monkeypatch.setattr(journal, "FOLD_AGE_S", 0.0)
+    outbox.fold(due=True)  # old enough
+    assert _table(path) == {"j1", "j2", "j3"} and journal_files(str(path)) == []
+    monkeypatch.setattr(journal, "FOLD_AGE_S", 3600.0)
+    monkeypatch.setattr(journal, "FOLD_BYTES", 1 << 30)
+    outbox.delete(["j1", "j2", "j3"])
+    outbox.fold(due=True)
+    assert _table(path) == {"j1", "j2", "j3"}  # the dones wait in the file being written
+    outbox.fold()
+    assert _table(path) == set() and journal_files(str(path)) == []
+    outbox.close()
+
+
+def test_a_put_done_later_in_its_file_is_skipped_unread_and_only_that_put(tmp_path):
+    """The fold leaves out, without parsing them, the puts a later `done` finishes, reading the id off
+    the line's start; an id with an escape is parsed in full, so a look-alike id is never taken for it."""
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    for job in ('a"b', "plain", "é-id", "other"):
+        outbox.put(Job(id=job, evaluator="e", context={"input": job}))
+    outbox.delete(["a\\", "plain", "é-id"])  # "a\\" is what the line of 'a"b' starts with, up to its escape
+    outbox.fold()
+    assert _table(path) == {'a"b', "other"}
+    outbox.put(Job(id='x"y', evaluator="e", context={}))
+    outbox.delete(['x"y'])
+    outbox.fold()
+    assert _table(path) == {'a"b', "other"}
+    outbox.close()
+
 @pytest.mark.parametrize("seed", range(10))
 def test_folding_at_any_time_and_a_file_folded_twice_keep_exactly_the_jobs_not_done(tmp_path, seed):
     """A model (a set: put adds, done removes) beside the outbox, through random puts (again, after

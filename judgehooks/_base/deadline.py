@@ -1,0 +1,114 @@
+"""`deadline(seconds)`: `asyncio.timeout(seconds)` for many calls in flight, without a timer each.
+
+Every `asyncio.timeout` puts a timer in its loop's heap, which orders timers with a Python-level
+comparison, and cancels it when the call ends early (as nearly every judge call does). With 256
+judge calls in flight that was a tenth of the judgehooks loop's CPU per evaluation. Deadlines of
+one length set on one loop come due in the order they were set, so they wait in a queue (a
+*lane*): the lane keeps one timer, for its first live deadline, and a call that ends marks its
+deadline done, dropped once it reaches the front. Same outcome as `asyncio.timeout`: at the
+deadline the task is cancelled, and the cancellation leaves the block as `TimeoutError`; a
+cancellation from anywhere else stays a cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import weakref
+from types import TracebackType
+
+__all__ = ("deadline",)
+
+#: a deadline this close comes due now: the loop runs a timer up to its clock's resolution early
+_EARLY = 1e-3
+
+_lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, _Lane]] = weakref.WeakKeyDictionary()
+_lanes_lock = threading.Lock()  # a new loop's entry; each lane is touched only on its own loop
+
+
+class _Lane:
+    """The deadlines of one length on one loop, in the order set (so in the order due)."""
+
+    __slots__ = ("loop", "waiting", "timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: collections.deque[_Deadline] = collections.deque()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, entry: _Deadline) -> None:
+        self.waiting.append(entry)
+        if self.timer is None:
+            self.timer = self.loop.call_at(entry.when, self.due)
+
+    def drop_done(self) -> None:
+        waiting = self.waiting
+        while waiting and waiting[0].done:
+            waiting.popleft()
+
+    def due(self) -> None:
+        """The timer: expire what is due, then wait for the first live deadline left (if any)."""
+        self.timer = None
+        waiting, now = self.waiting, self.loop.time() + _EARLY
+        while waiting:
+            first = waiting[0]
+            if not first.done:
+                if first.when > now:
+                    self.timer = self.loop.call_at(first.when, self.due)
+                    return
+                first.expire()
+            waiting.popleft()
+
+
+def _lane(loop: asyncio.AbstractEventLoop, seconds: float) -> _Lane:
+    lanes = _lanes.get(loop)
+    if lanes is None:
+        with _lanes_lock:
+            lanes = _lanes.setdefault(loop, {})
+    lane = lanes.get(seconds)
+    if lane is None:
+        lane = lanes[seconds] = _Lane(loop)
+    return lane
+
+
+class _Deadline:
+    __slots__ = ("seconds", "when", "done", "expired", "_task", "_cancelling", "_lane")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.when = 0.0
+        self.done = False
+        self.expired = False
+        self._task: asyncio.Task[object] | None = None
+        self._cancelling = 0
+        self._lane: _Lane | None = None
+
+    async def __aenter__(self) -> _Deadline:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("deadline() must be used inside a task")
+        loop = task.get_loop()
+        self._task, self._cancelling = task, task.cancelling()
+        self.when = loop.time() + self.seconds
+        self._lane = _lane(loop, self.seconds)
+        self._lane.add(self)
+        return self
+
+    def expire(self) -> None:
+        self.done = self.expired = True
+        assert self._task is not None
+        self._task.cancel()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.done = True
+        assert self._lane is not None and self._task is not None
+        self._lane.drop_done()
+        if self.expired and self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+            raise TimeoutError from exc  # ours: no other cancellation is pending
+
+
+def deadline(seconds: float) -> _Deadline:
+    """``async with deadline(seconds):`` as ``async with asyncio.timeout(seconds):`` (seconds > 0)."""
+    return _Deadline(float(seconds))

@@ -1,0 +1,64 @@
+"""The judge helper process (`ProcessJudge`, `python -m judgehooks._judges.worker`): requests cross
+its stdin as JSON lines read on its event loop, in chunks that split lines anywhere, and what is not
+a request never stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+from judgehooks import LiteLLMJudge
+from judgehooks._judges.lines import CHUNK, LineSplitter
+from judgehooks._judges.process import ProcessJudge
+from judgehooks._judges.prompt import JudgeRequest
+
+
+def test_long_prompts_and_many_calls_at_once_cross_the_pipe_whole(server):
+    """64 calls at once, each prompt 200 KB (three of the reader's chunks and more), each with its
+    own text: every one reaches the judge as sent, and every answer comes back to its own call."""
+    judge = ProcessJudge(LiteLLMJudge("openai/judge", api_base=server.base_url, api_key="k"))
+    prompts = [f"call {i}: " + "é✓x" * 70_000 for i in range(64)]
+
+    async def main() -> list[str]:
+        replies = await asyncio.gather(*(judge.complete(JudgeRequest(
+            messages=({"role": "system", "content": "judge"}, {"role": "user", "content": p}), mode="binary",
+            nonce="")) for p in prompts))
+        return [r.text for r in replies]
+
+    texts = asyncio.run(main())
+    assert len(texts) == 64 and all(json.loads(t)["passed"] is True for t in texts)
+    seen = sorted(r["messages"][1]["content"] for r in server.settings.judge_requests[-64:])
+    assert seen == sorted(prompts) and len(prompts[0].encode()) > 3 * CHUNK
+
+
+def test_lines_split_anywhere_come_out_whole():
+    lines = LineSplitter()
+    data = b"".join(json.dumps({"n": i, "pad": "x" * (i * 37 % 500)}).encode() + b"\n" for i in range(200))
+    out, i = [], 0
+    for size in (1, 7, 64, 1000, 3, 65536) * 50:
+        out += lines.feed(data[i:i + size])
+        i += size
+        if i >= len(data):
+            break
+    assert [json.loads(line)["n"] for line in out] == list(range(200)) and lines.rest() == []
+    assert lines.feed(b'{"last": 1}') == [] and lines.rest() == [b'{"last": 1}']
+
+
+def test_the_helper_skips_a_line_that_is_not_a_request_and_answers_the_rest(server):
+    """Only the parent writes to the helper; still, a line that is not JSON is skipped and one that
+    lacks what a request has is answered as an error, and the requests after them are answered."""
+    config = {"model": "openai/judge", "structured_output": True, "fast_path": True,
+              "kwargs": {"api_base": server.base_url, "api_key": "k", "timeout": 30, "max_retries": 0,
+                         "num_retries": 0}}
+    request = {"id": 7, "messages": [{"role": "user", "content": "q"}], "mode": "binary"}
+    proc = subprocess.Popen([sys.executable, "-m", "judgehooks._judges.worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    out, _ = proc.communicate(b"".join(json.dumps(m).encode() + b"\n" for m in (config,)) +
+                              b"not json at all\n" + b'{"id": 3}\n' + json.dumps(request).encode() + b"\n",
+                              timeout=60)
+    replies = {r["id"]: r for r in map(json.loads, out.splitlines())}
+    assert proc.returncode == 0 and set(replies) == {3, 7}
+    assert replies[3]["error"]["type"] == "KeyError" and json.loads(replies[7]["text"])["passed"] is True
