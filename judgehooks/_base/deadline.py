@@ -6,8 +6,10 @@ judge calls in flight that was a tenth of the judgehooks loop's CPU per evaluati
 one length set on one loop come due in the order they were set, so they wait in a queue (a
 *lane*): the lane keeps one timer, for its first live deadline, and a call that ends marks its
 deadline done, dropped once it reaches the front. Same outcome as `asyncio.timeout`: at the
-deadline the task is cancelled, and the cancellation leaves the block as `TimeoutError`; a
-cancellation from anywhere else stays a cancellation.
+deadline the task is cancelled, and the cancellation leaves the block as `TimeoutError` (another
+exception leaving it gets the `TimeoutError` in its context, as Python 3.13's does); a cancellation
+from anywhere else stays a cancellation. A lane holds no reference to its loop (the loop's timer
+holds the lane), and a finished call's entry none to its task: a closed loop is freed.
 """
 
 from __future__ import annotations
@@ -30,32 +32,33 @@ _lanes_lock = threading.Lock()  # a new loop's entry; each lane is touched only 
 class _Lane:
     """The deadlines of one length on one loop, in the order set (so in the order due)."""
 
-    __slots__ = ("loop", "waiting", "timer")
+    __slots__ = ("waiting", "timed")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    def __init__(self) -> None:
         self.waiting: collections.deque[_Deadline] = collections.deque()
-        self.timer: asyncio.TimerHandle | None = None
+        self.timed = False  # a timer of the loop's will call `due`
 
-    def add(self, entry: _Deadline) -> None:
+    def add(self, entry: _Deadline, loop: asyncio.AbstractEventLoop) -> None:
         self.waiting.append(entry)
-        if self.timer is None:
-            self.timer = self.loop.call_at(entry.when, self.due)
+        if not self.timed:
+            self.timed = True
+            loop.call_at(entry.when, self.due, loop)
 
     def drop_done(self) -> None:
         waiting = self.waiting
         while waiting and waiting[0].done:
             waiting.popleft()
 
-    def due(self) -> None:
+    def due(self, loop: asyncio.AbstractEventLoop) -> None:
         """The timer: expire what is due, then wait for the first live deadline left (if any)."""
-        self.timer = None
-        waiting, now = self.waiting, self.loop.time() + _EARLY
+        self.timed = False
+        waiting, now = self.waiting, loop.time() + _EARLY
         while waiting:
             first = waiting[0]
             if not first.done:
                 if first.when > now:
-                    self.timer = self.loop.call_at(first.when, self.due)
+                    self.timed = True
+                    loop.call_at(first.when, self.due, loop)
                     return
                 first.expire()
             waiting.popleft()
@@ -68,7 +71,7 @@ def _lane(loop: asyncio.AbstractEventLoop, seconds: float) -> _Lane:
             lanes = _lanes.setdefault(loop, {})
     lane = lanes.get(seconds)
     if lane is None:
-        lane = lanes[seconds] = _Lane(loop)
+        lane = lanes[seconds] = _Lane()
     return lane
 
 
@@ -92,7 +95,7 @@ class _Deadline:
         self._task, self._cancelling = task, task.cancelling()
         self.when = loop.time() + self.seconds
         self._lane = _lane(loop, self.seconds)
-        self._lane.add(self)
+        self._lane.add(self, loop)
         return self
 
     def expire(self) -> None:
@@ -103,10 +106,28 @@ class _Deadline:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         self.done = True
-        assert self._lane is not None and self._task is not None
+        task, self._task = self._task, None  # a finished call's entry keeps no task (nor its result) alive
+        assert self._lane is not None and task is not None
         self._lane.drop_done()
-        if self.expired and self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
-            raise TimeoutError from exc  # ours: no other cancellation is pending
+        if self.expired and task.uncancel() <= self._cancelling and exc_type is not None:
+            if issubclass(exc_type, asyncio.CancelledError):
+                raise TimeoutError from exc  # ours: no other cancellation is pending
+            if exc is not None:  # it left another way: say in its context that the deadline passed
+                _say_timed_out(exc)
+                if isinstance(exc, BaseExceptionGroup):
+                    for member in exc.exceptions:
+                        _say_timed_out(member)
+
+
+def _say_timed_out(exc: BaseException) -> None:
+    """A `TimeoutError` between `exc` and the cancellation in its context chain (Python 3.13's rule)."""
+    while exc.__context__ is not None:
+        if isinstance(exc.__context__, asyncio.CancelledError):
+            timed_out = TimeoutError()
+            timed_out.__context__ = timed_out.__cause__ = exc.__context__
+            exc.__context__ = timed_out
+            return
+        exc = exc.__context__
 
 
 def deadline(seconds: float) -> _Deadline:

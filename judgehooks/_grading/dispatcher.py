@@ -290,9 +290,7 @@ class Dispatcher:
         outbox = self.outbox
         if outbox is not None and jobs:
             try:
-                if outbox.appends():  # one line written: cheaper here than a hop to a thread and back
-                    outbox.delete(jobs)
-                else:
+                if not outbox.delete_at_once(jobs):  # one line now is cheaper than a hop to a thread and back
                     await anyio.to_thread.run_sync(outbox.delete, jobs)
             except Exception:
                 log.exception("outbox_delete_failed", jobs=len(jobs))

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .._base.log import log
+
 
 class Inbox:
     """`put(item)` from any thread; `accept(*item)` runs on the loop `loop()` names, for each item in order."""
@@ -48,5 +50,8 @@ class Inbox:
     def take(self) -> None:
         with self._lock:
             items, self._items = self._items, []
-        for item in items:
-            self._accept(*item)
+        for item in items:  # one item's failure (a bug) is its own, as with a callback each
+            try:
+                self._accept(*item)
+            except Exception:
+                log.exception("background_handoff_failed")

@@ -333,17 +333,22 @@ class Journal:
             if self._fd is None:
                 self._fd = self._create()
                 self._opened, self._bytes = time.monotonic(), 0
-            self._bytes += len(data)
-            if self._torn:
-                data = b"\n" + data
-            view = memoryview(data)
-            try:
-                while view:
-                    view = view[os.write(self._fd, view):]
-            except OSError:
-                self._torn = self._torn or len(view) < len(data)  # part of a line is in the file
-                raise
-            self._torn = False
+            self._append(data)
+
+    def _append(self, data: bytes) -> None:
+        """All of `data` into the file being written (the caller holds the lock; the file is open)."""
+        assert self._fd is not None
+        self._bytes += len(data)
+        if self._torn:
+            data = b"\n" + data
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError:
+            self._torn = self._torn or len(view) < len(data)  # part of a line is in the file
+            raise
+        self._torn = False
 
     def put(self, row: tuple[str, str, str | None, float, float, str], context: str) -> None:
         """One job: (id, evaluator, spec, sample_rate, created_at, owner) and its context as JSON."""
@@ -353,6 +358,19 @@ class Journal:
 
     def done(self, ids: list[str]) -> None:
         self._write(b"D\t" + json.dumps(ids).encode() + b"\n")
+
+    def done_at_once(self, ids: list[str]) -> bool:
+        """`done`, but only if that is one short write now: False (nothing written) while another
+        thread writes (a put of a long context) or when the next line would start a new file."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self._fd is None:
+                return False
+            self._append(b"D\t" + json.dumps(ids).encode() + b"\n")
+            return True
+        finally:
+            self._lock.release()
 
     def seal(self, *, due: bool = False) -> list[JournalFile]:
         """Close the file being written (the next line starts a new one); every sealed file not yet

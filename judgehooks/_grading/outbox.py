@@ -215,10 +215,11 @@ class Outbox:
             log.info("outbox_write_recovered", outbox=self.path, refused=self._refusing)
             self._refusing = 0
 
-    def appends(self) -> bool:
-        """Whether `delete` is an append to this process's journal now (no SQLite, no lock held
-        across another process's work): then an event loop may call it without a thread."""
-        return self._journal is not None and self._pid == os.getpid()
+    def delete_at_once(self, ids: Sequence[str]) -> bool:
+        """`delete`, if that is one short write to this process's open journal now (no SQLite, no
+        wait for a lock another thread holds): then an event loop may call it. False: nothing done."""
+        journal = self._journal
+        return journal is not None and self._pid == os.getpid() and journal.done_at_once(list(ids))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Forget finished jobs: one `done` line (the next fold removes them from wherever they are)."""

@@ -65,7 +65,8 @@ def test_entries_a_cancelled_round_read_stay_pending_for_a_reclaim(redis_url):
         try:
             reader = broker.listen()
             read = asyncio.ensure_future(anext(reader))
-            while not any(c.get("cmd") == "xreadgroup" for c in rds.client_list()):  # blocked in XREADGROUP
+            while not any(c.get("cmd") == "xreadgroup" and "b" in c.get("flags", "")  # blocked in it now
+                          for c in rds.client_list()):
                 await asyncio.sleep(0.01)
             read.cancel()
             rds.xadd(STREAM, {"data": b"not a job"})  # the blocked round reads it after its reader is gone

@@ -393,3 +393,25 @@ def test_a_line_longer_than_the_limit_is_a_bad_line_and_the_next_one_still_reads
     assert [(e["event"], e["line"]) for e in logs if e["event"] == "outbox_journal_bad_line"] == [
         ("outbox_journal_bad_line", 1)]
     outbox.close()
+
+
+def test_a_done_line_written_at_once_never_waits_for_a_put_in_progress(tmp_path):
+    """The dispatcher writes its done lines on the event loop only when that is one short write
+    now: while another thread holds the journal (a put of a long context) or before a file is open,
+    `delete_at_once` writes nothing and says so, and the caller hands the `delete` to a thread."""
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    assert outbox.delete_at_once(["nothing-yet"]) is False  # no journal open in this process
+    outbox.put(Job(id="j1", evaluator="e", context={}))
+    journal = outbox._journal
+    assert journal._lock.acquire()  # another thread's put in progress
+    try:
+        assert outbox.delete_at_once(["j1"]) is False  # returned: a wait here would never end (this thread holds it)
+    finally:
+        journal._lock.release()
+    assert pending(path) == 1
+    assert outbox.delete_at_once(["j1"]) is True
+    assert pending(path) == 0
+    outbox.fold()
+    assert outbox.delete_at_once(["j1"]) is False  # the next line would start a new file: a thread's job
+    outbox.close()

@@ -156,3 +156,86 @@ def test_outside_an_event_loop_it_is_an_error(limit: Limit):
     with pytest.raises(RuntimeError):
         coro.send(None)
     coro.close()
+
+
+def test_a_loop_that_ran_deadlines_is_freed_once_closed():
+    """A lane keeps no reference to its loop, and a finished call's entry none to its task: 20 loops
+    made by `asyncio.run`, each with a judge call's deadline, are all collected."""
+    import gc
+    import weakref
+
+    loops = []
+
+    async def once() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        async with deadline(60):
+            await asyncio.sleep(0)
+
+    for _ in range(20):
+        asyncio.run(once())
+    gc.collect()
+    assert sum(ref() is not None for ref in loops) == 0
+
+
+def test_finished_calls_behind_a_hanging_one_keep_nothing_alive():
+    """A call that hangs at the front of its queue holds its own deadline there; the calls that end
+    behind it keep no task (and no result) alive while it waits."""
+    import gc
+    import weakref
+
+    async def main() -> int:
+        results = []
+
+        async def finished() -> bytearray:
+            async with deadline(0.5):
+                await asyncio.sleep(0)
+            return bytearray(1 << 20)
+
+        front = asyncio.ensure_future(_hang_within(0.5))
+        await asyncio.sleep(0)
+        for _ in range(20):
+            task = asyncio.ensure_future(finished())
+            await task
+            results.append(weakref.ref(task))
+            del task
+        gc.collect()
+        alive = sum(ref() is not None for ref in results)
+        with pytest.raises(TimeoutError):
+            await front
+        return alive
+
+    assert asyncio.run(main()) <= 1  # the last task may still be the loop's last step's (asyncio.timeout: 1 too)
+
+
+async def _hang_within(seconds: float) -> None:
+    async with deadline(seconds):
+        await hang()
+
+
+def test_what_leaves_an_expired_block_another_way_says_the_deadline_passed():
+    """As Python 3.13's `asyncio.timeout`: a `CancelledError` subclass leaving the expired block is
+    a `TimeoutError` too, and another exception raised while cancelled gets one in its context."""
+
+    class Stopped(asyncio.CancelledError):
+        pass
+
+    async def subclass() -> None:
+        async with deadline(0.01):
+            try:
+                await hang()
+            except asyncio.CancelledError:
+                raise Stopped() from None
+
+    async def other() -> None:
+        async with deadline(0.01):
+            try:
+                await hang()
+            except asyncio.CancelledError:
+                raise KeyError("cleanup failed") from None
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(subclass())
+    with pytest.raises(KeyError) as raised:
+        asyncio.run(other())
+    context = raised.value.__context__
+    assert isinstance(context, TimeoutError) and isinstance(context.__context__, asyncio.CancelledError)
