@@ -207,7 +207,7 @@ class Dispatcher:
                     tg.start_soon(self._writer)
                     if self.outbox is not None:
                         tg.start_soon(upkeep, self.outbox, self.pipeline.name, self._room, self._take, self._settled,
-                                      lambda: bool(self._queue or self._in_flight))
+                                      lambda: not self._idle or not self._idle.is_set())  # idle: done lines written
         finally:
             stopped.set()
 

@@ -40,6 +40,9 @@ MAX_LINE = 64 * 1024 * 1024
 #: the upkeep folds the file being written once it is this old or this long (`Journal.seal(due=True)`)
 FOLD_AGE_S = 5.0
 FOLD_BYTES = 16 * 1024 * 1024
+#: and, once its writer is idle, when no job has been put for this long (a job put a moment ago may
+#: not have reached the writer's queue yet: it counts as work)
+FOLD_QUIET_S = 0.5
 
 
 def tag_of(owner: str) -> str:
@@ -286,6 +289,7 @@ class Journal:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._opened = 0.0  # when the file being written was made (time.monotonic())
+        self._last_put = 0.0  # when a job was last put (time.monotonic())
         self._bytes = 0  # and how much has been written to it
         self._seq = 0
         self._torn = False  # a write failed part-way: the next line starts on a line of its own
@@ -354,6 +358,7 @@ class Journal:
         """One job: (id, evaluator, spec, sample_rate, created_at, owner) and its context as JSON."""
         if "\n" in context or "\t" in context:  # JSON text never holds either raw; anything else is re-encoded
             context = json.dumps(json.loads(context))
+        self._last_put = time.monotonic()
         self._write(b"P\t" + json.dumps(row).encode() + b"\t" + context.encode() + b"\n")
 
     def done(self, ids: list[str]) -> None:
@@ -372,12 +377,14 @@ class Journal:
         finally:
             self._lock.release()
 
-    def seal(self, *, due: bool = False) -> list[JournalFile]:
+    def seal(self, *, due: bool = False, idle: bool = False) -> list[JournalFile]:
         """Close the file being written (the next line starts a new one); every sealed file not yet
         folded. `due=True`: only once it is `FOLD_AGE_S` old or `FOLD_BYTES` long (the jobs put in a
         younger file are mostly done before then, and never reach SQLite)."""
         with self._lock:
-            if due and self._bytes < FOLD_BYTES and time.monotonic() - self._opened < FOLD_AGE_S:
+            now = time.monotonic()
+            if due and self._bytes < FOLD_BYTES and now - self._opened < FOLD_AGE_S and not (
+                    idle and now - self._last_put >= FOLD_QUIET_S):
                 return list(self.sealed)
             if self._fd is not None:
                 os.close(self._fd)

@@ -226,14 +226,15 @@ class Outbox:
         if ids:
             self._journal_now().done(list(ids))
 
-    def fold(self, *, due: bool = False) -> None:
+    def fold(self, *, due: bool = False, idle: bool = False) -> None:
         """Fold this process's journal into `eval_jobs`: the file being written is closed (the
         next put starts a new one), folded in one transaction, and deleted. A put never waits for it.
-        `due=True` (the upkeep's): the file being written only once it is due (`Journal.seal`)."""
+        `due=True` (the upkeep's): the file being written only once it is due, or with `idle` (its
+        writer has nothing queued, in flight or to store) once no job has been put for a moment (`Journal.seal`)."""
         if self._journal is None or self._pid != os.getpid():
             return  # nothing written by this process
         with self._fold_lock:  # a file folded again after a later one was would bring back its jobs
-            files = self._journal.seal(due=due)
+            files = self._journal.seal(due=due, idle=idle)
             if files:
                 with self._lock:
                     fold_files(self._connect(), files)

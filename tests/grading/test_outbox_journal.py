@@ -74,6 +74,12 @@ def test_the_upkeeps_fold_takes_the_file_being_written_only_once_it_is_due(tmp_p
     assert _table(path) == {"j1", "j2", "j3"}  # the dones wait in the file being written
     outbox.fold()
     assert _table(path) == set() and journal_files(str(path)) == []
+    outbox.put(Job(id="j4", evaluator="e", context={}))
+    outbox.fold(due=True, idle=True)  # its writer is idle, but a job was put a moment ago: it may be on its way
+    assert _table(path) == set() and len(journal_files(str(path))) == 1
+    monkeypatch.setattr(journal, "FOLD_QUIET_S", 0.0)
+    outbox.fold(due=True, idle=True)  # idle, and no put since: folded at once
+    assert _table(path) == {"j4"} and journal_files(str(path)) == []
     outbox.close()
 
 
