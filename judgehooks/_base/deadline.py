@@ -2,7 +2,8 @@
 
 Every `asyncio.timeout` puts a timer in its loop's heap, which orders timers with a Python-level
 comparison, and cancels it when the call ends early (as nearly every judge call does). With 256
-judge calls in flight that was a tenth of the judgehooks loop's CPU per evaluation. Deadlines of
+judge calls in flight, the loop thread's CPU per evaluation fell from 0.16-0.19 to 0.14-0.15 ms
+with the timeout taken out, in one back-to-back comparison by hand. Deadlines of
 one length set on one loop come due in the order they were set, so they wait in a queue (a
 *lane*): the lane keeps one timer, for its first live deadline, and a call that ends marks its
 deadline done, dropped once it reaches the front. Same outcome as `asyncio.timeout`: at the

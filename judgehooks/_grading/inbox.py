@@ -27,9 +27,6 @@ class Inbox:
         self._accept = accept
         self._items: list[tuple[Any, ...]] = []
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def put(self, item: tuple[Any, ...]) -> None:
         with self._lock:
             self._items.append(item)

@@ -372,7 +372,7 @@ class Journal:
         try:
             if self._fd is None:
                 return False
-            self._append(b"D\t" + json.dumps(ids).encode() + b"\n")
+            self._append(b"D\t" + json.dumps(ids).encode() + b"\n")  # as `done` writes it
             return True
         finally:
             self._lock.release()
@@ -380,7 +380,8 @@ class Journal:
     def seal(self, *, due: bool = False, idle: bool = False) -> list[JournalFile]:
         """Close the file being written (the next line starts a new one); every sealed file not yet
         folded. `due=True`: only once it is `FOLD_AGE_S` old or `FOLD_BYTES` long (the jobs put in a
-        younger file are mostly done before then, and never reach SQLite)."""
+        younger file are mostly done before then, and never reach SQLite), or, with `idle=True` (its
+        writer has no work), once no job has been put for `FOLD_QUIET_S`."""
         with self._lock:
             now = time.monotonic()
             if due and self._bytes < FOLD_BYTES and now - self._opened < FOLD_AGE_S and not (

@@ -83,7 +83,11 @@ class _Server:
         for raw in lines:
             try:
                 message = read_json_line(raw)
-            except ValueError:  # only the parent writes here; a line it did not write is skipped
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):  # only the parent writes here: not a line it wrote
+                print(f"judgehooks judge process: skipped a request line that is not a JSON object: {raw[:80]!r}",
+                      file=sys.stderr, flush=True)
                 continue
             task = self._loop.create_task(self._one(message))
             self._tasks.add(task)

@@ -48,17 +48,20 @@ def test_lines_split_anywhere_come_out_whole():
 
 
 def test_the_helper_skips_a_line_that_is_not_a_request_and_answers_the_rest(server):
-    """Only the parent writes to the helper; still, a line that is not JSON is skipped and one that
-    lacks what a request has is answered as an error, and the requests after them are answered."""
+    """Only the parent writes to the helper; still, a line that is not a JSON object is skipped (and
+    said on stderr, which the parent shares) and one that lacks what a request has is answered as an
+    error, and the requests after them are answered."""
     config = {"model": "openai/judge", "structured_output": True, "fast_path": True,
               "kwargs": {"api_base": server.base_url, "api_key": "k", "timeout": 30, "max_retries": 0,
                          "num_retries": 0}}
     request = {"id": 7, "messages": [{"role": "user", "content": "q"}], "mode": "binary"}
     proc = subprocess.Popen([sys.executable, "-m", "judgehooks._judges.worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-    out, _ = proc.communicate(b"".join(json.dumps(m).encode() + b"\n" for m in (config,)) +
-                              b"not json at all\n" + b'{"id": 3}\n' + json.dumps(request).encode() + b"\n",
-                              timeout=60)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    out, err = proc.communicate(b"".join(json.dumps(m).encode() + b"\n" for m in (config,)) +
+                                b"not json at all\n" + b"[1, 2]\n" + b'{"id": 3}\n' + json.dumps(request).encode() +
+                                b"\n", timeout=60)
     replies = {r["id"]: r for r in map(json.loads, out.splitlines())}
     assert proc.returncode == 0 and set(replies) == {3, 7}
     assert replies[3]["error"]["type"] == "KeyError" and json.loads(replies[7]["text"])["passed"] is True
+    assert err.count(b"skipped a request line that is not a JSON object") == 2  # said, not silent
