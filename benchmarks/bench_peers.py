@@ -44,7 +44,7 @@ from agno.models.openai.like import OpenAILike  # noqa: E402
 
 import judgehooks  # noqa: E402
 from judgehooks import AgentAsJudgeEval, SQLiteStore  # noqa: E402
-from judgehooks._grading.journal import pending_counts  # noqa: E402
+from judgehooks._grading.outbox import pending_counts  # noqa: E402
 
 CRITERIA = "The answer echoes the question."
 
@@ -340,7 +340,7 @@ def at_exit(base_url: str, tmp: str, n: int, which: str) -> tuple[int, int, str]
         graded = sum(1 for _ in open(out)) if os.path.exists(out) else 0
         return graded, 0, f"exit took {took:.1f} s"
     stored = sqlite3.connect(f"{tmp}/exit.db").execute("SELECT COUNT(*) FROM eval_records").fetchone()[0]
-    kept = sum(pending_counts(sqlite3.connect(f"{tmp}/exit.outbox.db"), f"{tmp}/exit.outbox.db").values())
+    kept = sum(pending_counts(sqlite3.connect(f"{tmp}/exit.outbox.db")).values())
     return stored, kept, f"exit took {took:.1f} s; {kept} kept in the outbox for `judgehooks resume`"
 
 

@@ -9,9 +9,7 @@ Tables (each row repeated: the median and the range of the repeats; charts of th
 docs/images/benchmarks/):
 1. RSS of a fresh process holding 1,000 and 100,000 queued background evaluations (outbox on; the
    judge never answers within the run, so every job stays queued). Goal: 100,000 at most 2x 1,000.
-   Beside it, how long after the last submit the upkeep has folded the journal the hooks appended
-   to into the outbox file (and the CPU that took), then the process's CPU per second while they
-   wait (the outbox upkeep's once-a-second round).
+   Beside it, the process's CPU per second while they wait (the outbox upkeep's once-a-second round).
    Neither peer has a queue: agno grades inline (the run waits), pydantic-evals drops what exceeds
    `max_concurrency`, so the row has no peer beside it.
 2. A `SessionJudge` with 10,000 open sessions: turns per second on the hook path and RSS, at 100 and
@@ -45,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _charts import strip_chart  # noqa: E402
@@ -100,18 +97,6 @@ def child_queue(base_url: str, tmp: str, n: int) -> dict[str, float]:
         run_output.run_id = f"run-{i}"
         evaluator.post_check(run_output, agent=agent)
     submitted = time.perf_counter() - start
-    # the hook appended each job to the journal; the upkeep folds a file into the outbox once it is due
-    # (5 s old or 16 MiB long: the jobs wait behind a judge that does not answer, so the queue stays busy)
-    try:
-        from judgehooks._grading.journal import journal_files
-    except ImportError:  # a release before the journal (a before/after pair): the hook wrote the file itself
-        def journal_files(outbox: str) -> list[str]:
-            return []
-
-    cpu, start = time.process_time(), time.perf_counter()
-    while journal_files(f"{tmp}/queue-{n}.outbox.db") and time.perf_counter() - start < 600:
-        time.sleep(0.05)
-    folded_s, fold_cpu = time.perf_counter() - start, time.process_time() - cpu
     time.sleep(1.0)
     gc.collect()
     after, peak = rss_mb()
@@ -119,8 +104,7 @@ def child_queue(base_url: str, tmp: str, n: int) -> dict[str, float]:
     time.sleep(IDLE_S)
     idle = (time.process_time() - cpu) * 1000 / IDLE_S
     stats = evaluator.stats()
-    return {"before": before, "after": after, "peak": peak, "submit_s": submitted, "folded_s": folded_s,
-            "fold_cpu": fold_cpu, "queued": stats["queue_depth"],
+    return {"before": before, "after": after, "peak": peak, "submit_s": submitted, "queued": stats["queue_depth"],
             "dropped": stats.get("dropped", 0), "queued_mb": stats["queued_bytes"] / 2**20, "idle_cpu": idle}
 
 
@@ -202,13 +186,11 @@ def deep_queue(base_url: str, tmp: str, repeats: int, sizes: tuple[int, ...]) ->
         rows.append([f"judgehooks background, outbox on, {n:,} queued", *spread(after), statistics.median(growth),
                      statistics.median(per_job), f"{statistics.median(after) / small:.2f}x",
                      statistics.median(x["submit_s"] for x in got),
-                     f"{statistics.median(x['folded_s'] for x in got):.2f} "
-                     f"({statistics.median(x['fold_cpu'] for x in got):.2f})",
                      statistics.median(x["idle_cpu"] for x in got)])
     table(f"RSS with queued background evaluations, MB (fresh process each; {repeats} repeats; goal: "
           f"{sizes[-1]:,} at most 2x {sizes[0]:,}; no peer has a queue)",
           ["process", "median RSS MB", "range", "growth MB", "KB per job", f"x {sizes[0]:,} queued",
-           "submit s", "journal folded after s (CPU s)", f"CPU ms/s while they wait ({IDLE_S:g} s)"], rows)
+           "submit s", f"CPU ms/s while they wait ({IDLE_S:g} s)"], rows)
     strip_chart("scale-queue-rss", "RSS with queued background evaluations (outbox on)", "MB, lower is better",
                 {f"judgehooks, {n:,} queued": [x["after"] for x in results[n]] for n in sizes})
 
@@ -247,14 +229,14 @@ def thread_cpu_s() -> dict[str, float]:
                 fields = f.read().rpartition(")")[2].split()
         except OSError:
             continue
-        role = roles.get(thread.name, "worker threads (store writes, journal folds)")
+        role = roles.get(thread.name, "worker threads (store writes, outbox rows)")
         found[role] = found.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return found
 
 
 THREAD_ROWS = ("the hook (post_check on the submitting thread)",
                "the judgehooks event loop (grading, records, store batches)",
-               "worker threads (store writes, journal folds)", "the judge helper's reply reader")
+               "worker threads (store writes, outbox rows)", "the judge helper's reply reader")
 
 
 def helper_cpu_s() -> float:
@@ -299,16 +281,6 @@ def child_client(base_url: str, tmp: str, n: int, in_flight: int = 256) -> dict[
     return {"cpu_ms": asyncio.run(run()) * 1000 / n}
 
 
-def fold_journal(evaluator: Any) -> None:
-    """Fold the journal lines the hooks of the run wrote: the upkeep folds a file once it is due
-    (seconds later, after a short run has been measured), and that work is the run's. Nothing for
-    a release before the journal (a before/after pair), whose hook wrote the outbox file itself."""
-    outbox = getattr(getattr(getattr(evaluator, "_shell", None), "_wiring", None), "dispatcher", None)
-    fold = getattr(getattr(outbox, "outbox", None), "fold", None)
-    if fold is not None:
-        fold()
-
-
 def ours_rate(base_url: str, tmp: str, n: int, name: str,
               profile: bool = False) -> tuple[float, int, float, float, dict[str, float]]:
     """(evaluations/s, lost, CPU ms per evaluation in this process, and in the judge helper process,
@@ -348,15 +320,10 @@ def ours_rate(base_url: str, tmp: str, n: int, name: str,
         evaluator.post_check(run_output, agent=agent)
     judgehooks.drain(3600)
     elapsed = time.perf_counter() - start
-    folding = time.thread_time()  # this run's journal lines, folded now rather than when the file is due
-    fold_journal(evaluator)
-    folding = time.thread_time() - folding
     cpu, helper = time.process_time() - cpu, helper_cpu_s() - helper
     gc.callbacks.remove(timed)
     after = thread_cpu_s()
     split = {role: (after.get(role, 0.0) - threads.get(role, 0.0)) * 1000 / n for role in THREAD_ROWS}
-    split[THREAD_ROWS[0]] -= folding * 1000 / n  # done on this thread, counted where the upkeep does it
-    split[THREAD_ROWS[2]] += folding * 1000 / n
     split["of which garbage collection (any thread)"] = collecting[0] * 1000 / n
     if profilers is not None:
         profilers[0].disable()

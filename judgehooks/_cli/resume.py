@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluators.spec import rebuild
-from .._grading.journal import pending_jobs
+from .._grading.outbox import pending_jobs
 from .._grading.sessionbook import SessionBook
 from .._runtime import runtime
 from ..stores._base import store_key
@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
     conn = sqlite3.connect(Path(outbox_path).absolute().as_uri() + "?mode=ro", uri=True)
-    try:  # the journals' jobs too: the evaluators built from these fold them when they claim
-        specs = dict(pending_jobs(conn, outbox_path).values())
+    try:
+        specs = dict(pending_jobs(conn).values())
     finally:
         conn.close()
     return {name: (json.loads(spec) if spec else None) for name, spec in specs.items()}

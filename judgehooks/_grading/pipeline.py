@@ -10,7 +10,7 @@ grading, used inline, by the batched background writer and by the Redis worker.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -231,30 +231,24 @@ class Pipeline:
             raise error
         return record
 
-    async def deliver(self, records: Sequence[EvalRecord], *, quiet: Collection[int] = (),
-                      on_stored: Callable[[set[str]], Awaitable[None]] | None = None,
-                      spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None) -> StoreError | None:
-        """Store the records (with retries; one bad record never sinks the others: see
-        `write_salvaging`), then `on_stored(ids)` with the ids stored (the background writer drops
-        their outbox rows there), then for each record whose id() is not in `quiet`: its callbacks
-        and the `evaluation` log event, saying whether it was stored. With `spawn`, each record's
-        callbacks run as a task of their own, so a slow callback never holds the next write.
-
-        Returns the StoreError for the records not stored (after the callbacks ran), never raises
-        it: the caller decides whether those stay in an outbox or the error goes up."""
+    async def store_batch(self, records: Sequence[EvalRecord]) -> tuple[set[str], StoreError | None]:
+        """The first half of `deliver`: store the records (with retries; one bad record never sinks
+        the others: see `write_salvaging`) and tell the observers and tracing about each, stored or
+        not. Returns the ids stored and the StoreError for the rest (never raised)."""
         stored, error = await write_salvaging(self.store, records) if records else ([], None)
-        done = {r.id for r in stored}
         observers.notify(records)  # judgehooks.testing.capture_records(): stored or not, before callbacks
         tracing.emit(records)  # the gen_ai.evaluation.result events, when the application traces
-        if done and on_stored is not None:
-            await on_stored(done)
+        return {r.id for r in stored}, error
+
+    async def deliver(self, records: Sequence[EvalRecord]) -> StoreError | None:
+        """Store the records (`store_batch`), then for each: its callbacks and the `evaluation` log
+        event, saying whether it was stored. Returns the StoreError for the records not stored (after
+        the callbacks ran), never raises it: the caller decides whether those stay in an outbox or
+        the error goes up. (A background dispatcher runs the same two halves, with the job log's
+        `done` between them and each record's callbacks as a task of their own.)"""
+        done, error = await self.store_batch(records)
         for record in records:
-            if id(record) in quiet:
-                continue
-            if spawn is None or not self.calls_back(record):  # only the log event: nothing to wait for
-                await self.notify(record, stored=record.id in done)
-            else:
-                spawn(self.notify(record, stored=record.id in done))
+            await self.notify(record, stored=record.id in done)
         return error
 
     def calls_back(self, record: EvalRecord) -> bool:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._base.jsondata import json_text
-from .outbox import HOST, Outbox, _pid_alive
+from .outboxfile import OutboxFile, dead_here
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS session_state (
@@ -78,6 +78,19 @@ _ARM = ("INSERT INTO session_state (evaluator, session_id, spec, sample_rate, ne
         "RETURNING next_seq - 1")
 
 
+def _create(conn: sqlite3.Connection) -> None:
+    """The session tables, and the columns a book file made before turn positions lacks."""
+    for statement in _SCHEMA:
+        conn.execute(statement)
+    have = {row[1] for row in conn.execute("PRAGMA table_info(session_turns)")}
+    for column, kind in _POSITION_COLUMNS:
+        if column not in have:
+            try:
+                conn.execute(f"ALTER TABLE session_turns ADD COLUMN {column} {kind}")
+            except sqlite3.OperationalError:  # another process sharing the file added it first
+                pass
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """One session window taken for grading: its turns (as stored, in order) under a lease."""
@@ -94,40 +107,45 @@ class Claim:
     positions: tuple[tuple[str, int] | None, ...] = ()
 
 
-class SessionBook(Outbox):
-    """Open sessions, in tables of their own in an outbox file (its connections, fork handling and
-    WAL checkpoints are the outbox's). Thread-safe; every call is one short transaction."""
+class SessionBook:
+    """Open sessions, in tables of their own in an outbox file (whose connections, fork handling,
+    owner ids and WAL checkpoints it holds as an `OutboxFile`). Thread-safe; every call is one short
+    transaction."""
 
     def __init__(self, path: str | os.PathLike[str], *, lease: float = 120.0) -> None:
-        super().__init__(path)
+        self.file = OutboxFile(path)
+        self.file.add_schema(_create)
+        self.path = self.file.path
         self.lease = lease
-        self._ready: sqlite3.Connection | None = None
 
     def __repr__(self) -> str:
         return f"SessionBook({self.path!r})"
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = super()._connect()
-        if self._ready is not conn:  # a new connection (first use, or after a fork): the session tables
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            have = {row[1] for row in conn.execute("PRAGMA table_info(session_turns)")}
-            for column, kind in _POSITION_COLUMNS:
-                if column not in have:
-                    try:
-                        conn.execute(f"ALTER TABLE session_turns ADD COLUMN {column} {kind}")
-                    except sqlite3.OperationalError:  # another process sharing the file added it first
-                        pass
-            self._ready = conn
-        return conn
+    @property
+    def owner(self) -> str:
+        return self.file.owner
+
+    def checkpoint(self) -> None:
+        self.file.checkpoint()
+
+    def upkeep(self) -> None:
+        """Once a round of the session clock: the file's checkpoint and this owner's heartbeat (a
+        lease lapses when its holder stops beating, as a job's owner is gone)."""
+        self.file.upkeep()
+
+    def reset_after_fork(self) -> None:
+        self.file.reset_after_fork()
+
+    def close(self) -> None:
+        self.file.close()
 
     def add_turn(self, evaluator: str, session_id: str, run_id: str, turn: Mapping[str, Any] | str, *,
                  due_at: float, sample_rate: float = 1.0, spec: str | None = None) -> bool:
         """Record one turn and (re)arm the session's due time (the hook path). Idempotent on the run
         id: False when this run was recorded already."""
         now = time.time()
-        with self._lock:
-            conn = self._connect()
+        with self.file.lock:
+            conn = self.file.connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? AND run_id = ?",
@@ -156,16 +174,15 @@ class SessionBook(Outbox):
         args: list[Any] = [session_id]
         if evaluator is not None:
             sql, args = sql + " AND evaluator = ?", [*args, evaluator]
-        with self._lock:
-            return self._connect().execute(sql, args).rowcount
+        with self.file.lock:
+            return self.file.connect().execute(sql, args).rowcount
 
-    def _lapsed(self, owner: str | None, until: float | None, now: float) -> bool:
-        """Whether a lease no longer holds: none, run out, or its holder is a dead process on this host."""
+    def _lapsed(self, owner: str | None, until: float | None, now: float, gone: Collection[str]) -> bool:
+        """Whether a lease no longer holds: none, run out, or its holder is gone by the outbox file's
+        one rule (`gone`: registered owners dead on this host or silent past `stale_after`)."""
         if owner is None or until is None or until < now:
             return True
-        host, _, rest = owner.partition(":")
-        pid = rest.partition(":")[0]
-        return owner != self.owner and host == HOST and pid.isdigit() and not _pid_alive(int(pid))
+        return owner != self.owner and (owner in gone or dead_here(owner))
 
     def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
                   session_id: str | None = None, lease: float | None = None,
@@ -183,14 +200,17 @@ class SessionBook(Outbox):
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", [*args, session_id]
         claims: list[Claim] = []
-        with self._lock:
-            conn = self._connect()
+        with self.file.lock:
+            conn = self.file.connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                gone: list[str] | None = None
                 for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
                     if len(claims) >= limit:
                         break
-                    if sid in busy or not self._lapsed(owner, until, now):
+                    if gone is None and owner is not None and owner != self.owner:  # read once, when needed
+                        gone = self.file.owners(conn)[0]
+                    if sid in busy or not self._lapsed(owner, until, now, gone or ()):
                         continue
                     rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
                                         "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()
@@ -214,8 +234,8 @@ class SessionBook(Outbox):
         """The window's record is stored: forget its turns; the session stays open only when turns
         arrived meanwhile (their due time stands)."""
         key = (claim.evaluator, claim.session_id)
-        with self._lock:
-            conn = self._connect()
+        with self.file.lock:
+            conn = self.file.connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute("DELETE FROM session_turns WHERE evaluator = ? AND session_id = ? AND seq <= ?",
@@ -240,23 +260,23 @@ class SessionBook(Outbox):
         args: list[Any] = []
         if retry_at is not None:
             sql, args = sql + ", due_at = MAX(due_at, ?)", [retry_at]
-        with self._lock:
-            self._connect().execute(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
+        with self.file.lock:
+            self.file.connect().execute(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
                                     [*args, claim.evaluator, claim.session_id, claim.owner])
 
     def release_mine(self) -> None:
         """At exit: give back every lease this process holds, so the next process need not wait for it."""
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
+        with self.file.lock:
+            if self.file.open:
+                self.file.connect().execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
                                    "WHERE lease_owner = ?", (self.owner,))
 
     def next_due(self, evaluator: str | None) -> float | None:
         """The earliest time a session of `evaluator` (or any) may need grading: a due time, or a lease running out."""
         where = "" if evaluator is None else " AND evaluator = ?"
         args = () if evaluator is None else (evaluator,)
-        with self._lock:
-            row = self._connect().execute(
+        with self.file.lock:
+            row = self.file.connect().execute(
                 "SELECT MIN(CASE WHEN lease_until IS NOT NULL AND lease_until > due_at THEN lease_until "
                 f"ELSE due_at END) FROM session_state WHERE due_at IS NOT NULL{where}", args).fetchone()
         return None if row[0] is None else float(row[0])
@@ -265,14 +285,14 @@ class SessionBook(Outbox):
         """Turns waiting to be graded, per evaluator with open sessions (or of one)."""
         where = "" if evaluator is None else " WHERE evaluator = ?"
         args = () if evaluator is None else (evaluator,)
-        with self._lock:
-            rows = self._connect().execute(f"SELECT evaluator, COUNT(*) FROM session_turns{where} GROUP BY evaluator",
-                                           args).fetchall()
+        with self.file.lock:
+            rows = self.file.connect().execute(
+                f"SELECT evaluator, COUNT(*) FROM session_turns{where} GROUP BY evaluator", args).fetchall()
         return {name: count for name, count in rows}
 
     def specs(self) -> dict[str, str | None]:
         """Each evaluator with open sessions, and the spec its process stored (for `judgehooks resume`)."""
-        with self._lock:
-            rows = self._connect().execute(
+        with self.file.lock:
+            rows = self.file.connect().execute(
                 "SELECT evaluator, MAX(spec) FROM session_state GROUP BY evaluator").fetchall()
         return {name: spec for name, spec in rows}

@@ -174,7 +174,7 @@ class SessionGrader:
                 upcoming = self.book.next_due(self.name)
                 if time.monotonic() - checkpointed >= CHECKPOINT_EVERY_S:
                     checkpointed = time.monotonic()
-                    await anyio.to_thread.run_sync(self.book.checkpoint)
+                    await anyio.to_thread.run_sync(self.book.upkeep)
             except Exception:
                 log.exception("session_clock_failed", evaluator=self.name)
                 upcoming = None

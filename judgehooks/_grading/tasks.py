@@ -1,12 +1,10 @@
-"""Small task helpers for the dispatcher: tasks kept alive until they end, and awaiting on another loop."""
+"""Small task helpers: tasks kept alive until they end, and awaiting on another loop."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
-
-import anyio
 
 
 def safe(fn: Callable[[], Any]) -> Any:
@@ -45,10 +43,3 @@ async def run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Coroutine[Any
     if current_loop() is loop:
         return await fn()
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(), loop))
-
-
-async def wait_with_timeout(fn: Callable[..., Awaitable[Any]], arg: Any, timeout: float | None) -> Any:
-    if timeout is None:
-        return await fn(arg)
-    with anyio.fail_after(timeout):
-        return await fn(arg)

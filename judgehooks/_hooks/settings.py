@@ -21,7 +21,7 @@ from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path
 from .._base.validate import check_choice, check_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
-from .._grading.dispatcher import OVERLOAD_POLICIES, Dispatcher, Overload
+from .._grading.dispatcher import Dispatcher
 from .._grading.outbox import Outbox
 from .._grading.pipeline import CALLBACKS, Callbacks, Graded, Pipeline
 from .._grading.ratelimit import Pace
@@ -29,6 +29,7 @@ from .._grading.redis import check_url, require_extra
 from .._grading.spend import LOCAL, PERIODS, SpendCap
 from .._grading.spend_file import SQLiteLedger
 from .._grading.step import Step
+from .._grading.work import OVERLOAD_POLICIES, Overload
 from ..stores import (
     AgnoDbStore,
     BaseStore,

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 import redis
-from _outbox import GONE, GONE_TAG, abandon
+from _outbox import GONE, abandon, connect
 from _tracing import exported
 from agno.agent import Agent
 from conftest import ROOT, model
@@ -47,7 +47,6 @@ import judgehooks
 from judgehooks import AgentAsJudgeEval, Contains, Group, Rubric, SessionJudge, SQLiteStore
 from judgehooks._base.context import context_to_dict
 from judgehooks._grading.admission import CONTROLS, PATHS
-from judgehooks._grading.journal import Journal
 from judgehooks._grading.outbox import Job, Outbox
 from judgehooks._grading.ratelimit import RateLimiter
 from judgehooks._grading.redis.broker import STREAM
@@ -208,7 +207,9 @@ def live(kind: str, path: str, server: Any, tmp: Path, seen: Seen) -> None:
 
 def keep_turns(outbox: str) -> None:
     """A trigger in the outbox file that keeps a copy of every session turn written to it."""
-    SessionBook(outbox)._connect()
+    book = SessionBook(outbox)
+    with book.file.lock:
+        book.file.connect()
     with sqlite3.connect(outbox) as conn:
         conn.executescript("""
             CREATE TABLE kept_turns (evaluator TEXT, session_id TEXT, run_id TEXT, turn TEXT);
@@ -219,29 +220,29 @@ def keep_turns(outbox: str) -> None:
 
 @contextlib.contextmanager
 def keeping_what_is_written(outbox: str | None, kept: list[tuple[Any, str]]) -> Iterator[None]:
-    """Keep a copy of every job the application's outbox journal is given (the real put still
-    runs) and, by a trigger in its file, of every session turn, so a test can put one back as a
-    process that died before forgetting it would leave it."""
+    """Keep a copy of every job the application's outbox is given (the real put still runs) and,
+    by a trigger in its file, of every session turn, so a test can put one back as a process that
+    died before forgetting it would leave it."""
     if outbox is None:
         yield
         return
     keep_turns(outbox)
-    real = Journal.put
+    real = Outbox.put
 
-    def put(journal: Journal, row: Any, context: str) -> None:
-        real(journal, row, context)
-        if os.path.abspath(journal.outbox) == os.path.abspath(outbox):
-            kept.append((row, context))
+    def put(log: Outbox, job: Job, context: str | None = None, **kw: Any) -> None:
+        real(log, job, context, **kw)
+        if os.path.abspath(log.path) == os.path.abspath(outbox):
+            kept.append((job, context or json.dumps(job.context)))
 
-    Journal.put = put  # type: ignore[method-assign]
+    Outbox.put = put  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Journal.put = real  # type: ignore[method-assign]
+        Outbox.put = real  # type: ignore[method-assign]
 
 
 def put_back(outbox: str, evaluator: str, out: Any, kind: str, kept: list[tuple[Any, str]]) -> None:
-    """The graded run's job (or its session's turn) back in the outbox, as a dead process's journal
+    """The graded run's job (or its session's turn) back in the outbox, as a dead process's job log
     (or book) holds it."""
     if kind == "SessionJudge":
         with sqlite3.connect(outbox) as conn:
@@ -249,10 +250,12 @@ def put_back(outbox: str, evaluator: str, out: Any, kind: str, kept: list[tuple[
                 "SELECT run_id, turn FROM kept_turns WHERE evaluator = ? AND session_id = ?",
                 (evaluator, out.session_id)).fetchall()
     else:
-        [(row, context)] = [(row, context) for row, context in kept
-                            if row[1] == evaluator and json.loads(context)["run_id"] == out.run_id]
-        with open(f"{outbox}.jobs.{GONE_TAG}.00000001", "wb") as file:
-            file.write(b"P\t" + json.dumps([*row[:5], GONE]).encode() + b"\t" + context.encode() + b"\n")
+        [(job, context)] = [(job, context) for job, context in kept
+                            if job.evaluator == evaluator and json.loads(context)["run_id"] == out.run_id]
+        conn = connect(outbox)
+        conn.execute("INSERT OR REPLACE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (job.id, job.evaluator, job.spec, context, job.sample_rate, job.created_at, GONE))
+        conn.close()
     if kind == "SessionJudge":  # as if the book never forgot it; due at once
         SessionBook(outbox).add_turn(evaluator, out.session_id, run_id, turn, due_at=0)
 

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
-from _outbox import fold
+from _outbox import connect
 from test_distributed import (  # noqa: F401 - fixtures
     JOB_KEY,
     make_producer,
@@ -247,7 +247,7 @@ def test_credentials_in_api_base_never_reach_the_outbox_or_a_redis_job(make_judg
                        outbox=str(outbox))
     make_agent(judge).run("q")
     wait_for(lambda: judge.stats()["broker_down"])
-    [(spec,)] = fold(outbox).execute("SELECT spec FROM eval_jobs").fetchall()
+    [(spec,)] = connect(outbox).execute("SELECT spec FROM eval_jobs").fetchall()
     assert json.loads(spec)["api_base"] == "http://127.0.0.1:9/v1"
     with RedisServer(port) as back:
         assert judgehooks.drain(60)

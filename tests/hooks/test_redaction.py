@@ -154,26 +154,26 @@ def test_inline_no_unredacted_byte_reaches_the_judge_or_the_store(make_judge, ma
     assert "[IBAN]" in prompts[0] and "lookup" in prompts[0]  # tool calls reached the judge, redacted
 
 
-def journal_lines(monkeypatch) -> list[bytes]:
-    """Every line the outbox journals are given, as written (the real put still runs): a journal
-    file is folded and deleted within a second, so reading the files afterwards may miss it."""
-    from judgehooks._grading.journal import Journal
+def outbox_puts(monkeypatch) -> list[str]:
+    """The context of every job the outbox is given, as written (the real put still runs): its row is
+    deleted once graded, so reading the file afterwards may miss it."""
+    from judgehooks._grading.outbox import Outbox
 
-    lines: list[bytes] = []
-    real = Journal._write
+    puts: list[str] = []
+    real = Outbox.put
 
-    def write(journal, data, *args):
-        real(journal, data, *args)
-        lines.append(data)
+    def put(outbox, job, context=None, **kw):
+        real(outbox, job, context, **kw)
+        puts.append(context if context is not None else json.dumps(job.context))
 
-    monkeypatch.setattr(Journal, "_write", write)
-    return lines
+    monkeypatch.setattr(Outbox, "put", put)
+    return puts
 
 
 def test_background_outbox_file_jsonl_store_and_webhook_see_no_unredacted_byte(make_judge, make_agent, tmp_path,
                                                                                server, monkeypatch):
     outbox, path = tmp_path / "jobs.outbox.db", tmp_path / "records.jsonl"
-    journaled = journal_lines(monkeypatch)
+    journaled = outbox_puts(monkeypatch)
     with WebhookReceiver() as receiver:
         notifier = WebhookNotifier(receiver.url, fields=WebhookNotifier.ALL_FIELDS)
         judge = make_judge(redact=PII, include_tool_calls=True, run_in_background=True, outbox=str(outbox),
@@ -184,10 +184,10 @@ def test_background_outbox_file_jsonl_store_and_webhook_see_no_unredacted_byte(m
     assert post["redacted_by"] == "PII" and "[EMAIL]" in post["input"] and leaks(json.dumps(post)) == []
     [line] = path.read_text().splitlines()
     assert json.loads(line)["redacted_by"] == "PII" and leaks(line) == []
-    # The job's line in the journal, and the outbox files (SQLite keeps deleted bytes in its pages
-    # and WAL; a journal file not folded yet): none leak.
-    assert any(line.startswith(b"P\t") and b"[EMAIL]" in line for line in journaled)
-    assert leaks(b"".join(journaled)) == []
+    # The job as put in the outbox, and the outbox files (SQLite keeps deleted bytes in its pages
+    # and WAL): none leak.
+    assert any("[EMAIL]" in put for put in journaled)
+    assert leaks("".join(journaled)) == []
     files = [p for p in tmp_path.iterdir() if p.name.startswith("jobs.outbox.db")]
     assert files and all(leaks(p.read_bytes()) == [] for p in files)
     assert server.settings.judge_prompts and leaks("\n".join(server.settings.judge_prompts)) == []
@@ -252,14 +252,14 @@ def test_a_failing_redactor_gives_an_error_record_and_nothing_unredacted_leaves(
 
 def test_a_failing_redactor_in_the_background_keeps_nothing_in_the_outbox(make_judge, make_agent, tmp_path, store,
                                                                          monkeypatch):
-    journaled = journal_lines(monkeypatch)
+    journaled = outbox_puts(monkeypatch)
     judge = make_judge(redact=failing, run_in_background=True, outbox=str(tmp_path / "o.db"))
     run_agent(make_agent, judge)
     assert judgehooks.drain(30)
     wait_for(lambda: len(store.records) == 1)
     assert store.records[0].error_type == "RedactionError"
     assert all(leaks(p.read_bytes()) == [] for p in tmp_path.iterdir() if p.name.startswith("o.db"))
-    assert leaks(b"".join(journaled)) == []
+    assert leaks("".join(journaled)) == []
 
 
 def test_redact_can_be_assigned_and_takes_effect_from_the_next_run(make_judge, make_agent, store):

@@ -451,7 +451,7 @@ def test_a_claimed_session_is_not_claimed_again_while_its_holder_lives(tmp_path)
 
 def test_a_dead_holder_s_session_is_taken_over_at_once(tmp_path):
     one, two = SessionBook(str(tmp_path / "o.db")), SessionBook(str(tmp_path / "o.db"))
-    one.owner = f"{one.owner.split(':')[0]}:{_dead_pid()}:gone"
+    one.file.owner = f"{one.owner.split(':')[0]}:{_dead_pid()}:gone"
     one.add_turn("ev", "s", "r1", {"run": {"input": "i", "output": "o"}}, due_at=0)
     assert len(one.claim_due("ev")) == 1
     [claim] = two.claim_due("ev")

@@ -11,7 +11,7 @@ import stat
 import time
 
 import pytest
-from _outbox import fold, pending
+from _outbox import connect, pending
 from conftest import rec, wait_for
 
 import judgehooks
@@ -267,12 +267,10 @@ def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
     reader = sqlite3.connect(tmp_path / "outbox.db")  # a reader now and then, as the dispatcher's scans are
     high = 0
     for i in range(120):
-        outbox.put(Job(id=f"j{i}", evaluator="e", context={"output": "x" * 100_000}))
-        outbox.fold()  # pending at a fold: into eval_jobs, through the WAL
-        outbox.delete([f"j{i}"])
+        outbox.put(Job(id=f"j{i}", evaluator="e", context={"output": "x" * 100_000}))  # through the WAL
+        outbox.done([f"j{i}"])
         if i % 10 == 9:
             reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchall()
-            outbox.fold()
             outbox.checkpoint()
             high = max(high, outbox.wal_size())
     assert high <= 256 * 1024
@@ -294,8 +292,8 @@ def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path)
             return self.conn.execute(sql, *args)
 
     outbox = Outbox(tmp_path / "outbox.db")
-    counting = Counting(outbox._maintenance())
-    outbox._maint_conn = counting
+    counting = Counting(outbox.file.maintenance())
+    outbox.file._maint_conn = counting
     outbox.put(Job(id="j1", evaluator="e", context={}))
     outbox.checkpoint()
     assert counting.folds == 1
@@ -304,15 +302,13 @@ def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path)
     assert counting.folds == 1  # idle: nothing folded again
     other = Outbox(tmp_path / "outbox.db")  # another writer of the same file (another process's)
     other.put(Job(id="j2", evaluator="e", context={}))
-    other.fold()
     outbox.checkpoint()
     assert counting.folds == 2
     outbox.put(Job(id="j3", evaluator="e", context={}))  # and this process's own, at once after
-    outbox.fold()  # as the upkeep's round does before it checkpoints
     outbox.checkpoint()
     assert counting.folds == 3
     assert pending(tmp_path / "outbox.db") == 3
-    outbox._maint_conn = counting.conn
+    outbox.file._maint_conn = counting.conn
     other.close()
     outbox.close()
 
@@ -351,7 +347,7 @@ def test_a_forked_child_files_its_first_job_under_its_own_owner_id(tmp_path):
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-    owners = dict(fold(tmp_path / "outbox.db").execute("SELECT id, owner FROM eval_jobs"))
+    owners = dict(connect(tmp_path / "outbox.db").execute("SELECT id, owner FROM eval_jobs"))
     assert owners["parent-job"] == outbox.owner and owners["child-job"] != outbox.owner
     assert [job.id for job in outbox.claim()] == ["child-job"]  # the child is gone: its job is claimable
     outbox.close()

@@ -1,0 +1,159 @@
+"""The job log (judgehooks/_grading/outbox.py): a put is one row of `eval_jobs`, `done` deletes it,
+and a claim takes exactly the jobs of owners that are gone, once: across threads and processes,
+after a kill, a chdir, a stalled heartbeat."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+from _outbox import pending
+
+from judgehooks._grading.outbox import Job, JobLog, Outbox
+
+
+def _table(path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {row[0] for row in conn.execute("SELECT id FROM eval_jobs")}
+    finally:
+        conn.close()
+
+
+def test_the_outbox_is_a_job_log(tmp_path):
+    log: JobLog = Outbox(tmp_path / "o.db")  # mypy checks the protocol; the calls below use only it
+    log.put(Job(id="j", evaluator="e", context={"input": "q"}))
+    assert log.oldest_age("e") is not None and log.claim() == []
+    log.done(["j"])
+    assert log.oldest_age("e") is None and pending(tmp_path / "o.db") == 0
+
+
+def test_two_writers_on_one_outbox_lose_nothing_and_keep_nothing_done(tmp_path):
+    path = tmp_path / "o.db"
+    outboxes = [Outbox(path), Outbox(path)]
+    kept: list[set[str]] = [set(), set()]
+
+    def work(n: int) -> None:
+        rng = random.Random(n)
+        for i in range(300):
+            job = f"p{n}-{i}"
+            outboxes[n].put(Job(id=job, evaluator="e", context={}))
+            if rng.random() < 0.7:
+                outboxes[n].done([job])
+            else:
+                kept[n].add(job)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (0, 1)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert pending(path) == len(kept[0] | kept[1])
+    assert _table(path) == kept[0] | kept[1]
+    [o.close() for o in outboxes]
+
+
+DIES = """
+import os, sys
+from judgehooks._grading.outbox import Job, Outbox
+outbox = Outbox(sys.argv[1])
+for job in ("a", "b", "c"):
+    outbox.put(Job(id=job, evaluator="e", context={"input": job}))
+outbox.done(["b"])
+os._exit(0)  # no release: killed, as far as the file can tell
+"""
+
+
+def test_a_dead_processs_jobs_are_claimed_once(tmp_path):
+    path = tmp_path / "o.db"
+    subprocess.run([sys.executable, "-c", DIES, str(path)], check=True, timeout=60)
+    assert pending(path) == 2
+    outbox = Outbox(path)
+    claimed = outbox.claim(["e"])
+    assert sorted((job.id, job.context["input"]) for job in claimed) == [("a", "a"), ("c", "c")]
+    assert outbox.claim(["e"]) == []  # claimed once
+    assert pending(path) == 2  # still pending, now this owner's
+    outbox.close()
+
+
+def test_a_live_processs_jobs_are_not_taken(tmp_path):
+    path = tmp_path / "o.db"
+    alive, other = Outbox(path), Outbox(path)
+    alive.put(Job(id="mine", evaluator="e", context={}))
+    assert other.claim() == []  # its owner is alive
+    alive.close()
+    other.close()
+
+
+def test_an_owner_taken_for_dead_registers_again_at_its_next_heartbeat(tmp_path):
+    """A process stalled past `stale_after` may have its owner row removed by a claimer; its next
+    heartbeat puts it back, so the jobs it still grades are not taken as a dead owner's."""
+    path = tmp_path / "o.db"
+    alive, other = Outbox(path), Outbox(path)
+    alive.put(Job(id="mine", evaluator="e", context={}))
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM eval_owners WHERE owner = ?", (alive.owner,))
+    alive.heartbeat()
+    assert other.claim() == []
+    alive.close()
+    other.close()
+
+
+def test_a_stale_heartbeat_makes_an_owner_on_another_host_gone(tmp_path):
+    path = tmp_path / "o.db"
+    outbox = Outbox(path, stale_after=30)
+    outbox.put(Job(id="mine", evaluator="e", context={}))
+    with sqlite3.connect(path) as conn:  # a process of another host that last beat a minute ago
+        conn.execute("INSERT INTO eval_owners VALUES ('elsewhere:42:x', 'elsewhere', 42, ?)", (time.time() - 60,))
+        conn.execute("INSERT INTO eval_jobs VALUES ('theirs', 'e', NULL, '{}', 1.0, 1.0, 'elsewhere:42:x')")
+    assert [job.id for job in outbox.claim()] == ["theirs"]
+    outbox.close()
+
+
+def test_a_relative_outbox_path_stays_where_it_was_after_a_chdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outbox = Outbox("o.db")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    outbox.put(Job(id="j1", evaluator="e", context={}))  # the file is first opened here
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and pending(tmp_path / "o.db") == 1
+    outbox.close()
+
+
+def test_the_oldest_pending_age_is_this_owners_and_one_evaluators(tmp_path):
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    assert outbox.oldest_age("e") is None
+    outbox.put(Job(id="old", evaluator="e", context={}, created_at=1000.0))
+    outbox.put(Job(id="other", evaluator="f", context={}, created_at=500.0))
+    outbox.put(Job(id="new", evaluator="e", context={}, created_at=2000.0))
+    assert outbox.oldest_age("e") > time.time() - 1000.5
+    outbox.done(["old"])
+    assert time.time() - 2000.5 < outbox.oldest_age("e") < time.time() - 1999.5
+    outbox.done(["new"])
+    assert outbox.oldest_age("e") is None and _table(path) == {"other"}
+    outbox.close()
+
+
+def test_a_put_of_the_same_id_twice_is_one_job(tmp_path):
+    outbox = Outbox(tmp_path / "o.db")
+    for _ in range(2):
+        outbox.put(Job(id="same", evaluator="e", context={"input": "q"}))
+    assert pending(tmp_path / "o.db") == 1
+    outbox.close()
+
+
+def test_a_file_that_is_not_sqlite_refuses_puts_by_name_and_loses_no_evaluation(tmp_path):
+    from structlog.testing import capture_logs
+
+    path = tmp_path / "o.db"
+    path.write_bytes(os.urandom(4096))  # planted garbage where the outbox file goes
+    outbox = Outbox(path)
+    with capture_logs() as logs:
+        outbox.put(Job(id="j", evaluator="e", context={}))
+    [event] = [e for e in logs if e["event"] == "outbox_write_failed"]
+    assert "DatabaseError" in event["error"] and outbox.refused == 1
+    outbox.close()
