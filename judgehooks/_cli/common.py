@@ -19,6 +19,7 @@ from .._evaluators.base import Evaluator
 from .._runtime import runtime
 from ..stores._base import RecordFilter, iter_records
 from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
+from .deadletters import pending_jobs
 
 T = TypeVar("T")
 
@@ -68,10 +69,26 @@ def store_at(url: str | None, *, must_exist: bool) -> Any:
         store = store_from_url(url) if url else default_store()  # $JUDGEHOOKS_DB: as the library reads it
         path = getattr(store, "path", None)
         if must_exist and isinstance(path, str) and path != ":memory:" and not os.path.exists(path):
-            raise FileNotFoundError(f"no such file {path!r}")
+            raise FileNotFoundError(f"no such file {path!r}{_left_beside(store, url)}")
     except Exception as exc:
         raise CommandError(f"cannot open store {label_of(url)}: {one_line(exc)}") from None
     return store
+
+
+def _left_beside(store: Any, url: str | None) -> str:
+    """What waits in the outbox of a store never written: a process that stopped before its first
+    verdict was stored leaves its jobs there, and the store file does not exist yet."""
+    found = pending_jobs(None, store)
+    if not found["count"]:
+        return ""
+    each = ", ".join(f"{name} {n}" for name, n in found["by_evaluator"].items())
+    return (f"; but the outbox {found['file']!r} beside it holds {found['count']} background job(s) waiting "
+            f"({each}): grade them with `judgehooks resume --store {url or path_of(store)}` "
+            "(add --import MODULE for evaluators built in code)")
+
+
+def path_of(store: Any) -> str:
+    return str(getattr(store, "path", "") or "")
 
 
 def label_of(url: str | None) -> str:

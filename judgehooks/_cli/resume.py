@@ -14,6 +14,7 @@ from typing import Any
 from .._evaluators.spec import rebuild
 from .._grading.outbox import pending_jobs
 from .._grading.sessionbook import SessionBook
+from .._judges.openai_wire import load_litellm
 from .._runtime import runtime
 from ..stores._base import store_key
 from ..stores._spill import SpillFile, SpillingStore
@@ -57,9 +58,17 @@ def run(args: argparse.Namespace) -> int:
     specs = _pending_specs(outbox)
     book = SessionBook(outbox)
     sessions = {name: (json.loads(spec) if spec else None) for name, spec in book.specs().items()}
-    evaluators = []
+    evaluators, held = [], []
     for name, spec in [*specs.items(), *sessions.items()]:
         if name in known:
+            continue
+        unreachable = _unreachable(spec)
+        if unreachable:  # rebuilt, its judge would turn every job into an error record and consume it
+            held.append(name)
+            what = "jobs" if name in specs else "open sessions"
+            say(f"judgehooks resume: evaluator {name!r}: {unreachable}; its pending {what} stay in the outbox. "
+                f"Set it, or pass --import MODULE with the module that constructs the evaluator (its own key "
+                "and callbacks then grade them)", file=sys.stderr)
             continue
         if name in sessions and isinstance(spec, dict) and spec.get("relay"):
             say(f"judgehooks resume: evaluator {name!r} has open session turns for Redis workers (broker=); "
@@ -77,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if not specs and not spilled and not sessions:
         say("judgehooks resume: nothing pending")
         return 0
+    if held and not evaluators and not spilled and not (known & {*specs, *sessions}):
+        return 1
     deadline = time.monotonic() + args.timeout
     finished = runtime.drain(args.timeout)
     graded_here = {d.name for d in runtime.drainables()} & set(sessions)
@@ -90,9 +101,25 @@ def run(args: argparse.Namespace) -> int:
     done = sum(s.get("done", 0) for s in stats.values())
     twice = sum(s.get("duplicates", 0) for s in stats.values())
     stored_already = f", {twice} stored already (not graded again)" if twice else ""
+    left = f"; evaluator(s) {', '.join(map(repr, held))} not graded (see above)" if held else ""
     say(f"judgehooks resume: claimed {resumed} pending job(s), graded {done}{stored_already}; "
-        f"{'all done' if finished else 'timed out: the rest stay pending'}")
-    return 0 if finished else 1
+        f"{'all done' if finished else 'timed out: the rest stay pending'}{left}")
+    return 0 if finished and not held else 1
+
+
+def _unreachable(spec: Any) -> str | None:
+    """Why the judge an evaluator rebuilt from `spec` could not be called from here (the key it needs
+    is not in this environment: a key passed in code is never stored with the jobs), or None."""
+    settings = spec.get("settings", spec) if isinstance(spec, dict) else None
+    model = settings.get("model") if isinstance(settings, dict) else None
+    if not isinstance(model, str) or not model:
+        return None
+    try:
+        env = load_litellm().validate_environment(model=model, api_base=(settings or {}).get("api_base"))
+    except Exception:  # an unknown provider: the judge call says more
+        return None
+    missing = list(env.get("missing_keys") or [])
+    return f"its judge model {model!r} needs {' or '.join(missing)}, not set here" if missing else None
 
 
 def _import(modules: list[str] | None) -> None:

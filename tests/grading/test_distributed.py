@@ -181,6 +181,34 @@ def test_a_replayed_signed_job_is_acked_without_paying_the_judge_again(signed, m
     assert [r.run_id for r in store.records] == [out.run_id] and pending_by_consumer(rds) == {}
 
 
+def test_a_burst_of_replays_of_one_signed_job_pays_the_judge_once(signed, make_producer, make_agent, rds,
+                                                                   redis_url, server, monkeypatch):
+    """Audit 4, item 9: the same signed entry copied into the stream 8 times before any worker reads
+    it. The store holds no record yet, so the look-up cannot stop them: the claim on the record id
+    (SET NX in Redis) lets one grade, and the other 7 are acked unpaid, across two workers."""
+    from judgehooks._grading.redis.worker import CLAIM_PREFIX, Worker
+
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    out = make_agent(make_producer()).run("plain")
+    assert judgehooks.drain(30)
+    [(_, fields)] = rds.xrange(STREAM)
+    for _ in range(7):
+        rds.xadd(STREAM, fields)
+    server.configure(judge_delay_ms=500)  # every delivery is in flight while the others are read
+    store = judgehooks.MemoryStore()
+    workers = [Worker(redis_url, store, concurrency=8, reclaim_after=30, consumer_name=f"w{i}",
+                      rebuild=rebuilds(server, "AgentAsJudgeEval")) for i in range(2)]
+
+    async def both() -> None:
+        await asyncio.gather(*(serve_until(w, lambda: rds.xlen(STREAM) == 0) for w in workers))
+
+    asyncio.run(both())
+    assert server.settings.counts["judge"] == 1
+    assert sum(w.counts["graded"] for w in workers) == 1 and sum(w.counts["duplicate"] for w in workers) == 7
+    assert [r.run_id for r in store.records] == [out.run_id] and pending_by_consumer(rds) == {}
+    assert rds.exists(CLAIM_PREFIX + store.records[0].id)  # held until it expires: later replays hit the store
+
+
 @pytest.mark.parametrize(("custom_judge", "rebuild", "says"), [
     (True, True, "its judge is not a litellm model string"),  # a FakeJudge / agno Model cannot travel
     (False, False, "grades only those"),                # by default a worker grades only what it imports

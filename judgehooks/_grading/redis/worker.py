@@ -26,8 +26,10 @@ import json
 import os
 import socket
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
+from redis.asyncio import Redis
 from taskiq import Context, TaskiqDepends
 from taskiq.acks import AcknowledgeType
 from taskiq.receiver import Receiver
@@ -40,7 +42,7 @@ from ..._judges.openai_wire import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
-from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
+from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage, _text
 from .ratelimit import shared as shared_pace
 from .sessionworker import SessionClock
 from .signing import job_key
@@ -70,6 +72,15 @@ class _Unavailable:
         return {}
 
 
+#: the stream entry the running task is grading (set by the receiver for each delivery)
+_entry: ContextVar[str | None] = ContextVar("judgehooks_stream_entry", default=None)
+#: a record id being graded, by the entry that grades it: replays of one job are paid once
+CLAIM_PREFIX = "judgehooks:grading:"
+#: how long a claim outlives a worker that died holding it: its own entry is reclaimed under the same
+#: claim (the same entry id), a replay meanwhile is acked as a duplicate
+CLAIM_TTL_S = 3600
+
+
 class _Receiver(Receiver):
     """taskiq's Receiver, remembering its running jobs (to cancel them at the shutdown deadline) and
     releasing each finished delivery from the broker's keep-alive, acked or not."""
@@ -84,9 +95,11 @@ class _Receiver(Receiver):
         task = asyncio.current_task()
         if task is not None:
             self.running.add(task)
+        token = _entry.set(message.entry_id if isinstance(message, StreamMessage) else None)
         try:
             await super().callback(message, raise_err)
         finally:
+            _entry.reset(token)
             self.running.discard(task)
             if isinstance(message, StreamMessage):
                 self.broker.held.discard(message.entry_id)
@@ -189,17 +202,32 @@ class Worker:
         pipeline = self._pipeline(evaluator, data.get("spec"))
         if isinstance(pipeline.evaluator, _Unavailable):
             self.counts["unavailable"] += 1
-        elif await pipeline.stored([pipeline.record_id(ctx)], scan=False):  # a replay or redelivery: never paid twice
-            self.counts["duplicate"] += 1
+        elif (await pipeline.stored([pipeline.record_id(ctx)], scan=False)  # a replay or redelivery
+              or not await self._claim(pipeline.record_id(ctx))):  # a replay another entry is grading now
+            self.counts["duplicate"] += 1  # never paid twice
             await context.ack()
             return
         try:
             await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
-        except StoreError:  # logged with the record; unacked, so it is reclaimed and graded again
+        except StoreError:  # logged with the record; unacked, so it is reclaimed (under its claim) and graded again
             self.counts["store_failed"] += 1
             return
         self.counts["graded"] += 1
         await context.ack()
+
+    async def _claim(self, record_id: str) -> bool:
+        """Whether this delivery grades `record_id`: its claim in Redis is taken by this stream entry
+        (SET NX), or was by this same entry before (a worker died holding it, and the entry was reclaimed).
+        A replay of a job, a new entry for the same record, finds it held and is not paid for."""
+        entry = _entry.get() or f"{self.consumer_name}:{id(asyncio.current_task())}"
+        async with Redis(connection_pool=self.broker.connection_pool) as conn:
+            for _ in range(2):  # a claim that expired between the SET and the GET: try once more
+                if await conn.set(CLAIM_PREFIX + record_id, entry, nx=True, ex=CLAIM_TTL_S):
+                    return True
+                holder = await conn.get(CLAIM_PREFIX + record_id)
+                if holder is not None:
+                    return bool(_text(holder) == entry)
+        return False
 
     def _failed(self, evaluator: str, why: str) -> Pipeline:
         """The pipeline of a session no worker finished: its record is one `error` saying why."""

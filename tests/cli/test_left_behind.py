@@ -1,0 +1,81 @@
+"""What a process that died leaves behind, as a newcomer meets it: `judgehooks report` on a store
+never written points at the outbox beside it, and `judgehooks resume` never consumes jobs whose
+rebuilt judge has no key here (issue 41, items 12 and 13)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from _outbox import pending
+from _runner import run_cli
+
+from judgehooks import SQLiteStore
+
+PRODUCER = """
+import os, sys, time
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from agno.agent import Agent
+from agno.models.openai.like import OpenAILike
+from judgehooks import AgentAsJudgeEval, SQLiteStore
+base_url, db = sys.argv[1], sys.argv[2]
+judge = AgentAsJudgeEval(name="keyed", criteria="c", model="openai/judge", api_base=base_url, api_key="in-code",
+                         store=SQLiteStore(db), run_in_background=True)
+agent = Agent(model=OpenAILike(id="agent", base_url=base_url, api_key="k"), post_hooks=[judge], telemetry=False)
+for i in range(3):
+    agent.run(f"question {i}")
+print("SUBMITTED", flush=True)
+time.sleep(600)
+"""
+
+
+def _killed_before_the_first_verdict(server, tmp_path) -> str:
+    """A process with a key given in code files 3 background jobs, then dies by SIGKILL before any
+    verdict: the store file was never created, the jobs wait in the outbox beside it."""
+    server.configure(judge_delay_ms=60_000)  # no verdict before the kill
+    script = tmp_path / "producer.py"
+    script.write_text(textwrap.dedent(PRODUCER))
+    db = str(tmp_path / "bg3.db")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    producer = subprocess.Popen([sys.executable, str(script), server.base_url, db], stdout=subprocess.PIPE,
+                                text=True, env=env)
+    try:
+        assert producer.stdout.readline().strip() == "SUBMITTED"
+        os.kill(producer.pid, signal.SIGKILL)
+    finally:
+        producer.wait(30)
+        server.configure(judge_delay_ms=0)
+    assert not os.path.exists(db) and pending(tmp_path / "bg3.outbox.db") == 3
+    return db
+
+
+def test_report_on_a_store_never_written_names_the_jobs_waiting_beside_it(server, tmp_path):
+    db = _killed_before_the_first_verdict(server, tmp_path)
+    done = run_cli("report", "--store", db)
+    assert done.returncode != 0
+    assert f"no such file {db!r}" in done.stderr
+    assert (f"the outbox {str(tmp_path / 'bg3.outbox.db')!r} beside it holds 3 background job(s) waiting (keyed 3)"
+            in done.stderr)
+    assert f"judgehooks resume --store {db}" in done.stderr
+
+
+def test_resume_without_the_key_leaves_the_jobs_pending_and_says_what_to_pass(server, tmp_path):
+    db = _killed_before_the_first_verdict(server, tmp_path)
+    without: dict[str, str | None] = {k: None for k in os.environ if k.startswith("OPENAI")}
+    paid = server.settings.counts["judge"]  # the dead process's calls, never answered
+    done = run_cli("resume", "--store", db, "--timeout", "60", env=without)
+    assert done.returncode == 1
+    assert "evaluator 'keyed': its judge model 'openai/judge' needs OPENAI_API_KEY, not set here" in done.stderr
+    assert "--import MODULE" in done.stderr
+    assert pending(tmp_path / "bg3.outbox.db") == 3  # not consumed
+    assert server.settings.counts["judge"] == paid  # and no judge paid
+    assert not os.path.exists(db) or SQLiteStore(db).query_sync(limit=None) == []
+    # With the key in the environment the same command grades them, once each.
+    done = run_cli("resume", "--store", db, "--timeout", "60", env={**without, "OPENAI_API_KEY": "from-env"})
+    assert done.returncode == 0, done.stderr
+    records = SQLiteStore(db).query_sync(limit=None)
+    assert sorted(r.input for r in records) == [f"question {i}" for i in range(3)]
+    assert all(r.status == "passed" for r in records) and pending(tmp_path / "bg3.outbox.db") == 0
