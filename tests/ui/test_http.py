@@ -264,6 +264,27 @@ def test_with_a_token_every_request_must_show_it(seeded, path):
     assert TestClient(app(seeded, token=token)).get(path, cookies={"judgehooks_ui_token": "nope"}).status_code == 401
 
 
+def test_without_a_token_the_app_answers_only_this_machines_names_wherever_it_is_mounted(seeded):
+    from fastapi import FastAPI
+
+    outer = FastAPI()
+    outer.mount("/evals", app(seeded))
+    for base, status in (("http://127.0.0.1:7777", 200), ("http://[::1]:7777", 200), ("http://localhost", 200),
+                         ("http://rebind.attacker.example:7777", 400), ("http://testserver", 400)):
+        assert TestClient(outer, base_url=base).get("/evals/records").status_code == status, base
+
+
+def test_allowed_hosts_names_the_hosts_a_served_app_answers_to(seeded):
+    named = app(seeded, allowed_hosts=["Evals.Example.com", "::1"])
+    assert TestClient(named, base_url="https://evals.example.com").get("/records").status_code == 200
+    assert TestClient(named, base_url="http://[::1]:8765").get("/records").status_code == 200
+    assert TestClient(named, base_url="http://127.0.0.1:8765").get("/records").status_code == 400
+    assert TestClient(app(seeded, allowed_hosts=["*"]), base_url="http://any.example").get("/").status_code == 200
+    for bad in (["http://evals.example.com"], ["evals.example.com:8080"], ["evals.example.com/ui"], [], "localhost"):
+        with pytest.raises(ValueError, match="allowed_hosts"):
+            app(seeded, allowed_hosts=bad)
+
+
 def test_app_refuses_settings_it_cannot_use(seeded):
     with pytest.raises(ValueError, match="at least 16"):
         app(seeded, token="short")
@@ -278,7 +299,7 @@ def test_mounted_under_a_prefix_every_link_stays_under_it(seeded):
 
     outer = FastAPI()
     outer.mount("/evals", app(seeded, reviewer="ana"))
-    c = TestClient(outer, follow_redirects=False)
+    c = TestClient(outer, base_url="http://localhost:8000", follow_redirects=False)
     html = c.get("/evals/").text
     links = re.findall(r'(?:href|src|action)="([^"]+)"', html)
     assert links and all(link.startswith("/evals/") for link in links), links
