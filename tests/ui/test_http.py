@@ -5,11 +5,12 @@ filters and paging, and the guards: CSP, escaping, CSRF, the access token, read-
 from __future__ import annotations
 
 import re
+from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import quote
 
 import pytest
-from _ui_fixtures import HOSTILE, hostile_record, seeded  # noqa: F401 (a fixture)
+from _ui_fixtures import HOSTILE, hostile_record, seeded, seeded_records  # noqa: F401 (a fixture)
 from starlette.testclient import TestClient
 
 from judgehooks import MemoryStore, label
@@ -85,6 +86,41 @@ def test_unknown_records_and_pages_are_404(seeded, path):
 def test_bad_filters_are_400_saying_why(seeded, query):
     reply = client(seeded).get(f"/records?{query}")
     assert reply.status_code == 400 and "Bad request" in reply.text
+
+
+HOSTILE_QUERIES = [  # (page, parameter, value): each a 500 once
+    ("/records", "page", "²"), ("/sessions", "page", "²"), ("/records", "page", "١٢"), ("/records", "page", "9" * 40),
+    ("/", "since", "99999999999999d"), ("/records", "since", "99999999999999d"),
+    ("/sessions", "since", "1" * 180 + "w"),
+    ("/records", "since", "0001-01-01T00:00:00+01:00"), ("/", "since", "9999-12-31T23:59:59-01:00"),
+    ("/sessions", "since", "0001-01-01T00:30:00+00:45"), ("/records", "agent", "a\x00b"), ("/", "evaluator", "\x00"),
+    ("/calibration", "evaluator", "\x00"),
+]
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def any_seeded(request, tmp_path):
+    """The seeded records in each kind of store the pages read differently (SQL, or one pass)."""
+    from judgehooks import PostgresStore, SQLiteStore
+
+    store = {"sqlite": lambda: SQLiteStore(tmp_path / "evals.db"), "memory": MemoryStore,
+             "postgres": lambda: PostgresStore(request.getfixturevalue("postgres_dsn"))}[request.param]()
+    runtime.call(store.write, seeded_records())
+    yield store
+    runtime.call(store.aclose)
+
+
+@pytest.mark.parametrize(("path", "name", "value"), HOSTILE_QUERIES)
+def test_a_hostile_query_value_is_a_400_naming_it_above_the_form_that_corrects_it(any_seeded, path, name, value):
+    reply = client(any_seeded).get(path, params={name: value})
+    assert reply.status_code == 400, reply.text[-400:]
+    said = re.search(r'<p class="message bad" role="alert"><strong>Bad request:</strong> (.*?)</p>', reply.text)
+    assert said and said.group(1).startswith(name), reply.text[-400:]
+    form = re.search(r'<form class="filters" method="get" action="([^"]+)">(.*?)</form>', reply.text, re.S)
+    assert form and form.group(1) == path.rstrip("/") + ("/overview" if path == "/" else ""), "no form to correct it"
+    if name != "page":  # the value as typed, in its field, to correct there (escaped like every byte)
+        field = re.search(rf'<input name="{name}" value="([^"]*)"', form.group(2))
+        assert field and unescape(field.group(1)) == value[:1000]
 
 
 @pytest.mark.parametrize("path", ["/", "/records", "/records/hostile-1", "/review?queue=failed",
