@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from .._alerts.calibration import acalibrate
+from .._alerts.calibration import acalibrate_all
 from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
 from .._base.when import parse_when
@@ -212,19 +212,11 @@ class Pages:
         except BadRequest as exc:
             return self.site.render(request, "calibration.html", 400, bad=str(exc), results=[], problem=None,
                                     filters=_typed(request, "evaluator"))
-        groups = await tallies(self.site.store, Browse(RecordFilter(evaluator=wanted)))
-        versions = sorted({(t.key[0], t.key[1]) for t in groups if t.passed + t.failed},
-                          key=lambda k: (k[0], k[1] or ""))
         results, problem = [], None
-        for evaluator, version in versions:
-            try:
-                results.append(await acalibrate(evaluator, version=version or "unversioned", store=self.site.store,
-                                                resamples=1000))
-            except NotImplementedError as exc:
-                problem = str(exc)
-                break
-            except LookupError:
-                continue
+        try:  # one count, the labels and the records they label: never every record once per version
+            results = await acalibrate_all(self.site.store, evaluator=wanted, resamples=1000)
+        except NotImplementedError as exc:  # a store that keeps no labels
+            problem = str(exc)
         return self.site.render(request, "calibration.html", results=results, problem=problem,
                                 filters={"evaluator": wanted})
 
