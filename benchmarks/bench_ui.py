@@ -72,7 +72,7 @@ def seed(store: object, recs: list[EvalRecord]) -> float:
 
 
 def measure(name: str, store: object, n: int, repeats: int) -> list[list[object]]:
-    client = TestClient(app(store, reviewer="bench"))
+    client = TestClient(app(store, reviewer="bench"), base_url="http://127.0.0.1")
     rows = []
     for label, path in PAGES:
         reply = client.get(path)  # warm: the first query, template compilation

@@ -3,6 +3,9 @@
 Pairs each labelled record of one evaluator version with its human verdict (the reviewers'
 majority; a tie is left out and counted), then computes the statistics of `agreement` and the
 pass rate over every graded record of that version, raw and corrected for the judge's error.
+
+What it reads does not grow with the store: the labels, the labelled records by id, and one
+count of the graded records per version (in SQL on SQLite and PostgreSQL), never every record.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 from .._base.label import Label
 from .._base.record import EvalRecord
 from .._runtime import runtime
-from ..stores._base import BaseStore, Store, iter_records
+from ..stores._base import BaseStore, RecordFilter, Store
+from ..stores._browse import Browse, Tally, page, tallies
 from ..stores._url import default_store
 from .agreement import Confusion, kappa_interval, mean_absolute_error, rogan_gladen, spearman
 
@@ -79,25 +83,69 @@ async def acalibrate(evaluator: str, *, version: str | None = None, store: Store
     """Compare the judge `evaluator` with the human labels in `store` (default: the default SQLite
     store). `version`: which evaluator version (default: the newest graded record's). Raises
     LookupError when the store holds no graded record of it."""
-    store = store if store is not None else default_store()
-    if not isinstance(store, BaseStore):
-        raise TypeError(f"calibrate reads labels from a judgehooks store (BaseStore), got {type(store).__name__}")
-    graded = [r async for r in iter_records(store, evaluator=evaluator)
-              if r.status in ("passed", "failed") and r.rejudge_of is None]
-    if not graded:
+    store = _labelled_store(store)
+    counts = _graded_counts(await tallies(store, Browse(RecordFilter(evaluator=evaluator))))
+    if evaluator not in counts:
         raise LookupError(f"no graded records of evaluator {evaluator!r} in {store!r}")
-    versions = sorted({r.evaluator_version or UNVERSIONED for r in graded})
-    chosen = version or graded[0].evaluator_version or UNVERSIONED  # newest first
+    versions = sorted(counts[evaluator])
+    newest = await page(store, Browse(RecordFilter(evaluator=evaluator), judged=True), limit=1)
+    chosen = version or (newest[0].evaluator_version if newest else None) or UNVERSIONED
     if chosen not in versions:
         raise LookupError(f"evaluator {evaluator!r} has no graded records of version {chosen!r} "
                           f"(it has {', '.join(versions)})")
-    graded = [r for r in graded if (r.evaluator_version or UNVERSIONED) == chosen]
+    [found] = await _calibrations(store, {evaluator: {chosen: counts[evaluator][chosen]}}, {evaluator: versions},
+                                  seed=seed, resamples=resamples)
+    return found
+
+
+async def acalibrate_all(store: Store, *, evaluator: str | None = None, seed: int = 0,
+                         resamples: int = 2000) -> list[Calibration]:
+    """`acalibrate` for every version of every evaluator (or of `evaluator`) with graded records,
+    ordered by evaluator and version: one count, one read of the labels and of the records they label."""
+    store = _labelled_store(store)
+    counts = _graded_counts(await tallies(store, Browse(RecordFilter(evaluator=evaluator))))
+    versions = {name: sorted(of) for name, of in counts.items()}
+    return await _calibrations(store, counts, versions, seed=seed, resamples=resamples)
+
+
+def _labelled_store(store: Store | None) -> BaseStore:
+    store = store if store is not None else default_store()
+    if not isinstance(store, BaseStore):
+        raise TypeError(f"calibrate reads labels from a judgehooks store (BaseStore), got {type(store).__name__}")
+    return store
+
+
+def _graded_counts(groups: list[Tally]) -> dict[str, dict[str, tuple[int, int]]]:
+    """(graded, passed) per evaluator and version, from the store's tallies (re-judgements left out)."""
+    counts: dict[str, dict[str, tuple[int, int]]] = {}
+    for t in groups:
+        if t.passed + t.failed:
+            evaluator, version = t.key[0], t.key[1] or UNVERSIONED
+            graded, passed = counts.setdefault(evaluator, {}).get(version, (0, 0))
+            counts[evaluator][version] = (graded + t.passed + t.failed, passed + t.passed)
+    return counts
+
+
+async def _calibrations(store: BaseStore, counts: dict[str, dict[str, tuple[int, int]]],
+                        versions: dict[str, list[str]], *, seed: int, resamples: int) -> list[Calibration]:
+    """One `Calibration` per evaluator version in `counts`, from the labels and the records they label."""
     by_record: dict[str, list[Label]] = {}
-    ids = {r.id for r in graded}
     for label in await store.read_labels():
-        if label.record_id in ids:
-            by_record.setdefault(label.record_id, []).append(label)
-    return _calibration(evaluator, chosen, versions, graded, by_record, seed=seed, resamples=resamples)
+        by_record.setdefault(label.record_id, []).append(label)
+    labelled: dict[tuple[str, str], list[EvalRecord]] = {}
+    for record in await store.records_by_id(by_record) if by_record else []:
+        version = record.evaluator_version or UNVERSIONED
+        if (record.status in ("passed", "failed") and record.rejudge_of is None
+                and version in counts.get(record.evaluator, {})):
+            labelled.setdefault((record.evaluator, version), []).append(record)
+    found = []
+    for evaluator in sorted(counts):
+        for version in sorted(counts[evaluator]):
+            graded, passed = counts[evaluator][version]
+            records = sorted(labelled.get((evaluator, version), []), key=lambda r: (r.created_at, r.id), reverse=True)
+            found.append(_calibration(evaluator, version, versions[evaluator], records, by_record, graded=graded,
+                                      passed=passed, seed=seed, resamples=resamples))
+    return found
 
 
 def calibrate(evaluator: str, *, version: str | None = None, store: Store | None = None, seed: int = 0,
@@ -107,26 +155,27 @@ def calibrate(evaluator: str, *, version: str | None = None, store: Store | None
                                           resamples=resamples))
 
 
-def _calibration(evaluator: str, version: str, versions: list[str], graded: list[EvalRecord],
-                 by_record: dict[str, list[Label]], *, seed: int, resamples: int) -> Calibration:
+def _calibration(evaluator: str, version: str, versions: list[str], labelled: list[EvalRecord],
+                 by_record: dict[str, list[Label]], *, graded: int, passed: int, seed: int,
+                 resamples: int) -> Calibration:
     pairs: list[tuple[bool, bool]] = []
     judge_scores: list[float] = []
     human_scores: list[float] = []
     ties = 0
-    for record in graded:
+    for record in labelled:  # the labelled graded records of this version, newest first
         labels = by_record.get(record.id)
         if not labels:
             continue
-        passed, score = human_verdict(record, labels)
-        if passed is None:
+        people, score = human_verdict(record, labels)
+        if people is None:
             ties += 1
             continue
-        pairs.append((bool(record.passed), passed))
+        pairs.append((bool(record.passed), people))
         if score is not None and record.score is not None:
             judge_scores.append(float(record.score))
             human_scores.append(score)
     confusion = Confusion.of(pairs)
-    raw = sum(1 for r in graded if r.passed) / len(graded)
+    raw = passed / graded
     notes = []
     if len(pairs) < MIN_LABELS:
         notes.append(f"n={len(pairs)} labelled records is too small to conclude anything: label at least "
@@ -142,6 +191,6 @@ def _calibration(evaluator: str, version: str, versions: list[str], graded: list
         accuracy=confusion.accuracy, true_pass_rate=confusion.true_pass_rate, true_fail_rate=confusion.true_fail_rate,
         kappa=confusion.kappa, kappa_ci=kappa_interval(pairs, resamples=resamples, seed=seed),
         scored=len(judge_scores), spearman=spearman(judge_scores, human_scores),
-        mae=mean_absolute_error(judge_scores, human_scores), graded=len(graded), raw_pass_rate=raw,
+        mae=mean_absolute_error(judge_scores, human_scores), graded=graded, raw_pass_rate=raw,
         corrected_pass_rate=rogan_gladen(raw, confusion.true_pass_rate, confusion.true_fail_rate), seed=seed,
         notes=notes)

@@ -12,17 +12,29 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 
 def parse_when(value: str, *, now: datetime | None = None) -> datetime:
     """`value` as an aware datetime: a duration ago, or an ISO time (UTC when it has no offset).
-    Raises ValueError saying which forms it takes."""
+    Raises ValueError saying which forms it takes, or that the time is out of range (a duration
+    reaching back before the year 1, a time that is not one in UTC): never OverflowError."""
     match = _DURATION.match(value)
     if match:
         amount, unit = float(match.group(1)), match.group(2)
-        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+        try:
+            return (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+        except (OverflowError, ValueError):  # past timedelta's 999,999,999 days, or before the year 1
+            raise ValueError(f"{value.strip()[:40]!r} reaches back before the year 1: give a shorter duration "
+                             "(30m, 24h, 7d, 2w) or an ISO time (2026-11-30T08:00:00Z)") from None
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(
             f"{value!r} is neither a duration (30m, 24h, 7d, 2w) nor an ISO time (2026-11-30T08:00:00Z)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        moment.astimezone(UTC)  # stores compare times in UTC: one whose offset takes it past year 1 or 9999 is none
+    except OverflowError:
+        raise ValueError(f"{value.strip()!r} is out of range: in UTC it falls before 0001-01-01 or after "
+                         "9999-12-31") from None
+    return moment
 
 
 def as_moment(name: str, value: datetime | str | None) -> datetime | None:

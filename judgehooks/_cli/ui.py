@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         from .._ui import app
+        from .._ui.guard import LOOPBACK_HOSTS
     except ImportError as exc:
         raise CommandError(f"ui needs the ui extra: pip install 'judgehooks[ui]' ({exc})") from None
     token = args.token or os.environ.get(TOKEN_ENV) or None
@@ -52,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
                            f"token (--token or ${TOKEN_ENV}), or keep --host 127.0.0.1", code=2)
     store = open_store(args.store, must_exist=True)
     try:
-        application = app(store, read_only=args.read_only, token=token, trace_url=args.trace_url)
+        # without a token, only this machine's names reach it (no DNS rebinding), the one it listens on too
+        hosts = None if token is not None else (*LOOPBACK_HOSTS, args.host)
+        application = app(store, read_only=args.read_only, token=token, trace_url=args.trace_url,
+                          allowed_hosts=hosts)
     except ValueError as exc:
         raise CommandError(f"ui: {exc}", code=2) from None
     sock = _listen(args.host, args.port)

@@ -3,6 +3,7 @@ and the guard every request passes through."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -12,7 +13,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..stores._base import BaseStore, Store
 from ..stores._human import default_reviewer
-from .guard import Guard
+from .guard import LOOPBACK_HOSTS, Guard, host_name
 from .pages import Pages
 from .site import Site, templates
 
@@ -20,14 +21,18 @@ STATIC = Path(__file__).parent / "static"
 
 
 def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
-        reviewer: str | None = None) -> Starlette:
+        reviewer: str | None = None, allowed_hosts: Collection[str] | None = None) -> Starlette:
     """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
     (``fastapi_app.mount("/evals", app(store))``).
 
     ``read_only``: no review page and no label is written. ``token``: every request must show it
     (``Authorization: Bearer``, or open a page once with ``?token=...``). ``trace_url``: where a
     record's trace is shown, with ``{trace_id}`` in it (e.g. ``http://localhost:6006/trace/{trace_id}``).
-    ``reviewer``: whose labels the review page writes (default: the login name)."""
+    ``reviewer``: whose labels the review page writes (default: the login name).
+    ``allowed_hosts``: the host names (no port) requests must be addressed to, ``["*"]`` for any;
+    by default, without a token, this machine's (``127.0.0.1``, ``localhost``, ``[::1]``), so a web
+    page cannot read the app through a name of its own pointed at 127.0.0.1 (DNS rebinding), and
+    with a token any (the token guards it)."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
@@ -36,6 +41,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
                                   or not trace_url.startswith(("http://", "https://", "/"))):
         raise ValueError("app trace_url must be an http(s) URL with {trace_id} in it, "
                          f"e.g. 'http://localhost:6006/trace/{{trace_id}}', got {trace_url!r:.80}")
+    hosts = _hosts(allowed_hosts, token)
     site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates())
     pages = Pages(site)
     routes = [
@@ -51,5 +57,21 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(Guard, token=token)],
+    return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=hosts)],
                      exception_handlers={404: pages.not_found, 500: pages.failed})
+
+
+def _hosts(allowed: Collection[str] | None, token: str | None) -> frozenset[str] | None:
+    """The host names the Guard lets through (lower case, IPv6 without brackets), or None for any."""
+    if allowed is None:
+        return None if token is not None else frozenset(LOOPBACK_HOSTS)
+    if isinstance(allowed, str) or not all(isinstance(h, str) for h in allowed):
+        raise ValueError(f"app allowed_hosts must be a list of host names, e.g. ['evals.example.com'], "
+                         f"got {allowed!r:.80}")
+    if "*" in allowed:
+        return None
+    names = {host_name(f"[{h}]" if ":" in h else h) for h in allowed}  # an IPv6 address as a Host writes it
+    if None in names or not allowed:
+        raise ValueError(f"app allowed_hosts takes host names without a scheme, path or port (e.g. "
+                         f"'evals.example.com', '127.0.0.1', '::1'), or '*' for any, got {list(allowed)!r:.120}")
+    return frozenset(n for n in names if n is not None)

@@ -1,11 +1,14 @@
 """What every response of the app carries and every request must pass: the security headers (a
-Content-Security-Policy without 'unsafe-inline'), the access token when one is set, and the CSRF
-check of the forms that write (a double-submit cookie, and the Origin header when the browser sends one)."""
+Content-Security-Policy without 'unsafe-inline'), the access token when one is set, the Host check
+that stops DNS rebinding when none is, and the CSRF check of the forms that write (a double-submit
+cookie, and the Origin header when the browser sends one)."""
 
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -25,15 +28,26 @@ CSRF_COOKIE = "judgehooks_ui_csrf"
 CSRF_FIELD = "csrf"
 #: the largest form body read, in bytes: a label and its note
 MAX_FORM_BYTES = 64 * 1024
+#: the names a browser uses for this machine: without a token the app answers only these. A page of
+#: another site can point a name of its own at 127.0.0.1 (DNS rebinding) and read what the app
+#: answers, but the browser still sends that other name in the Host header.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+_HOST = re.compile(r"(?:\[([0-9a-f:.]+)\]|([a-z0-9_.-]+))(?::[0-9]{1,5})?")
+#: request methods that change nothing: no Origin check
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 class Guard:
     """ASGI middleware: security headers on every response; with a `token`, every request shows it
-    (``Authorization: Bearer``, or the cookie set after one visit to ``?token=...``) or gets 401."""
+    (``Authorization: Bearer``, or the cookie set after one visit to ``?token=...``) or gets 401;
+    with `hosts` (by default the loopback names when there is no token), a request whose Host is
+    another name gets 400; a request that may write (not GET or HEAD) whose Origin is not this
+    server's (or names another host) gets 403."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, hosts: Collection[str] | None = None) -> None:
         self.app = app
         self.token = token
+        self.hosts = frozenset(hosts) if hosts is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -47,12 +61,37 @@ class Guard:
                     headers[name] = value
             await send(message)
 
-        if self.token is not None:
-            refused = self._check(Request(scope))
-            if refused is not None:
-                await refused(scope, receive, send_with_headers)
-                return
+        request = Request(scope)
+        refused = self._host(request) or self._origin(request)
+        if refused is None and self.token is not None:
+            refused = self._check(request)
+        if refused is not None:
+            await refused(scope, receive, send_with_headers)
+            return
         await self.app(scope, receive, send_with_headers)
+
+    def _host(self, request: Request) -> Any:
+        """None when the request's Host is one this app answers to, else the 400 that says so."""
+        given = request.headers.get("host")
+        if self.hosts is None or given is None or host_name(given) in self.hosts:
+            return None
+        names = ", ".join(f"[{h}]" if ":" in h else h for h in sorted(self.hosts))
+        return PlainTextResponse(f"judgehooks ui: refused: the Host {given[:100]!r} is not a name of this server "
+                                 f"(it answers to {names}; another name pointed at it is how a web page reads "
+                                 "it through DNS rebinding). Open it by one of those names, or give the app a "
+                                 "token or allowed_hosts", status_code=400)
+
+    def _origin(self, request: Request) -> Any:
+        """None unless a request that may write carries an Origin other than this server's (or one
+        naming a host this app does not answer to): then the 403 that refuses it."""
+        origin = request.headers.get("origin")
+        if request.method in SAFE_METHODS or origin is None:
+            return None
+        own = f"{request.url.scheme}://{request.url.netloc}"
+        if origin == own and (self.hosts is None or host_name(origin.split("://", 1)[1]) in self.hosts):
+            return None
+        return PlainTextResponse("judgehooks ui: refused: this form was sent from another origin (CSRF check)",
+                                 status_code=403)
 
     def _check(self, request: Request) -> Any:
         token = self.token or ""
@@ -70,6 +109,13 @@ class Guard:
             return response
         return PlainTextResponse("judgehooks ui: this server needs its access token (open the link with "
                                  "?token=..., or send Authorization: Bearer ...)", status_code=401)
+
+
+def host_name(value: str) -> str | None:
+    """The host of a Host header or an origin's ``host[:port]``, lower case and without its port
+    (``[::1]:8765`` -> ``::1``); None when `value` is not of that form."""
+    match = _HOST.fullmatch(value.strip().lower())
+    return None if match is None else match.group(1) or match.group(2)
 
 
 def _same(given: str, expected: str) -> bool:
@@ -94,11 +140,8 @@ def set_csrf_cookie(response: Any, request: Request, token: str) -> None:
 
 async def read_form(request: Request) -> dict[str, str] | None:
     """The urlencoded form of a POST, or None when it is not one, is too large, or fails the CSRF
-    check (its ``csrf`` field must equal the cookie, and an Origin header must be this server's)."""
+    check (its ``csrf`` field must equal the cookie; `Guard` has checked the Origin header)."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
-        return None
-    origin = request.headers.get("origin")
-    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
         return None
     body = b""
     async for chunk in request.stream():

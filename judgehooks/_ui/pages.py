@@ -1,9 +1,12 @@
 """The page handlers: each reads the query string (checked), asks the store through the public
-functions and `stores._browse`, and renders a template. Filtering and paging happen in the store."""
+functions and `stores._browse`, and renders a template. Filtering and paging happen in the store.
+A query value the page cannot use is a 400 that names the parameter, shown above the page's own
+form with what was typed in it, to correct it there."""
 
 from __future__ import annotations
 
 import random
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from .._alerts.calibration import acalibrate
+from .._alerts.calibration import acalibrate_all
 from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
 from .._base.when import parse_when
@@ -29,6 +32,10 @@ QUEUES = ("failed", "borderline", "sample")
 #: how many records a review queue looks through for one that nobody here labelled yet
 SCANNED = 2000
 MAX_SKIPPED = 200
+#: a page number as a link writes it: ASCII digits only ("²".isdigit() is True, int("²") fails)
+_WHOLE = re.compile(r"[0-9]{1,9}")
+#: how much of a bad value is written back into the form
+SHOWN = 1000
 
 
 class BadRequest(Exception):
@@ -39,7 +46,14 @@ def _text(request: Request, name: str, limit: int = 200) -> str | None:
     value = request.query_params.get(name, "").strip()
     if len(value) > limit:
         raise BadRequest(f"{name} is longer than {limit} characters")
+    if "\x00" in value:  # no id holds one (PostgreSQL text cannot)
+        raise BadRequest(f"{name} holds a NUL character")
     return value or None
+
+
+def _typed(request: Request, *names: str) -> dict[str, str]:
+    """What the query string holds for the form's fields, as typed (to write back into the form)."""
+    return {name: request.query_params.get(name, "")[:SHOWN] for name in names}
 
 
 def _since(request: Request) -> Any:
@@ -54,8 +68,8 @@ def _since(request: Request) -> Any:
 
 def _page_number(request: Request) -> int:
     value = request.query_params.get("page", "1")
-    if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
-        raise BadRequest(f"page must be a whole number from 1 to {MAX_PAGE}")
+    if not _WHOLE.fullmatch(value) or not 1 <= int(value) <= MAX_PAGE:
+        raise BadRequest(f"page must be a whole number from 1 to {MAX_PAGE}, got {value[:20]!r}")
     return int(value)
 
 
@@ -98,7 +112,8 @@ class Pages:
             if asked not in ("auto", "hour", "day"):
                 raise BadRequest("bucket must be auto, hour or day")
         except BadRequest as exc:
-            return self._bad(request, exc)
+            return self.site.render(request, "overview.html", 400, bad=str(exc), rows=[], charts=[], bucket="auto",
+                                    filters=_typed(request, "agent", "evaluator", "since"))
         browse = Browse(RecordFilter(agent_id=agent, evaluator=evaluator, since=since))
         groups = await tallies(self.site.store, browse)
         rows = sorted((_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
@@ -135,7 +150,9 @@ class Pages:
             filters = {name: _text(request, name) for name in ("agent", "evaluator", "version", "session")}
             since, number = _since(request), _page_number(request)
         except BadRequest as exc:
-            return self._bad(request, exc)
+            return self.site.render(request, "records.html", 400, bad=str(exc), records=[], number=1, more=False,
+                                    statuses=STATUSES, filters=_typed(request, "status", "agent", "evaluator",
+                                                                      "version", "session", "since"))
         browse = Browse(RecordFilter(agent_id=filters["agent"], evaluator=filters["evaluator"], status=status,
                                      since=since), version=filters["version"], session_id=filters["session"])
         found = await page(self.site.store, browse, offset=(number - 1) * PAGE, limit=PAGE + 1)
@@ -165,7 +182,8 @@ class Pages:
         try:
             number, since = _page_number(request), _since(request)
         except BadRequest as exc:
-            return self._bad(request, exc)
+            return self.site.render(request, "sessions.html", 400, bad=str(exc), records=[], number=1, more=False,
+                                    filters=_typed(request, "since"))
         found = await page(self.site.store, Browse(RecordFilter(since=since), scope="session"),
                            offset=(number - 1) * PAGE, limit=PAGE + 1)
         return self.site.render(request, "sessions.html", records=found[:PAGE], number=number,
@@ -192,20 +210,13 @@ class Pages:
         try:
             wanted = _text(request, "evaluator")
         except BadRequest as exc:
-            return self._bad(request, exc)
-        groups = await tallies(self.site.store, Browse(RecordFilter(evaluator=wanted)))
-        versions = sorted({(t.key[0], t.key[1]) for t in groups if t.passed + t.failed},
-                          key=lambda k: (k[0], k[1] or ""))
+            return self.site.render(request, "calibration.html", 400, bad=str(exc), results=[], problem=None,
+                                    filters=_typed(request, "evaluator"))
         results, problem = [], None
-        for evaluator, version in versions:
-            try:
-                results.append(await acalibrate(evaluator, version=version or "unversioned", store=self.site.store,
-                                                resamples=1000))
-            except NotImplementedError as exc:
-                problem = str(exc)
-                break
-            except LookupError:
-                continue
+        try:  # one count, the labels and the records they label: never every record once per version
+            results = await acalibrate_all(self.site.store, evaluator=wanted, resamples=1000)
+        except NotImplementedError as exc:  # a store that keeps no labels
+            problem = str(exc)
         return self.site.render(request, "calibration.html", results=results, problem=problem,
                                 filters={"evaluator": wanted})
 

@@ -35,6 +35,7 @@ class Site:
         def link(path: str, **params: Any) -> str:
             return self.render_link(request, path, **params)
 
+        context.setdefault("bad", None)  # a query value the page could not use: said above its form
         html = self.templates.get_template(name).render(
             request=request, base=_base(request), link=link, read_only=self.read_only, trace_link=self.trace_link,
             page=name.removesuffix(".html"), **context)

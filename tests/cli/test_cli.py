@@ -365,6 +365,21 @@ def test_time_windows_accept_durations_and_iso_times():
     assert parse_time("2026-11-30T08:00") == datetime(2026, 11, 30, 8, tzinfo=UTC)  # no offset: UTC
 
 
+@pytest.mark.parametrize("value", ["99999999999999d", "1" * 400 + "s", "0001-01-01T00:00:00+01:00",
+                                   "9999-12-31T23:59:59-01:00"])
+def test_a_time_out_of_range_is_refused_by_the_option_s_name_without_a_traceback(tmp_path, value):
+    store = SQLiteStore(tmp_path / "evals.db")
+    store.query_sync()  # creates the file
+    store.close()
+    for command, flag in (("report", "--since"), ("report", "--until"), ("export", "--since"), ("review", "--since")):
+        done = run_cli(command, "--store", tmp_path / "evals.db", flag, value)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert f"argument {flag}:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert "before the year 1" in done.stderr or "out of range" in done.stderr, done.stderr
+    with pytest.raises(ValueError, match="^since: .*(before the year 1|out of range)"):
+        SQLiteStore(tmp_path / "evals.db").query_sync(since=value)
+
+
 def test_the_console_script_lists_every_command():
     script = Path(sys.executable).with_name("judgehooks")
     if not script.exists():

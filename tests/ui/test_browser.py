@@ -101,6 +101,21 @@ def test_the_filters_narrow_the_overview_and_the_records(seeded, page):
         assert page.locator("pre.input").inner_text().startswith("question ")
 
 
+def test_a_bad_filter_is_said_above_the_form_and_corrected_there(seeded, page):
+    with serve(app(seeded)) as base:
+        page.goto(base + "/records?status=failed&since=99999999999999d")
+        assert page.locator("p.message.bad").inner_text().startswith("Bad request: since: '99999999999999d' reaches")
+        assert page.locator("input[name=since]").input_value() == "99999999999999d"
+        assert page.locator("select[name=status]").input_value() == "failed"  # the rest of the form kept
+        page.fill("input[name=since]", "all")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        assert page.locator("p.message.bad").count() == 0
+        statuses = page.locator("table.records tbody td:nth-child(2)").all_inner_texts()
+        assert statuses and set(statuses) == {"failed"}
+        assert page.errors == []
+
+
 def test_calibration_and_sessions_pages_render(seeded, page):
     for i in range(32):
         judge_passed = i % 2 == 0

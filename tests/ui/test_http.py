@@ -5,11 +5,12 @@ filters and paging, and the guards: CSP, escaping, CSRF, the access token, read-
 from __future__ import annotations
 
 import re
+from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import quote
 
 import pytest
-from _ui_fixtures import HOSTILE, hostile_record, seeded  # noqa: F401 (a fixture)
+from _ui_fixtures import HOSTILE, hostile_record, seeded, seeded_records  # noqa: F401 (a fixture)
 from starlette.testclient import TestClient
 
 from judgehooks import MemoryStore, label
@@ -85,6 +86,41 @@ def test_unknown_records_and_pages_are_404(seeded, path):
 def test_bad_filters_are_400_saying_why(seeded, query):
     reply = client(seeded).get(f"/records?{query}")
     assert reply.status_code == 400 and "Bad request" in reply.text
+
+
+HOSTILE_QUERIES = [  # (page, parameter, value): each a 500 once
+    ("/records", "page", "²"), ("/sessions", "page", "²"), ("/records", "page", "١٢"), ("/records", "page", "9" * 40),
+    ("/", "since", "99999999999999d"), ("/records", "since", "99999999999999d"),
+    ("/sessions", "since", "1" * 180 + "w"),
+    ("/records", "since", "0001-01-01T00:00:00+01:00"), ("/", "since", "9999-12-31T23:59:59-01:00"),
+    ("/sessions", "since", "0001-01-01T00:30:00+00:45"), ("/records", "agent", "a\x00b"), ("/", "evaluator", "\x00"),
+    ("/calibration", "evaluator", "\x00"),
+]
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def any_seeded(request, tmp_path):
+    """The seeded records in each kind of store the pages read differently (SQL, or one pass)."""
+    from judgehooks import PostgresStore, SQLiteStore
+
+    store = {"sqlite": lambda: SQLiteStore(tmp_path / "evals.db"), "memory": MemoryStore,
+             "postgres": lambda: PostgresStore(request.getfixturevalue("postgres_dsn"))}[request.param]()
+    runtime.call(store.write, seeded_records())
+    yield store
+    runtime.call(store.aclose)
+
+
+@pytest.mark.parametrize(("path", "name", "value"), HOSTILE_QUERIES)
+def test_a_hostile_query_value_is_a_400_naming_it_above_the_form_that_corrects_it(any_seeded, path, name, value):
+    reply = client(any_seeded).get(path, params={name: value})
+    assert reply.status_code == 400, reply.text[-400:]
+    said = re.search(r'<p class="message bad" role="alert"><strong>Bad request:</strong> (.*?)</p>', reply.text)
+    assert said and said.group(1).startswith(name), reply.text[-400:]
+    form = re.search(r'<form class="filters" method="get" action="([^"]+)">(.*?)</form>', reply.text, re.S)
+    assert form and form.group(1) == path.rstrip("/") + ("/overview" if path == "/" else ""), "no form to correct it"
+    if name != "page":  # the value as typed, in its field, to correct there (escaped like every byte)
+        field = re.search(rf'<input name="{name}" value="([^"]*)"', form.group(2))
+        assert field and unescape(field.group(1)) == value[:1000]
 
 
 @pytest.mark.parametrize("path", ["/", "/records", "/records/hostile-1", "/review?queue=failed",
@@ -264,6 +300,27 @@ def test_with_a_token_every_request_must_show_it(seeded, path):
     assert TestClient(app(seeded, token=token)).get(path, cookies={"judgehooks_ui_token": "nope"}).status_code == 401
 
 
+def test_without_a_token_the_app_answers_only_this_machines_names_wherever_it_is_mounted(seeded):
+    from fastapi import FastAPI
+
+    outer = FastAPI()
+    outer.mount("/evals", app(seeded))
+    for base, status in (("http://127.0.0.1:7777", 200), ("http://[::1]:7777", 200), ("http://localhost", 200),
+                         ("http://rebind.attacker.example:7777", 400), ("http://testserver", 400)):
+        assert TestClient(outer, base_url=base).get("/evals/records").status_code == status, base
+
+
+def test_allowed_hosts_names_the_hosts_a_served_app_answers_to(seeded):
+    named = app(seeded, allowed_hosts=["Evals.Example.com", "::1"])
+    assert TestClient(named, base_url="https://evals.example.com").get("/records").status_code == 200
+    assert TestClient(named, base_url="http://[::1]:8765").get("/records").status_code == 200
+    assert TestClient(named, base_url="http://127.0.0.1:8765").get("/records").status_code == 400
+    assert TestClient(app(seeded, allowed_hosts=["*"]), base_url="http://any.example").get("/").status_code == 200
+    for bad in (["http://evals.example.com"], ["evals.example.com:8080"], ["evals.example.com/ui"], [], "localhost"):
+        with pytest.raises(ValueError, match="allowed_hosts"):
+            app(seeded, allowed_hosts=bad)
+
+
 def test_app_refuses_settings_it_cannot_use(seeded):
     with pytest.raises(ValueError, match="at least 16"):
         app(seeded, token="short")
@@ -278,7 +335,7 @@ def test_mounted_under_a_prefix_every_link_stays_under_it(seeded):
 
     outer = FastAPI()
     outer.mount("/evals", app(seeded, reviewer="ana"))
-    c = TestClient(outer, follow_redirects=False)
+    c = TestClient(outer, base_url="http://localhost:8000", follow_redirects=False)
     html = c.get("/evals/").text
     links = re.findall(r'(?:href|src|action)="([^"]+)"', html)
     assert links and all(link.startswith("/evals/") for link in links), links
