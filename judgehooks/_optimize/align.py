@@ -36,6 +36,7 @@ from ..stores import Store
 from ..stores._base import BaseStore, iter_records
 from .cases import MAX_TEXT_CHARS, split
 from .search import Adapter, Candidate, Reflector, Search
+from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
 
@@ -246,8 +247,9 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     if not isinstance(evaluator, AgentAsJudgeEval):
         raise TypeError(f"align_judge aligns an AgentAsJudgeEval (an LLM judge with criteria), "
                         f"got {type(evaluator).__name__}")
-    if isinstance(few_shot, bool) or not isinstance(few_shot, int) or few_shot < 0:
-        raise ValueError(f"few_shot must be a whole number >= 0, got {few_shot!r}")
+    check_settings(holdout=holdout, seed=seed, few_shot=few_shot, max_metric_calls=max_metric_calls,
+                   max_cost_usd=max_cost_usd, max_calls=max_calls, concurrency=concurrency, resamples=resamples,
+                   timeout=timeout)
     if labels is None:
         source = store if store is not None else evaluator.store
         cases = runtime.call(labels_in_store, source, evaluator.evaluator_name, version)
