@@ -27,6 +27,8 @@ T = TypeVar("T")
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: the longest text of a case kept, in characters (input, expected output, earlier feedback)
 MAX_TEXT_CHARS = 20_000
+#: the first bytes of every SQLite database file
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +99,32 @@ async def read_store(store: Store, where: RecordFilter) -> list[Case]:
     return found
 
 
+def _names_store(cases: Any, where: RecordFilter | None) -> bool:
+    """Whether `cases` is a store, or a string naming one as `judgehooks --store` takes it: a URL, a
+    SQLite file, or any path given with `where=` (which only a store's records answer)."""
+    if hasattr(cases, "query"):
+        return True
+    if not isinstance(cases, str):
+        return False
+    if "://" in cases or where is not None:
+        return True
+    try:
+        with open(cases, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
 def load_cases(cases: Any, where: RecordFilter | None = None) -> list[Case]:
     """Cases from what `optimize(cases=...)` takes; one per distinct input, in the order given."""
-    is_store = (isinstance(cases, str) and "://" in cases) or hasattr(cases, "query")
+    if isinstance(cases, os.PathLike):
+        cases = os.fspath(cases)
+    is_store = _names_store(cases, where)
+    if is_store and isinstance(cases, str) and "://" not in cases and not Path(cases).is_file():
+        raise FileNotFoundError(f"cases: no store file {cases!r}")  # never a new, empty database
     if where is not None and not is_store:
-        raise ValueError("where= filters a store's records: give cases=<store or store URL> with it")
-    if isinstance(cases, (str, os.PathLike)) and not is_store:
+        raise ValueError("where= filters a store's records: give cases=<store, store URL or path> with it")
+    if isinstance(cases, str) and not is_store:
         if not Path(cases).is_file():
             raise FileNotFoundError(f"cases: no file {str(cases)!r} (a JSONL file `judgehooks export` writes)")
         found = read_file(cases)

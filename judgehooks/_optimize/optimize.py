@@ -103,7 +103,8 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
     """Search for instructions that make `agent` (an agno Agent or Team) pass `evaluators` more often.
 
     `cases`: dicts with ``input`` (and ``expected_output``), a JSONL file ``judgehooks export`` wrote,
-    or a judgehooks store or store URL, whose records `where` picks (default: the failed ones), one
+    or a judgehooks store, store URL or store file path (what `judgehooks --store` takes: a SQLite file, or
+    any path given with `where`), whose records `where` picks (default: the failed ones), one
     case per distinct input. `reflection_model`: what a judge's ``model=`` takes (a litellm model string,
     with `api_base`/`api_key`, or an agno Model). `max_metric_calls` bounds the agent runs gepa makes
     on training cases; `max_calls` and `max_cost_usd` cap every model call of the whole optimization
