@@ -2,7 +2,8 @@
 and the evaluators grade the answer. The agent passed in is never run, changed or deployed.
 
 The copy carries the candidate as its ``instructions``; its ``post_hooks`` are dropped (the live
-evaluators would grade and store every trial run) and so is its ``db`` (trial runs are no sessions).
+evaluators would grade and store every trial run) and so is its ``db`` (trial runs are no sessions);
+its models are its own (`trial.trial_copy`), so no client of judgehooks' loop lands on the caller's.
 Nothing here is stored: the verdicts go back to the optimizer and into the result.
 """
 
@@ -21,6 +22,7 @@ from .._base.outcome import Outcome, run_evaluator
 from .._hooks.snapshot import snapshot_run
 from .cases import Case
 from .spend import Spend
+from .trial import close_models, trial_copy
 
 #: longest answer or reason shown to the reflection model, in characters
 MAX_SHOWN_CHARS = 4000
@@ -130,12 +132,14 @@ class Runner:
     async def run_case(self, case: Case, instructions: str) -> CaseResult:
         if not self.spend.admit("agent"):
             return CaseResult(case, "", "not_run", error=self.spend.refusal())
-        copy = self.agent.deep_copy(update={"instructions": instructions, "post_hooks": None, "db": None})
+        copy, models = trial_copy(self.agent, instructions)
         try:
             output = await copy.arun(case.input, stream=False)
         except Exception as exc:  # the agent's failure on this case: a zero for the optimizer, said why
             self.spend.charge(None)
             return CaseResult(case, "", "error", error=f"{type(exc).__name__}: {_clip(str(exc))}")
+        finally:
+            await close_models(models)
         metrics = getattr(output, "metrics", None)
         cost = getattr(metrics, "cost", None)
         self.spend.charge(cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
