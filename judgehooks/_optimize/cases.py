@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from .._base.context import render_content
 from .._base.record import EvalRecord
+from .._base.secrets import scrub
 from .._runtime import runtime
 from ..stores import RecordFilter, Store
 from ..stores._base import BaseStore, iter_records
@@ -46,6 +47,11 @@ def _text(value: Any) -> str:
     return render_content(value)[:MAX_TEXT_CHARS]
 
 
+def _reason(value: str) -> str:
+    """A judge's earlier reason, as feedback for the reflection model: bounded, credentials masked."""
+    return scrub(_text(value))
+
+
 def case_of(data: Mapping[str, Any], index: int, where: str = "cases") -> Case:
     """One case from a mapping: ``input`` (required), ``expected_output`` or ``expected``, ``metadata``
     (an export's ``reason`` becomes the feedback), ``id``; an ``output`` is the old answer, not needed."""
@@ -58,7 +64,7 @@ def case_of(data: Mapping[str, Any], index: int, where: str = "cases") -> Case:
     reason = metadata.get("reason")
     return Case(id=str(data.get("id") or index), input=_text(data["input"]),
                 expected=None if expected is None else _text(expected),
-                feedback=_text(reason) if isinstance(reason, str) and reason else None,
+                feedback=_reason(reason) if isinstance(reason, str) and reason else None,
                 metadata={k: v for k, v in metadata.items() if isinstance(k, str)})
 
 
@@ -84,7 +90,7 @@ def read_file(path: str | os.PathLike[str]) -> list[Case]:
 def case_of_record(record: EvalRecord) -> Case:
     expected = next((v for k in ("expected_output", "expected") if isinstance(v := record.metadata.get(k), str)), None)
     return Case(id=record.id, input=_text(record.input), expected=None if expected is None else _text(expected),
-                feedback=f"{record.evaluator}: {_text(record.reason)}" if record.reason else None,
+                feedback=f"{record.evaluator}: {_reason(record.reason)}" if record.reason else None,
                 metadata={"record_id": record.id, "run_id": record.run_id, "evaluator": record.evaluator})
 
 

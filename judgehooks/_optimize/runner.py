@@ -19,6 +19,7 @@ import anyio
 from .._base.context import EvalContext
 from .._base.metering import current_meter
 from .._base.outcome import Outcome, run_evaluator
+from .._base.secrets import scrub
 from .._hooks.snapshot import snapshot_run
 from .cases import Case
 from .spend import Spend
@@ -30,25 +31,37 @@ MAX_SHOWN_CHARS = 4000
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One evaluator's word on one answer."""
+    """One evaluator's word on one answer. Its reason (an error's message included) is scrubbed of
+    credentials when made: it reaches the reflection model and the result."""
 
     evaluator: str
     status: str  # passed, failed, error
     score: float | None = None
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.reason:
+            object.__setattr__(self, "reason", scrub(self.reason))
+
 
 @dataclass(frozen=True)
 class CaseResult:
     """A candidate's answer to one case and its grades. ``status``: passed (every evaluator passed),
     failed (one failed), error (the agent or a judge could not answer: not a failure), or not_run
-    (the spend cap was reached first)."""
+    (the spend cap was reached first). The answer and the error are scrubbed of credentials when
+    made (`_base.secrets`, as every record is): a provider's error body may quote the request's
+    ``Authorization`` header, and both reach the reflection model and the result."""
 
     case: Case
     output: str
     status: str
     verdicts: tuple[Verdict, ...] = ()
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output", scrub(self.output))
+        if self.error:
+            object.__setattr__(self, "error", scrub(self.error))
 
     @property
     def score(self) -> float:
