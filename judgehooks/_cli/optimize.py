@@ -10,7 +10,7 @@ from typing import Any
 from .._optimize.cases import load_cases, split
 from .._optimize.optimize import OptimizeResult, optimize
 from ..stores import RecordFilter
-from .common import CommandError, clip, count, finite, import_object, one_line, parse_time, table
+from .common import CommandError, clip, count, finite, import_object, one_line, open_store, parse_time, table
 from .grade import _progress
 from .terminal import say
 
@@ -21,7 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "it is copied for every run, never changed")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--cases", metavar="FILE", help="a JSONL file of cases (`judgehooks export` writes one)")
-    source.add_argument("--from-store", metavar="URL", help="take the cases from this store's records")
+    source.add_argument("--from-store", metavar="URL",
+                        help="take the cases from this store's records: a store URL or path, as --store takes "
+                             "(sqlite:///evals.db, postgresql://..., or a file path)")
     parser.add_argument("--status", default="failed", choices=("passed", "failed", "error"),
                         help="with --from-store: which records become cases (default failed)")
     parser.add_argument("--since", type=parse_time, metavar="WHEN",
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if args.since is not None or args.agent_id is not None:
             raise CommandError("optimize: --since and --agent-id filter --from-store records", code=2)
     else:
-        cases = args.from_store
+        cases = open_store(args.from_store, must_exist=True)  # what every --store takes, read the same way
         where = RecordFilter(status=args.status, since=args.since, agent_id=args.agent_id or getattr(agent, "id", None))
     try:
         found = load_cases(cases, where)

@@ -28,6 +28,7 @@ from .._alerts.calibration import human_verdict
 from .._base.context import EvalContext, render_content
 from .._base.metering import current_meter
 from .._base.record import EvalRecord
+from .._base.secrets import scrub
 from .._evaluators.llm import AgentAsJudgeEval, guidelines_tuple
 from .._hooks.settings import HookSettings
 from .._judges.text import TextModel
@@ -36,6 +37,7 @@ from ..stores import Store
 from ..stores._base import BaseStore, iter_records
 from .cases import MAX_TEXT_CHARS, split
 from .search import Adapter, Candidate, Reflector, Search
+from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
 
@@ -58,12 +60,18 @@ class Labelled:
 
 @dataclass(frozen=True)
 class Graded:
-    """The judge's verdict on one labelled answer, beside the people's."""
+    """The judge's verdict on one labelled answer, beside the people's. Its reason and error are
+    scrubbed of credentials when made: they reach the reflection model and the result."""
 
     case: Labelled
     judge_passed: bool | None  # None: the judge could not answer (an error, not a disagreement)
     reason: str | None = None
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("reason", "error"):
+            if value := getattr(self, name):
+                object.__setattr__(self, name, scrub(value))
 
     @property
     def score(self) -> float:
@@ -75,7 +83,7 @@ class Graded:
             return f"The judge gave no verdict ({self.error}). The people who labelled it said {people}."
         judge = "PASS" if self.judge_passed else "FAIL"
         agree = "agrees" if self.judge_passed == self.case.passed else "DISAGREES"
-        note = f" Their note: {self.case.note}" if self.case.note else ""
+        note = f" Their note: {scrub(self.case.note)}" if self.case.note else ""
         return f"The judge said {judge} ({self.reason or 'no reason'}); the people said {people}: it {agree}.{note}"
 
     def data(self) -> dict[str, Any]:
@@ -206,7 +214,7 @@ class _Judging:
 
 
 def _shown(graded: Graded) -> dict[str, Any]:
-    return {"Inputs": {"input": graded.case.input, "answer graded": graded.case.output},
+    return {"Inputs": {"input": graded.case.input, "answer graded": scrub(graded.case.output)},
             "Generated Outputs": ("no verdict" if graded.judge_passed is None else
                                   f"{'PASS' if graded.judge_passed else 'FAIL'}: {graded.reason or ''}"),
             "Feedback": graded.feedback()}
@@ -246,8 +254,9 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     if not isinstance(evaluator, AgentAsJudgeEval):
         raise TypeError(f"align_judge aligns an AgentAsJudgeEval (an LLM judge with criteria), "
                         f"got {type(evaluator).__name__}")
-    if isinstance(few_shot, bool) or not isinstance(few_shot, int) or few_shot < 0:
-        raise ValueError(f"few_shot must be a whole number >= 0, got {few_shot!r}")
+    check_settings(holdout=holdout, seed=seed, few_shot=few_shot, max_metric_calls=max_metric_calls,
+                   max_cost_usd=max_cost_usd, max_calls=max_calls, concurrency=concurrency, resamples=resamples,
+                   timeout=timeout)
     if labels is None:
         source = store if store is not None else evaluator.store
         cases = runtime.call(labels_in_store, source, evaluator.evaluator_name, version)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from .._base.context import render_content
 from .._base.record import EvalRecord
+from .._base.secrets import scrub
 from .._runtime import runtime
 from ..stores import RecordFilter, Store
 from ..stores._base import BaseStore, iter_records
@@ -27,6 +28,8 @@ T = TypeVar("T")
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: the longest text of a case kept, in characters (input, expected output, earlier feedback)
 MAX_TEXT_CHARS = 20_000
+#: the first bytes of every SQLite database file
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,11 @@ def _text(value: Any) -> str:
     return render_content(value)[:MAX_TEXT_CHARS]
 
 
+def _reason(value: str) -> str:
+    """A judge's earlier reason, as feedback for the reflection model: bounded, credentials masked."""
+    return scrub(_text(value))
+
+
 def case_of(data: Mapping[str, Any], index: int, where: str = "cases") -> Case:
     """One case from a mapping: ``input`` (required), ``expected_output`` or ``expected``, ``metadata``
     (an export's ``reason`` becomes the feedback), ``id``; an ``output`` is the old answer, not needed."""
@@ -56,7 +64,7 @@ def case_of(data: Mapping[str, Any], index: int, where: str = "cases") -> Case:
     reason = metadata.get("reason")
     return Case(id=str(data.get("id") or index), input=_text(data["input"]),
                 expected=None if expected is None else _text(expected),
-                feedback=_text(reason) if isinstance(reason, str) and reason else None,
+                feedback=_reason(reason) if isinstance(reason, str) and reason else None,
                 metadata={k: v for k, v in metadata.items() if isinstance(k, str)})
 
 
@@ -82,7 +90,7 @@ def read_file(path: str | os.PathLike[str]) -> list[Case]:
 def case_of_record(record: EvalRecord) -> Case:
     expected = next((v for k in ("expected_output", "expected") if isinstance(v := record.metadata.get(k), str)), None)
     return Case(id=record.id, input=_text(record.input), expected=None if expected is None else _text(expected),
-                feedback=f"{record.evaluator}: {_text(record.reason)}" if record.reason else None,
+                feedback=f"{record.evaluator}: {_reason(record.reason)}" if record.reason else None,
                 metadata={"record_id": record.id, "run_id": record.run_id, "evaluator": record.evaluator})
 
 
@@ -97,12 +105,32 @@ async def read_store(store: Store, where: RecordFilter) -> list[Case]:
     return found
 
 
+def _names_store(cases: Any, where: RecordFilter | None) -> bool:
+    """Whether `cases` is a store, or a string naming one as `judgehooks --store` takes it: a URL, a
+    SQLite file, or any path given with `where=` (which only a store's records answer)."""
+    if hasattr(cases, "query"):
+        return True
+    if not isinstance(cases, str):
+        return False
+    if "://" in cases or where is not None:
+        return True
+    try:
+        with open(cases, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
 def load_cases(cases: Any, where: RecordFilter | None = None) -> list[Case]:
     """Cases from what `optimize(cases=...)` takes; one per distinct input, in the order given."""
-    is_store = (isinstance(cases, str) and "://" in cases) or hasattr(cases, "query")
+    if isinstance(cases, os.PathLike):
+        cases = os.fspath(cases)
+    is_store = _names_store(cases, where)
+    if is_store and isinstance(cases, str) and "://" not in cases and not Path(cases).is_file():
+        raise FileNotFoundError(f"cases: no store file {cases!r}")  # never a new, empty database
     if where is not None and not is_store:
-        raise ValueError("where= filters a store's records: give cases=<store or store URL> with it")
-    if isinstance(cases, (str, os.PathLike)) and not is_store:
+        raise ValueError("where= filters a store's records: give cases=<store, store URL or path> with it")
+    if isinstance(cases, str) and not is_store:
         if not Path(cases).is_file():
             raise FileNotFoundError(f"cases: no file {str(cases)!r} (a JSONL file `judgehooks export` writes)")
         found = read_file(cases)

@@ -26,6 +26,7 @@ from ..stores import RecordFilter
 from .cases import Case, load_cases, split
 from .runner import CaseResult, Runner, check_agent, instructions_of
 from .search import Adapter, Candidate, Reflector, Search
+from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
 
@@ -102,7 +103,8 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
     """Search for instructions that make `agent` (an agno Agent or Team) pass `evaluators` more often.
 
     `cases`: dicts with ``input`` (and ``expected_output``), a JSONL file ``judgehooks export`` wrote,
-    or a judgehooks store or store URL, whose records `where` picks (default: the failed ones), one
+    or a judgehooks store, store URL or store file path (what `judgehooks --store` takes: a SQLite file, or
+    any path given with `where`), whose records `where` picks (default: the failed ones), one
     case per distinct input. `reflection_model`: what a judge's ``model=`` takes (a litellm model string,
     with `api_base`/`api_key`, or an agno Model). `max_metric_calls` bounds the agent runs gepa makes
     on training cases; `max_calls` and `max_cost_usd` cap every model call of the whole optimization
@@ -113,10 +115,8 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
     check_agent(agent)
     if not evaluators:
         raise ValueError("optimize needs at least one evaluator to grade the answers (evaluators=[...])")
-    for name, value in (("max_metric_calls", max_metric_calls), ("concurrency", concurrency),
-                        ("minibatch_size", minibatch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    check_settings(max_metric_calls=max_metric_calls, holdout=holdout, seed=seed, max_cost_usd=max_cost_usd,
+                   max_calls=max_calls, concurrency=concurrency, minibatch_size=minibatch_size, timeout=timeout)
     spend = Spend(max_cost_usd=max_cost_usd, max_calls=max_calls)
     model = TextModel(reflection_model, api_base=api_base, api_key=api_key, timeout=timeout)
     train, held = split(load_cases(cases, where), holdout, seed)

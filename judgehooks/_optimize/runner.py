@@ -2,7 +2,8 @@
 and the evaluators grade the answer. The agent passed in is never run, changed or deployed.
 
 The copy carries the candidate as its ``instructions``; its ``post_hooks`` are dropped (the live
-evaluators would grade and store every trial run) and so is its ``db`` (trial runs are no sessions).
+evaluators would grade and store every trial run) and so is its ``db`` (trial runs are no sessions);
+its models are its own (`trial.trial_copy`), so no client of judgehooks' loop lands on the caller's.
 Nothing here is stored: the verdicts go back to the optimizer and into the result.
 """
 
@@ -18,9 +19,11 @@ import anyio
 from .._base.context import EvalContext
 from .._base.metering import current_meter
 from .._base.outcome import Outcome, run_evaluator
+from .._base.secrets import scrub
 from .._hooks.snapshot import snapshot_run
 from .cases import Case
 from .spend import Spend
+from .trial import close_models, trial_copy
 
 #: longest answer or reason shown to the reflection model, in characters
 MAX_SHOWN_CHARS = 4000
@@ -28,25 +31,37 @@ MAX_SHOWN_CHARS = 4000
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One evaluator's word on one answer."""
+    """One evaluator's word on one answer. Its reason (an error's message included) is scrubbed of
+    credentials when made: it reaches the reflection model and the result."""
 
     evaluator: str
     status: str  # passed, failed, error
     score: float | None = None
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.reason:
+            object.__setattr__(self, "reason", scrub(self.reason))
+
 
 @dataclass(frozen=True)
 class CaseResult:
     """A candidate's answer to one case and its grades. ``status``: passed (every evaluator passed),
     failed (one failed), error (the agent or a judge could not answer: not a failure), or not_run
-    (the spend cap was reached first)."""
+    (the spend cap was reached first). The answer and the error are scrubbed of credentials when
+    made (`_base.secrets`, as every record is): a provider's error body may quote the request's
+    ``Authorization`` header, and both reach the reflection model and the result."""
 
     case: Case
     output: str
     status: str
     verdicts: tuple[Verdict, ...] = ()
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output", scrub(self.output))
+        if self.error:
+            object.__setattr__(self, "error", scrub(self.error))
 
     @property
     def score(self) -> float:
@@ -130,12 +145,14 @@ class Runner:
     async def run_case(self, case: Case, instructions: str) -> CaseResult:
         if not self.spend.admit("agent"):
             return CaseResult(case, "", "not_run", error=self.spend.refusal())
-        copy = self.agent.deep_copy(update={"instructions": instructions, "post_hooks": None, "db": None})
+        copy, models = trial_copy(self.agent, instructions)
         try:
             output = await copy.arun(case.input, stream=False)
         except Exception as exc:  # the agent's failure on this case: a zero for the optimizer, said why
             self.spend.charge(None)
             return CaseResult(case, "", "error", error=f"{type(exc).__name__}: {_clip(str(exc))}")
+        finally:
+            await close_models(models)
         metrics = getattr(output, "metrics", None)
         cost = getattr(metrics, "cost", None)
         self.spend.charge(cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)

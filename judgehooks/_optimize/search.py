@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._base.log import log
+from .._base.secrets import scrub
 from .._judges.text import TextModel
 from .._runtime import runtime
 from .spend import Spend
@@ -119,7 +120,7 @@ class Reflector:
         except Exception as exc:
             self.spend.charge(None)
             self.spend.reflection_errors += 1
-            self.spend.last_reflection_error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            self.spend.last_reflection_error = scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
             log.warning("reflection_error", model=self.model.model, error_type=type(exc).__name__,
                         consecutive=self.spend.reflection_errors)
             raise

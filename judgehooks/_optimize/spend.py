@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from .settings import check_settings
+
 KINDS = ("agent", "judge", "reflection")
 
 
@@ -30,10 +32,7 @@ class Spend:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("max_cost_usd", "max_calls"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+        check_settings(max_cost_usd=self.max_cost_usd, max_calls=self.max_calls)
 
     def reached(self) -> str | None:
         """The cap this optimization has reached, or None."""

@@ -69,7 +69,9 @@ def test_optimize_refuses_what_is_not_an_agent_by_name(project, server):
     assert done.returncode == 2 and "no file 'missing.jsonl'" in done.stderr
 
 
-def test_optimize_takes_an_agents_failed_records_from_a_store(project, server):
+@pytest.mark.parametrize("url", ["sqlite:///evals.db", "evals.db"])
+def test_optimize_takes_an_agents_failed_records_from_a_store(project, server, url):
+    """--from-store takes what every --store takes: a URL, or a plain path (audit 4, item 16)."""
     folder, package, world = project
     from judgehooks import SQLiteStore
 
@@ -79,7 +81,7 @@ def test_optimize_takes_an_agents_failed_records_from_a_store(project, server):
         agent.run(case["input"])
     other = world.agent(id="other", post_hooks=[world.judge(store=store)])
     other.run("a question of another agent")
-    done = run_cli("optimize", "--agent", f"{package}.app:agent", "--from-store", "sqlite:///evals.db",
+    done = run_cli("optimize", "--agent", f"{package}.app:agent", "--from-store", url,
                    "--agent-id", "shop", "--since", "1h", "--evaluator", f"{package}.app:capitals",
                    "--reflection-model", "openai/reflect", "--api-base", server.base_url, "--api-key", "k",
                    "--holdout", "0.5", "--json", cwd=folder)
@@ -88,3 +90,11 @@ def test_optimize_takes_an_agents_failed_records_from_a_store(project, server):
     assert (result["train_size"], result["holdout_size"]) == (6, 6)
     assert result["instructions"] == BETTER and not result["conclusive"] and "too small" in result["note"]
     assert "a question of another agent" not in "".join(world.reflection_prompts)
+
+
+def test_from_store_refuses_a_store_file_that_is_not_there_and_creates_none(project, server):
+    folder, package, _ = project
+    done = run_cli("optimize", "--agent", f"{package}.app:agent", "--from-store", "typo.db",
+                   "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect", cwd=folder)
+    assert done.returncode != 0 and "cannot open store typo.db: no such file 'typo.db'" in done.stderr
+    assert "where=" not in done.stderr and not (folder / "typo.db").exists()
