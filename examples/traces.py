@@ -1,6 +1,7 @@
 """Verdicts in your traces: each judge verdict as a `gen_ai.evaluation.result` event in the run's trace.
 
-    pip install "judgehooks[otel]" opentelemetry-sdk openinference-instrumentation-agno
+    pip install "judgehooks[otel]" opentelemetry-sdk openinference-instrumentation-agno \
+        opentelemetry-exporter-otlp-proto-http
     python examples/traces.py                                  # prints the spans and their events
     python examples/traces.py http://127.0.0.1:6006/v1/traces  # also sends them to Phoenix (`phoenix serve`)
 

@@ -9,6 +9,12 @@ and exits the way a script does: threads are joined, atexit hooks (judgehooks' e
 Protocol, one JSON object per line: a request ``{"cwd", "out", "env", "blocks": [{"path", "line",
 "code"}]}`` gets ``{"pid"}`` at once and ``{"pid", "status"}`` when the child has ended.
 
+A request may also carry ``"hide"`` (module prefix -> the distribution that provides it, or null
+for one the reader installed) and ``"installs"`` (what the reader installed, in words): the child
+then refuses to import a module of a distribution the reader did not install, as their environment
+would (tests/_installs.py), though this interpreter has every extra. (What the warm-up imported
+stays importable: agno, litellm, judgehooks and what they load, all installed by the README.)
+
 Tracebacks name the markdown file and its line: each block is compiled under its page's path,
 its code starting on the line of the page where it stands.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib.abc
 import json
 import linecache
 import os
@@ -48,6 +55,25 @@ def _warm() -> None:
     assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
 
 
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    """Refuses the modules of distributions the reader did not install (see the module docstring)."""
+
+    def __init__(self, owners: dict[str, str | None], installs: str) -> None:
+        self.owners, self.installs = owners, installs
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
+        parts = fullname.split(".")
+        for end in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:end])
+            if prefix in self.owners:
+                owner = self.owners[prefix]
+                if owner is not None:
+                    raise ModuleNotFoundError(f"No module named {fullname!r}: {owner} is not installed by "
+                                              f"{self.installs}", name=fullname)
+                return None
+        return None
+
+
 def _child(request: dict) -> None:
     """Runs in the forked child; ends the process (SystemExit travels up to the interpreter)."""
     os.setsid()
@@ -62,6 +88,8 @@ def _child(request: dict) -> None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+    if request.get("hide"):
+        sys.meta_path.insert(0, _NotInstalled(request["hide"], request["installs"]))
     os.chdir(request["cwd"])
     sys.path[0] = request["cwd"]  # as for `python script.py` in that folder: its own modules import
     sys.argv = ["docs-block"]

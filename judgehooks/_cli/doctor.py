@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -151,14 +153,27 @@ def _path_of(store: Any) -> str | None:
 
 
 def check_key(judge: Any) -> Check | None:
-    """A litellm judge's provider key, from litellm's own table of variables; None for other judges."""
+    """A litellm judge's provider, then its key, from litellm's own table of variables; None for
+    other judges. A model naming no provider fails here: litellm could neither route it nor say
+    which key it needs (its table then reports every key present)."""
     if not isinstance(judge, LiteLLMJudge):
         return None
     given = judge.call_kwargs
+    litellm = load_litellm()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # litellm prints its provider list on this error
+            litellm.get_llm_provider(judge.model, api_base=given.get("api_base"))
+    except Exception:
+        return Check("provider", False,
+                     f"{judge.model!r} names no provider, so no key can be looked up and no call can be routed "
+                     "(litellm reads the provider from the model string's prefix)",
+                     f"write the model as provider/name: openai/{judge.model} for an OpenAI-compatible server "
+                     "(with api_base=...), or anthropic/..., gemini/..., ollama/... "
+                     "(https://docs.litellm.ai/docs/providers)")
     if given.get("api_key"):
         return Check("key", True, "api_key given to the evaluator")
     try:
-        env = load_litellm().validate_environment(model=judge.model, api_base=given.get("api_base"))
+        env = litellm.validate_environment(model=judge.model, api_base=given.get("api_base"))
     except Exception as exc:  # an unknown provider: the call will say more
         return Check("key", True, f"not checked ({one_line(exc)})")
     missing = list(env.get("missing_keys") or [])

@@ -18,7 +18,7 @@ import anyio
 
 from .._base.record import EvalRecord
 from .._evaluators.session import SessionJudge
-from .._hooks.agnodb import StoredSession, read_sessions
+from .._hooks.agnodb import StoredSession, read_sessions, session_owners
 from .._runtime import runtime
 from ..redact import PII
 from ..stores._agno import open_agno_db
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
                                       redact=judge.hook_settings.redact))
     except Exception as exc:  # a missing table, a refused connection: name the db, not a traceback
         raise CommandError(f"cannot read sessions from {redact(args.agno_db)!r}: {clip(str(exc), 300)}") from None
+    if not sessions and (args.agent_id or args.team_id):
+        _refuse_unknown_owner(db, args)
     todo = [s for s in sessions if s.turns[-1].run.run_id not in covered.get(s.session_id, set())]
     statuses = runtime.call(_grade_all, judge, todo, args.concurrency)
     graded = sum(statuses.values())
@@ -97,6 +99,28 @@ def run(args: argparse.Namespace) -> int:
         say(f"judgehooks grade-sessions: {statuses['unstored']} record(s) could not be stored", file=sys.stderr)
         return 1
     return 0
+
+
+def _refuse_unknown_owner(db: Any, args: argparse.Namespace) -> None:
+    """--agent-id / --team-id that owns no session in the db: most likely a typo or the other kind,
+    so the command fails naming the ids that do (a known id whose sessions --since left out is fine)."""
+    teams = args.team_id is not None
+    wanted, flag = (args.team_id, "--team-id") if teams else (args.agent_id, "--agent-id")
+    try:
+        owners, others = session_owners(db, teams=teams), session_owners(db, teams=not teams)
+    except Exception as exc:
+        raise CommandError(f"cannot read sessions from {redact(args.agno_db)!r}: {clip(str(exc), 300)}") from None
+    if wanted in owners:
+        return
+    kind, other_kind, other_flag = ("team", "agent", "--agent-id") if teams else ("agent", "team", "--team-id")
+    where = redact(args.agno_db)
+    if wanted in others:
+        raise CommandError(f"grade-sessions: {flag} {wanted!r}: {where!r} holds no {kind} sessions of that id, "
+                           f"but it is the id of a {other_kind}: pass {other_flag} {wanted}")
+    listed = ", ".join(f"{owner!r} ({n} session(s))" for owner, n in sorted(owners.items())[:20])
+    more = f" and {len(owners) - 20} more" if len(owners) > 20 else ""
+    raise CommandError(f"grade-sessions: {flag} {wanted!r} matches no {kind} session in {where!r}; "
+                       + (f"the {kind}s there are: {listed}{more}" if owners else f"it holds no {kind} sessions"))
 
 
 def _redactor(spec: str | None) -> Any:

@@ -7,6 +7,7 @@ session, member runs stored apart (with a `parent_run_id`) join their team run's
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,6 +43,23 @@ def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None =
                 yield StoredSession(session_id=str(session.session_id), turns=turns)
         if len(found) < page_size:
             return
+        page += 1
+
+
+def session_owners(db: Any, *, teams: bool, page_size: int = 1000) -> Counter[str]:
+    """The agent ids (or team ids) that own sessions in `db`, each with its number of sessions: what
+    an id that matched nothing may have been meant to be. Reads no runs."""
+    from agno.db.base import SessionType
+
+    kind, column = (SessionType.TEAM, "team_id") if teams else (SessionType.AGENT, "agent_id")
+    owners: Counter[str] = Counter()
+    page = 1
+    while True:
+        rows, _ = db.get_sessions(session_type=kind, limit=page_size, page=page, sort_by="created_at",
+                                  sort_order="asc", deserialize=False, include_runs=False)
+        owners.update(str(row[column]) for row in rows if row.get(column))
+        if len(rows) < page_size:
+            return owners
         page += 1
 
 

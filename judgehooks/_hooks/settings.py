@@ -39,10 +39,9 @@ from ..stores import (
     SpillingStore,
     SQLiteStore,
     Store,
-    default_store,
 )
 from ..stores._sqlite import outbox_path_for
-from ..stores._url import ENV, check_default_store_url, redact, store_from_url
+from ..stores._url import ENV, check_default_store_url, default_store_at, redact, store_from_url
 from .gate import DEFAULT_FALLBACK, Gate
 from .sampling import Sampler, SampleRate
 
@@ -105,6 +104,9 @@ class HookSettings(Deployment):
 
     #: the gate, configured from gate/fallback/repair (None: no gate)
     gate_config: Gate | None = field(init=False, default=None, repr=False, compare=False)
+    #: the default store's URL ($JUDGEHOOKS_DB, else ./judgehooks.db), read and checked once, here, for
+    #: every evaluator kind and path alike; None when `store=` is given, or `db=` without $JUDGEHOOKS_DB
+    default_url: str | None = field(init=False, default=None, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__dict__.get("_sealed"):
@@ -117,8 +119,10 @@ class HookSettings(Deployment):
         if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
             raise TypeError(f"store must implement judgehooks.stores.Store (write, query), "
                             f"got {type(self.store).__name__}")
-        if self.store is None:
-            check_default_store_url()  # a $JUDGEHOOKS_DB no store answers to fails here, naming it
+        if self.store is None and (self.db is None or os.environ.get(ENV, "").strip()):
+            # a $JUDGEHOOKS_DB no store answers to, or whose folder is missing, fails here, naming it:
+            # an inline evaluator builds its store on first use, inside a hook whose errors agno swallows
+            self.default_url = check_default_store_url()
         if self.db is not None:
             AgnoDbStore(self.db)  # refuses, by name, a db that cannot hold agno eval runs
         Sampler.validate(self.sample_rate, self.when)
@@ -249,13 +253,14 @@ class HookSettings(Deployment):
     def _store(self, agno: AgnoDbStore | None) -> Store:
         """Where records go besides the agno db: `store=`; else, with `db=`, nowhere (agno's db is
         the only store and no file of ours appears), unless $JUDGEHOOKS_DB names a store; else the
-        default store."""
+        default store (as `default_url` was at construction)."""
         given = self.the_store
         if given is not None:
             return given
-        if agno is not None and not os.environ.get(ENV, "").strip():
+        if self.default_url is None:
+            assert agno is not None  # default_url is None only with store= or db= (__post_init__)
             return agno
-        found: Store = default_store()
+        found: Store = default_store_at(self.default_url)
         return found
 
     def callbacks(self) -> Callbacks:

@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from .._base.sqlitefile import checked_path
 from ._memory import MemoryStore
 from ._sqlite import SQLiteStore
 
@@ -30,20 +31,60 @@ def default_store_url() -> str:
 
 def check_default_store_url() -> str:
     """`default_store_url()`, refused at once (ValueError naming $JUDGEHOOKS_DB) when no store
-    answers to it, so a typo fails where the evaluator is built, not inside a hook that agno
-    would swallow. Builds nothing."""
+    answers to it or its file could not be created, so a typo fails where the evaluator is built,
+    not inside a hook that agno would swallow. Builds nothing."""
     url = default_store_url()
     try:
-        _scheme(url)
+        check_store_url(url)
     except ValueError as exc:
         raise ValueError(_from_env(url, exc)) from None
     return url
 
 
+def check_store_url(url: str) -> None:
+    """Refuse (ValueError) a store URL or path that `store_from_url` would refuse without
+    connecting anywhere: a scheme no store answers to, or a file whose folder does not exist (so
+    no write could ever succeed). Builds nothing, opens nothing."""
+    path = _local_file(_scheme(url), url)
+    if path is not None:
+        _checked(path, url)
+
+
+def _local_file(scheme: str, url: str) -> str | None:
+    """The file a store URL names on this machine (None for a server, memory or an in-memory db)."""
+    rest = url.partition("://")[2]
+    if not scheme:
+        return url
+    if scheme in ("sqlite", "agno+sqlite"):
+        path = _path(rest, "agno.db" if scheme.startswith("agno+") else "judgehooks.db")
+        return None if path == ":memory:" else path
+    if scheme == "jsonl":
+        return _path(rest, "judgehooks.jsonl")
+    return None
+
+
+def _checked(path: str, url: str) -> str:
+    """`path`, refused when its folder is missing; a path that reads like a URL missing its slashes
+    (``sqlite:/x.db``, ``sqlite:x.db``) says how a URL is written."""
+    try:
+        return checked_path(path, "store")
+    except ValueError as exc:
+        scheme, colon, rest = url.partition(":")
+        if colon and not rest.startswith("//") and _is_scheme(scheme.lower()):
+            raise ValueError(f"{exc}; {url!r} is read as a file path: a store URL is written "
+                             f"{scheme}:///{rest.lstrip('/')} (a relative path) or {scheme}:////{rest.lstrip('/')} "
+                             "(an absolute one)") from None
+        raise
+
+
 def default_store() -> Any:
     """The store used when none is given, in the library and in every command: $JUDGEHOOKS_DB read
     by `store_from_url` (a URL or a file path), else ``./judgehooks.db``. Errors name $JUDGEHOOKS_DB."""
-    url = check_default_store_url()
+    return default_store_at(check_default_store_url())
+
+
+def default_store_at(url: str) -> Any:
+    """The store `url` names, `url` being what `default_store_url()` gave: errors name $JUDGEHOOKS_DB."""
     try:
         return store_from_url(url)
     except (ValueError, ImportError) as exc:
@@ -66,11 +107,15 @@ def _scheme(url: str) -> str:
     if not sep:
         return ""
     scheme = scheme.lower()
-    if scheme in ("sqlite", "jsonl", "memory") or scheme.split("+", 1)[0] in ("postgresql", "postgres") \
-            or scheme.startswith("agno+"):
+    if _is_scheme(scheme):
         return scheme
     raise ValueError(f"unsupported store URL scheme {scheme!r} in {redact(url)!r} "
                      f"(supported: {', '.join(SUPPORTED)})")
+
+
+def _is_scheme(scheme: str) -> bool:
+    return scheme in ("sqlite", "jsonl", "memory") or scheme.split("+", 1)[0] in ("postgresql", "postgres") \
+        or scheme.startswith("agno+")
 
 
 def store_from_url(url: str) -> Any:
@@ -81,6 +126,7 @@ def store_from_url(url: str) -> Any:
     the store's optional dependencies are missing.
     """
 
+    check_store_url(url)
     scheme = _scheme(url)
     if not scheme:
         return _jsonl_store(url) if url.endswith(".jsonl") else SQLiteStore(url)

@@ -94,3 +94,19 @@ def test_without_import_it_checks_the_store_and_says_what_to_pass(tmp_path):
 def test_a_module_without_evaluators_is_a_problem(app, tmp_path):
     done = doctor(tmp_path, app("x = 1\n"))
     assert done.returncode == 1 and "no judgehooks evaluator in" in done.stdout
+
+
+@pytest.mark.parametrize("key", [None, "k"])
+def test_a_model_with_no_provider_is_a_problem_that_says_the_provider_is_missing(app, server, tmp_path, key):
+    """model="judge" (no provider prefix), with or without a key: litellm's table reports every key
+    present for a provider it cannot name, and doctor said "ok key"; the call itself then fails.
+    It now fails the check, saying the provider is what is missing and how to write one."""
+    source = judge_source(server.base_url, key=key).replace('model="openai/judge"', 'model="judge"')
+    done = doctor(tmp_path, app(source))
+    assert done.returncode == 1, done.stdout
+    lines = done.stdout.splitlines()
+    assert not any(line.startswith("  ok    key") for line in lines), done.stdout
+    assert "  FAIL  provider: 'judge' names no provider, so no key can be looked up" in done.stdout
+    assert "fix: write the model as provider/name: openai/judge for an OpenAI-compatible server" in done.stdout
+    assert "Provider List" not in done.stdout + done.stderr  # litellm's own print kept out of the report
+    assert server.settings.counts["judge"] == 0

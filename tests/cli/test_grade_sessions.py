@@ -157,3 +157,33 @@ def test_grade_sessions_requires_the_db_and_the_criteria(missing, capsys):
     i = argv.index(missing)
     with pytest.raises(SystemExit):
         main(argv[:i] + argv[i + 2:])
+
+
+def test_an_agent_id_that_matches_nothing_fails_and_lists_the_agents_there(capsys, server, tmp_path):
+    """A typo in --agent-id graded nothing and said "graded 0 session(s)", exit 0: it now exits 1
+    naming the agents (or teams) the db holds sessions of, and the flag to use for a team's id."""
+    from agno.db.sqlite import SqliteDb
+
+    path = tmp_path / "agno.db"
+    db = SqliteDb(db_file=str(path))
+    converse(Agent(model=model(server), db=db, id="support-bot", telemetry=False), "s1", 1)
+    converse(Agent(model=model(server), db=db, id="sales-bot", telemetry=False), "s2", 1)
+    converse(Agent(model=model(server), db=db, id="sales-bot", telemetry=False), "s3", 1)
+    Team(members=[Agent(model=model(server), telemetry=False)], model=model(server), db=db, id="desk",
+         telemetry=False).run("hi", session_id="t1")
+    store = str(tmp_path / "evals.db")
+    url = f"sqlite:///{path}"
+
+    code, out = grade(capsys, server, url, store, "--agent-id", "suport-bot")
+    assert code == 1 and "graded" not in out
+    assert "--agent-id 'suport-bot' matches no agent session" in out
+    assert "'sales-bot' (2 session(s)), 'support-bot' (1 session(s))" in out
+
+    code, out = grade(capsys, server, url, store, "--agent-id", "desk")
+    assert code == 1 and "it is the id of a team: pass --team-id desk" in out
+    code, out = grade(capsys, server, url, store, "--team-id", "nobody")
+    assert code == 1 and "the teams there are: 'desk' (1 session(s))" in out
+
+    code, out = grade(capsys, server, url, store, "--agent-id", "support-bot", "--since", "2099-01-01T00:00:00")
+    assert code == 0 and "graded 0 session(s)" in out  # a known agent whose sessions --since leaves out
+    assert session_records(store) == {}

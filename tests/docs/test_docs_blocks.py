@@ -11,6 +11,11 @@ with the `judgehooks` command on PATH. A block that cannot run here carries
 reason; ``<!-- docs-test: continue -->`` runs a block after the previous one of its page, in the
 same directory (and, for consecutive python blocks, the same namespace). How to mark a block:
 tests/README.md.
+
+This environment has every extra; a reader has what the README's install and the page's own
+`pip install` lines gave them. So python blocks import only what those install (any other module is
+refused as not installed: tests/_installs.py), and every block's imports, skipped blocks' and the
+examples' included, are imported that way too.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 import pytest
 from _docblocks import ROOT, Block, MarkerError, all_blocks, blocks_of, chains
+from _installs import Installs, closure, imported, installs_named, provider, readme_installs, uncovered, visibility
 
 from judgehooks.testing import StubLLMServer
 
@@ -70,11 +76,15 @@ class Forker:
             self._replies.put(line.strip())
         self._replies.put("")
 
-    def run(self, blocks: list[Block], cwd: Path, out: Path, env: dict[str, str | None]) -> int:
-        """Run `blocks` in one fresh process; its exit status (a negative signal number if killed)."""
+    def run(self, blocks: list[Block], cwd: Path, out: Path, env: dict[str, str | None],
+            installs: Installs | None = None) -> int:
+        """Run `blocks` in one fresh process, where only what `installs` installs can be imported
+        (None: everything here); its exit status (a negative signal number if killed)."""
         assert self.proc.stdin is not None
         request = {"cwd": str(cwd), "out": str(out), "env": env,
                    "blocks": [{"path": str(ROOT / b.path), "line": b.line, "code": b.code} for b in blocks]}
+        if installs is not None:
+            request |= {"hide": visibility(closure(installs)), "installs": f"`pip install {installs.describe()}`"}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         pid = json.loads(self._replies.get(timeout=TIMEOUT))["pid"]
@@ -117,9 +127,15 @@ def run_shell(block: Block, cwd: Path, out: Path, env: dict[str, str]) -> int:
     return done.returncode
 
 
+def page_installs(path: str) -> Installs:
+    """What a reader of the page at `path` installed: the README's install and the page's own lines."""
+    page = ROOT / path
+    return readme_installs() | (installs_named(page.read_text()) if page.is_relative_to(ROOT) else readme_installs())
+
+
 def run_chain(chain: list[Block], forker: Forker, server: StubLLMServer, tmp_path: Path) -> tuple[str, str]:
-    """Run a group of blocks in order in one empty directory; (the output, the failing block's
-    file:line or "")."""
+    """Run a group of blocks in order in one empty directory, python blocks with only the packages
+    their page's reader installed; (the output, the failing block's file:line or "")."""
     cwd, home, out = tmp_path / "work", tmp_path / "home", tmp_path / "output.txt"
     cwd.mkdir()
     home.mkdir()
@@ -136,7 +152,7 @@ def run_chain(chain: list[Block], forker: Forker, server: StubLLMServer, tmp_pat
             j = i
             while j < len(chain) and chain[j].kind == "python":
                 j += 1
-            status = forker.run(chain[i:j], cwd, out, per_run)
+            status = forker.run(chain[i:j], cwd, out, per_run, page_installs(chain[i].path))
             if status != 0:
                 return out.read_text(), failing_block(chain[i:j], out.read_text())
             i = j
@@ -180,6 +196,68 @@ def test_docs_block_runs_as_written(chain: list[Block], forker: Forker, server: 
     troubles = [line for line in output.splitlines() if "Traceback (most recent call last)" in line
                 or "level='error'" in line or line.startswith("Exception ignored")]
     assert troubles == [], f"{chain_id(chain)} ran, but printed trouble:\n{output[-6000:]}"
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+PAGES = sorted({b.path for b in BLOCKS if b.kind == "python"})
+
+
+def example_row(script: str) -> str:
+    """The line of docs/examples.md that lists `script`: what its reader installs, besides the README."""
+    rows = [line for line in (ROOT / "docs" / "examples.md").read_text().splitlines()
+            if re.search(rf"`python examples/{re.escape(script)}\b", line)]
+    assert rows, f"docs/examples.md does not list examples/{script}"
+    return rows[0]
+
+
+def check_imports(sources: list[tuple[str, int, str]], installs: Installs, forker: Forker, tmp_path: Path) -> None:
+    """Every import of `sources` ((file, line before the code, code)) is of a package `installs`
+    installs, directly (read with ast) and in what importing it loads (imported in a child where
+    nothing else is)."""
+    have = closure(installs)
+    direct = [f"{path}:{start + line} imports {module} ({dist})" for path, start, code in sources
+              for module, line, dist in uncovered(code, have)]
+    assert direct == [], (f"the reader installed {installs.describe()} (the README's install and the `pip install` "
+                          "lines of the page, or of the example's row on docs/examples.md), which does not bring:\n"
+                          + "\n".join(direct)
+                          + "\nname it in a `pip install` line on the page, or put it in the right extra")
+    modules = sorted({module for _, _, code in sources for module, _ in imported(code) if provider(module) is not None})
+    code = "import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules)
+    (tmp_path / "work").mkdir(parents=True)
+    out = tmp_path / "output.txt"
+    status = forker.run([Block(sources[0][0], 0, "python", code)], tmp_path / "work", out, {}, installs)
+    assert status == 0, (f"importing what {sources[0][0]} imports needs more than {installs.describe()}:\n"
+                         + out.read_text()[-1500:])
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_import_of_a_page_is_installed_by_the_readme_or_the_page(page: str, forker: Forker,
+                                                                       tmp_path: Path) -> None:
+    """Skipped blocks too: a reader pastes them as well."""
+    sources = [(b.path, b.line, b.code) for b in BLOCKS if b.path == page and b.kind == "python"]
+    check_imports(sources, page_installs(page), forker, tmp_path)
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_every_import_of_an_example_is_installed_by_the_readme_or_its_row_on_the_examples_page(
+        script: Path, forker: Forker, tmp_path: Path) -> None:
+    installs = readme_installs() | installs_named(example_row(script.name))
+    check_imports([(f"examples/{script.name}", 0, script.read_text())], installs, forker, tmp_path)
+
+
+def test_the_install_check_sees_what_a_page_does_not_name(forker: Forker, tmp_path: Path) -> None:
+    """It can fail: fastapi imported directly, and fastapi again through agno.os (AgentOS), comes with
+    no install of the README's; a page's line naming it counts; the suite's `dev` extra never does."""
+    block = "from fastapi import FastAPI\nimport judgehooks\nimport json\nimport myapp.evals\n"
+    assert [(m, d) for m, _, d in uncovered(block, closure(readme_installs()))] == [("fastapi", "fastapi")]
+    named = readme_installs() | installs_named("Install it: `pip install 'judgehooks[ui]' fastapi`.")
+    assert uncovered(block, closure(named)) == []
+    assert uncovered("from pydantic_evals import Dataset\n", closure(installs_named("pip install -e '.[dev]'")))
+    agentos = [("page.md", 3, "from agno.os import AgentOS\n")]
+    assert uncovered(agentos[0][2], closure(readme_installs())) == []  # agno is installed: only importing it tells
+    with pytest.raises(AssertionError, match="fastapi is not installed by `pip install judgehooks"):
+        check_imports(agentos, readme_installs(), forker, tmp_path / "a")
+    check_imports(agentos, readme_installs() | installs_named("pip install 'agno[os]'"), forker, tmp_path / "b")
 
 
 def test_every_block_names_its_language() -> None:
