@@ -20,7 +20,7 @@ from .._base.record import STATUSES, EvalRecord
 from .._base.when import parse_when
 from ..stores._base import RecordFilter, Store
 from ..stores._browse import Browse, Bucket, Tally, for_page, page, pass_rates, tallies
-from ..stores._human import alabel
+from ..stores._human import FAIL_KEY, PASS_KEY, SKIP_KEY, alabel
 from .chart import chart
 from .guard import CSRF_FIELD, csrf_token, read_form, set_csrf_cookie
 from .site import Site
@@ -247,7 +247,8 @@ class Pages:
         token, new = csrf_token(request)
         response = self.site.render(request, "review.html", record=record, csrf=token, csrf_field=CSRF_FIELD,
                                     reviewer=self.site.reviewer, queue=",".join(kinds), skip=",".join(skipped),
-                                    labelled=len(done), evaluator=evaluator)
+                                    labelled=len(done), evaluator=evaluator,
+                                    keys={"pass": PASS_KEY, "fail": FAIL_KEY, "skip": SKIP_KEY})
         if new:
             set_csrf_cookie(response, request, token)
         return response

@@ -245,6 +245,18 @@ def test_review_pass_and_fail_store_labels_and_move_on(seeded):
     assert labels[second].passed is True and labels[second].note is None
 
 
+def test_the_review_page_takes_the_keys_judgehooks_review_takes(seeded):
+    from judgehooks._cli.review import HELP
+
+    html = client(seeded, reviewer="ana").get("/review").text
+    buttons = dict(re.findall(r'<button type="submit" name="verdict" value="(\w+)" data-key="(\w)"', html))
+    assert buttons == {"pass": "p", "fail": "f", "skip": "n"}
+    hint = re.search(r"Keys: (.*?) \(as in <code>judgehooks review</code>\)", html).group(1)
+    assert re.sub(r"</?kbd>", "", hint) == "p pass, f fail, n skip"
+    for verdict, key in buttons.items():  # the terminal's help names the same key for the same verdict
+        assert f"{key} = {verdict}" in HELP
+
+
 def test_the_review_queue_ends_when_every_record_is_labelled(tmp_path):
     store = MemoryStore()
     runtime.call(store.write, [hostile_record()])
