@@ -197,13 +197,8 @@ class Pages:
         if not found:
             raise HTTPException(404, "No record of this session in the store.")
         graded = [r for r in found if r.scope == "session"]
-        turns: dict[str, list[EvalRecord]] = {}
-        for record in reversed(found):  # oldest first
-            if record.scope == "run":
-                turns.setdefault(record.run_id or "", []).append(record)
-        order = [run for r in graded for run in r.run_ids]
-        ordered = [(run, turns.pop(run)) for run in dict.fromkeys(order) if run in turns] + list(turns.items())
-        return self.site.render(request, "session.html", session_id=session_id, graded=graded, turns=ordered)
+        return self.site.render(request, "session.html", session_id=session_id, graded=graded,
+                                turns=_turns(found, graded))
 
     # ---- calibration ------------------------------------------------------------------------
 
@@ -307,6 +302,29 @@ def _skipped(text: str) -> list[str]:
     if any(len(i) > 200 for i in ids):
         raise BadRequest("skip holds record ids")
     return ids
+
+
+def _turns(found: list[EvalRecord], graded: list[EvalRecord]) -> list[dict[str, Any]]:
+    """The session's turns in order: each run its session verdicts covered (oldest window first),
+    then any other run with records, each with its input and output where a record keeps them (a
+    run record keeps its own; a session record its first turn's input and its last turn's output)
+    and its run records."""
+    runs: dict[str, list[EvalRecord]] = {}
+    for record in reversed(found):  # oldest first
+        if record.scope == "run":
+            runs.setdefault(record.run_id or "", []).append(record)
+    turns: dict[str, dict[str, Any]] = {}
+    for window in reversed(graded):  # oldest first
+        for i, run in enumerate(window.run_ids):
+            turn = turns.setdefault(run, {"run": run, "input": None, "output": None, "records": []})
+            if i == 0:
+                turn["input"] = window.input
+            if i == len(window.run_ids) - 1:
+                turn["output"] = window.output
+    for run, records in runs.items():
+        turn = turns.setdefault(run, {"run": run, "input": None, "output": None, "records": []})
+        turn.update(input=records[0].input, output=records[0].output, records=records)
+    return list(turns.values())
 
 
 def _tool_calls(record: EvalRecord) -> Any:

@@ -203,6 +203,29 @@ def test_a_session_page_shows_its_verdict_and_turns_in_order(seeded):
     assert "sess-1" in client(seeded).get("/sessions").text
 
 
+def test_a_session_graded_only_by_a_session_judge_shows_its_turns_from_its_record(server, make_agent, tmp_path):
+    import judgehooks
+    from judgehooks import SessionJudge, SQLiteStore
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    judge = SessionJudge(criteria="Helps the user.", model="openai/judge", api_base=server.base_url, api_key="k",
+                         store=store, outbox=str(tmp_path / "outbox.db"), idle_after=600, timeout=30)
+    agent = make_agent(judge)
+    runs = [agent.run(f"question {i}", session_id="only-sessions") for i in range(3)]
+    [record] = judgehooks.end_session("only-sessions")
+    assert store.query_sync(limit=None) == [record]  # no run record: the session verdict is all there is
+    html = client(store).get("/sessions/only-sessions").text
+    turns = re.findall(r'<section class="turn">\s*<h3>turn (\d) <span class="mono">([^<]+)</span></h3>(.*?)</section>',
+                       html, re.S)
+    assert [(n, run) for n, run, _ in turns] == [(str(i + 1), r.run_id) for i, r in enumerate(runs)]
+    shown = [{part: unescape(text) for part, text in re.findall(r'<pre class="text (input|output)">(.*?)</pre>', body,
+                                                                    re.S)} for _, _, body in turns]
+    assert shown == [{"input": "question 0"}, {}, {"output": runs[-1].content}]  # what the session record keeps
+    notes = [re.findall(r'<p class="note unkept">(This turn.*?) not in the store', body) for _, _, body in turns]
+    assert notes == [["This turn's answer is"], ["This turn's input and answer are"], ["This turn's input is"]]
+    store.close()
+
+
 def test_calibration_shows_kappa_its_interval_the_matrix_and_the_corrected_rate(seeded):
     for i in range(32):  # people agree with the judge on helpful v1 but for four records
         judge_passed = i % 2 == 0
