@@ -2,17 +2,20 @@
 
     python benchmarks/bench_ui.py            # 100,000 records (~1-2 minutes to seed)
     python benchmarks/bench_ui.py --quick    # 10,000 records
+    python benchmarks/bench_ui.py --jsonl 1000,10000,100000   # a JSONL store of each size instead
 
 Each page is fetched through the whole app (routing, the store's SQL, the templates) in this process,
 several times; the table gives the median and the range. SQLite always; PostgreSQL with
 $JUDGEHOOKS_TEST_POSTGRES_DSN, else a private server started here (stopped at the end), else skipped.
-Goal: every page under 300 ms on SQLite. Not a test.
+Goal: every page under 300 ms on SQLite. With --jsonl, the same pages on a JsonlStore of each size
+(a page reads its whole file once), with the peak memory of the process: where JSONL stops. Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -27,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from judgehooks import EvalRecord, PostgresStore, SQLiteStore  # noqa: E402
+from judgehooks import EvalRecord, JsonlStore, PostgresStore, SQLiteStore  # noqa: E402
 from judgehooks._runtime import runtime  # noqa: E402
 from judgehooks.ui import app  # noqa: E402
 
@@ -87,11 +90,27 @@ def measure(name: str, store: object, n: int, repeats: int) -> list[list[object]
     return rows
 
 
+def jsonl(sizes: list[int], repeats: int) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            store = JsonlStore(os.path.join(folder, f"evals-{n}.jsonl"))
+            seed(store, records(n, datetime.now(UTC)))
+            rows += [[*row, f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"]
+                     for row in measure("JSONL", store, n, repeats)]
+    table(f"judgehooks ui page times on a JSONL store (ms, median of {repeats}; peak MB of the process so far)",
+          ["store", "records", "page", "ms", "range", "< 300 ms", "peak MB"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10,000 records instead of 100,000")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--jsonl", metavar="SIZES", help="time a JSONL store of each size (comma-separated) instead")
     args = parser.parse_args()
+    if args.jsonl:
+        jsonl([int(n) for n in args.jsonl.split(",")], args.repeats)
+        return
     n = 10_000 if args.quick else 100_000
     recs = records(n, datetime.now(UTC))
     rows = []

@@ -4,9 +4,11 @@
 
 `PII` masks emails, phone numbers, card numbers (Luhn-checked, written with spaces, dashes or dots),
 IBANs (mod-97-checked), API keys and other credentials (vendor key prefixes, ``Authorization``
-values, ``password=`` / ``api_key=`` / ``*_access_key=`` assignments, the password in a URL's
-``user:password@``, PEM private keys) and JWTs with labelled placeholders (``[EMAIL]``, ``[PHONE]``,
-``[CARD]``, ``[IBAN]``, ``[API_KEY]``, ``[PRIVATE_KEY]``, ``[JWT]``). Its patterns run in linear
+values, ``password=`` / ``api_key=`` / ``token=`` / ``*_access_key=`` assignments, the password in
+a URL's ``user:password@``, PEM private keys, an AWS secret access key standing alone) and JWTs
+with labelled placeholders (``[EMAIL]``, ``[PHONE]``, ``[CARD]``, ``[IBAN]``, ``[API_KEY]``,
+``[PRIVATE_KEY]``, ``[JWT]``). Numbers are found in any script's digits and in full-width forms
+(``４１１１ １１１１ …``), read as ASCII one character for one. Its patterns run in linear
 time on hostile text: a match can start only where a run of the characters it is made of starts (a
 lookbehind), and every quantifier is either bounded or runs over characters its neighbour cannot
 match, so no input makes the engine retry a stretch twice over. `Presidio` adapts Microsoft
@@ -16,6 +18,7 @@ Presidio's analyzer (the ``pii`` extra) for named entities.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -37,11 +40,16 @@ _API_KEYS = tuple(re.compile(rf"{prefix}(?<![{_TOKEN}]{prefix}){rest}") for pref
     ("glpat-", rf"[{_TOKEN}]{{20,}}"), ("xox", r"[abposr]-[A-Za-z0-9\-]{10,}"), ("AKIA", "[0-9A-Z]{16}(?![0-9A-Z])"),
     ("AIza", rf"[{_TOKEN}]{{35}}"), ("hf_", "[A-Za-z0-9]{30,}")))
 _BEARER = re.compile(rf"Bearer [{_TOKEN}.~+/]{{16,}}=*")
+# An AWS secret access key has no prefix: 40 characters of base64 standing alone (not inside a
+# longer run, nor joined by _ or - to one). `_random_40` then wants both cases and a digit, which a
+# git hash (hex, one case), a word or a number never has.
+_B64 = "A-Za-z0-9/+"
+_AWS_SECRET = re.compile(rf"[{_B64}](?<![{_B64}_\-][{_B64}])[{_B64}]{{39}}(?![{_B64}=_\-])")
 # The value of an api_key / secret / token / password assignment (the name is kept), found from
 # its ':' or '=' with the name looked for in the 24 characters before it.
 _SEPARATOR = re.compile(r"[:=]")
 _KEY_NAME = re.compile(r"(?i:api[_-]?key|secret|access[_-]?token|auth[_-]?token|password|passwd|access[_-]?key"
-                       r"|private[_-]?key|authorization)[\"']?[ \t]{0,3}\Z")
+                       r"|private[_-]?key|authorization|token)[\"']?[ \t]{0,3}\Z")
 # An Authorization value's scheme word is kept: `Authorization: Basic [API_KEY]`.
 _VALUE = re.compile(r"[ \t]{0,3}[\"']?(?:(?:Basic|Bearer|Token|Digest)[ \t]{1,3})?([^\s\"',;]{8,})")
 _ASSIGNED_HINTS = ("key", "secret", "token", "pass", "auth")
@@ -64,7 +72,12 @@ _PHONES = tuple(re.compile(p) for p in (
     r"[2-9](?<![\w+][2-9])[0-9]{2}[ .\-][2-9][0-9]{2}[ .\-][0-9]{4}(?![0-9])",  # 212-555-0182
     r"0(?<![\w+]0)[1-9][0-9]{0,3}[ /.\-][0-9]{2,4}(?:[ .\-]?[0-9]{2,4}){1,3}(?![0-9])",  # national: 030 1234567
 ))
-_DIGIT = re.compile(r"[0-9]")
+# Any script's decimal digit (\d on text is Unicode's Nd), full-width ASCII (U+FF01-FF5E), and the
+# spaces and dashes numbers are written with: each read as its ASCII character, one for one, so a
+# match in the folded text is the same span of the original. Only the number kinds look at them.
+_FOLDABLE = re.compile("(?![0-9])\\d|[\uff01-\uff5e\u00a0\u2007\u2009\u202f\u3000\u2010-\u2013\u2212]")
+_SPACES, _DASHES = "\u00a0\u2007\u2009\u202f\u3000", "\u2010\u2011\u2012\u2013\u2212"
+_DIGIT = re.compile(r"\d")
 
 
 def luhn_valid(digits: str) -> bool:
@@ -123,24 +136,57 @@ _IBAN_LENGTHS = dict(
 )
 
 
-def _checked(label: str, strip: str, longest: Callable[[str], int]) -> Callable[[re.Match[str]], str]:
-    """Masks the longest prefix of a candidate whose characters (separators in `strip` left out) pass
-    its check: a card number followed by an expiry date, or an IBAN by a word, is still found."""
+def _fold(text: str) -> str:
+    """`text` with other digits, full-width forms, spaces and dashes as ASCII, one character for one."""
+    if text.isascii():
+        return text
+    folds = {ord(ch): _ascii_of(ch) for ch in set(text) if not ch.isascii() and _FOLDABLE.match(ch)}
+    return text.translate(folds) if folds else text  # the distinct characters found, then one C-level pass
+
+
+def _ascii_of(ch: str) -> str:
+    if "\uff01" <= ch <= "\uff5e":
+        return chr(ord(ch) - 0xFEE0)
+    if ch in _SPACES:
+        return " "
+    return "-" if ch in _DASHES else str(unicodedata.decimal(ch))
+
+
+#: how much of a candidate to mask, from its start: 0 for none (it failed its check)
+Measure = Callable[[str], int]
+
+
+#: a number kind's text and its `_fold`, masked alike (a placeholder is ASCII: it folds to itself)
+Folded = tuple[str, str]
+
+
+def _mask(pattern: re.Pattern[str], label: str, measure: Measure, texts: Folded) -> Folded:
+    """Each match of `pattern` in the folded text masked as ``[label]`` for the length `measure`
+    gives, in both texts: ``４１１１ …`` is a card number as ``4111 …`` is."""
+    text, seen = texts
+    parts, folded, at = [], [], 0
+    for match in pattern.finditer(seen):
+        n = measure(match.group())
+        if n:
+            parts += [text[at:match.start()], f"[{label}]"]
+            folded += [seen[at:match.start()], f"[{label}]"]
+            at = match.start() + n
+    if not parts:
+        return texts
+    return "".join(parts) + text[at:], "".join(folded) + seen[at:]
+
+
+def _checked(strip: str, longest: Callable[[str], int]) -> Measure:
+    """The longest prefix of a candidate whose characters (separators in `strip` left out) pass its
+    check: a card number followed by an expiry date, or an IBAN by a word, is still found."""
 
     removed = str.maketrans("", "", strip)
 
-    def replace(match: re.Match[str]) -> str:
-        text = match.group()
-        bare = text.translate(removed)
-        n = longest(bare)
-        if not n:
-            return text
-        if n == len(bare):
-            return f"[{label}]"
-        end = [i for i, ch in enumerate(text) if ch not in strip][n - 1] + 1  # where the n-th character ends
-        return f"[{label}]" + text[end:]
+    def measure(text: str) -> int:
+        n = longest(text.translate(removed))
+        return n and [i for i, ch in enumerate(text) if ch not in strip][n - 1] + 1  # where the n-th one ends
 
-    return replace
+    return measure
 
 
 class PIIRedactor:
@@ -156,23 +202,29 @@ class PIIRedactor:
             raise ValueError(f"unknown PII kind(s) {unknown}: choose from {', '.join(KINDS)}")
         self.kinds = tuple(k for k in KINDS if k in kinds) if kinds else KINDS
         self.name = "PII" if self.kinds == KINDS else f"PII({','.join(self.kinds)})"
-        every: dict[str, Callable[[str], str]] = {
+        words: dict[str, Callable[[str], str]] = {
             "jwt": lambda text: _JWT.sub("[JWT]", text) if "eyJ" in text else text,
             "api_key": _api_keys,
             "email": _emails,
-            "iban": lambda text: _IBAN.sub(_checked("IBAN", " ", _longest_iban), text),
-            "card": lambda text: _CARD.sub(_checked("CARD", " -.", _longest_luhn), text),
+        }
+        numbers: dict[str, Callable[[Folded], Folded]] = {
+            "iban": lambda texts: _mask(_IBAN, "IBAN", _checked(" ", _longest_iban), texts),
+            "card": lambda texts: _mask(_CARD, "CARD", _checked(" -.", _longest_luhn), texts),
             "phone": _phones,
         }
-        self._steps = [every[k] for k in self.kinds]
+        self._words = [words[k] for k in self.kinds if k in words]
+        self._numbers = [numbers[k] for k in self.kinds if k in numbers]  # after the words, as in KINDS
 
     def __call__(self, text: str) -> str:
         if not isinstance(text, str):
             raise TypeError(f"a redactor takes text, got {type(text).__name__}")
-        digits = _DIGIT.search(text) is not None  # iban, card and phone need one: prose without is skipped
-        for kind, step in zip(self.kinds, self._steps, strict=True):
-            if digits or kind not in ("iban", "card", "phone"):
-                text = step(text)
+        for step in self._words:
+            text = step(text)
+        if self._numbers and _DIGIT.search(text) is not None:  # iban, card and phone need one
+            texts = text, _fold(text)  # folded once, then masked alike
+            for number in self._numbers:
+                texts = number(texts)
+            text = texts[0]
         return text
 
     def __repr__(self) -> str:
@@ -188,28 +240,44 @@ def _api_keys(text: str) -> str:
         text = _assigned(text)
     for pattern in _API_KEYS:
         text = pattern.sub("[API_KEY]", text)
+    text = _AWS_SECRET.sub(lambda m: "[API_KEY]" if _random_40(m.group()) else m.group(), text)
     return _BEARER.sub("Bearer [API_KEY]", text) if "Bearer " in text else text
 
 
+def _random_40(text: str) -> bool:
+    """Whether 40 base64 characters look drawn at random, as a secret is: both cases and a digit,
+    and not many of / and + (a path of words has them every few characters)."""
+    return (any(ch.isupper() for ch in text) and any(ch.islower() for ch in text)
+            and any(ch.isdigit() for ch in text) and text.count("/") + text.count("+") <= 5)
+
+
 def _assigned(text: str) -> str:
-    parts, at = [], 0
+    parts, at, kept = [], 0, 0  # kept: the end of a value left as it was (its separators are not names' ends)
     for separator in _SEPARATOR.finditer(text):
         i = separator.start()
-        name = None if i < at else _KEY_NAME.search(text, max(at, i - 24), i)
+        name = None if i < max(at, kept) else _KEY_NAME.search(text, max(at, i - 24), i)
         if name is None or (name.start() > 0 and text[name.start() - 1].isascii() and text[name.start() - 1].isalnum()):
             continue
         value = _VALUE.match(text, i + 1)
-        if value is not None:
-            parts += [text[at:value.start(1)], "[API_KEY]"]
-            at = value.end(1)
+        if value is None:
+            continue
+        if name.group().rstrip("\"' \t").lower() == "token" and text[i] == ":" and not _mixed(value.group(1)):
+            kept = value.end(1)  # prose says "token: ..." too: after a bare `token:`, only letters with digits
+            continue
+        parts += [text[at:value.start(1)], "[API_KEY]"]
+        at = value.end(1)
     parts.append(text[at:])
     return "".join(parts)
 
 
-def _phones(text: str) -> str:
+def _mixed(text: str) -> bool:
+    return any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text)
+
+
+def _phones(texts: Folded) -> Folded:
     for pattern in _PHONES:
-        text = pattern.sub(_phone, text)
-    return text
+        texts = _mask(pattern, "PHONE", _phone, texts)
+    return texts
 
 
 def _emails(text: str) -> str:
@@ -228,12 +296,11 @@ def _emails(text: str) -> str:
     return "".join(parts)
 
 
-def _phone(match: re.Match[str]) -> str:
+def _phone(text: str) -> int:
     """A phone has 7-15 digits written with + or 00, else at least 9 (so 01.02.2026 is a date)."""
-    text = match.group()
     digits = sum(ch.isdigit() for ch in text)
     international = text.startswith(("+", "00"))
-    return "[PHONE]" if (7 if international else 9) <= digits <= (17 if international else 15) else text
+    return len(text) if (7 if international else 9) <= digits <= (17 if international else 15) else 0
 
 
 #: every kind `PIIRedactor` knows: ``redact=judgehooks.redact.PII``

@@ -1,4 +1,6 @@
-"""Review records one at a time (failed, borderline or sampled) and label them: agree, disagree, score, skip."""
+"""Review records one at a time (failed, borderline or sampled) and label them: pass, fail, score, skip.
+
+The keys are the web app's review page's (`stores._human` holds them), with a score and quit besides."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any, TextIO
 from .._base.label import Label
 from .._base.record import EvalRecord
 from ..stores._base import iter_records
-from ..stores._human import default_reviewer
+from ..stores._human import FAIL_KEY, OLD_KEYS, PASS_KEY, QUIT_KEY, SCORE_KEY, SKIP_KEY, default_reviewer
 from .common import (
     CommandError,
     add_filter_arguments,
@@ -29,11 +31,14 @@ from .terminal import say
 QUEUES = ("failed", "borderline", "sample")
 #: how much of a run's input and output is shown, in characters
 SHOWN = 1500
-HELP = ("keys: a = agree with the judge, d = disagree, s N = your score N, k = skip, q = quit; "
-        "text after a, d or s N is kept as a note")
+HELP = (f"keys: {PASS_KEY} = pass, {FAIL_KEY} = fail, {SCORE_KEY} N = your score N, {SKIP_KEY} = skip, "
+        f"{QUIT_KEY} = quit; text after {PASS_KEY}, {FAIL_KEY} or {SCORE_KEY} N is kept as a note (the keys of the "
+        "web page's review; the older a = agree with the judge, d = disagree and k = skip still work)")
+PROMPT = f"{PASS_KEY}/{FAIL_KEY}/{SCORE_KEY} N/{SKIP_KEY}/{QUIT_KEY}> "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = HELP
     add_store_argument(parser)
     add_filter_arguments(parser)
     parser.add_argument("--queue", default="failed,borderline", metavar="KINDS",
@@ -133,22 +138,24 @@ def _indent(text: str) -> str:
 def ask(record: EvalRecord, reviewer: str, stdin: TextIO) -> Label | str | None:
     """Read keys until one is understood: a Label, None (skip) or "quit" (also at the end of input)."""
     while True:
-        say("a/d/s N/k/q> ", one_line=True)
+        say(PROMPT, one_line=True)
         line = stdin.readline()
         if not line:
             return "quit"
         key, _, rest = line.strip().partition(" ")
         note = rest.strip() or None
-        if key in ("a", "d"):
-            agrees = key == "a"
+        if key in (PASS_KEY, FAIL_KEY):
+            return Label(record_id=record.id, reviewer=reviewer, passed=key == PASS_KEY, note=note)
+        if OLD_KEYS.get(key) in ("agree", "disagree"):
+            agrees = OLD_KEYS[key] == "agree"
             return Label(record_id=record.id, reviewer=reviewer, passed=record.passed if agrees else not record.passed,
                          note=note)
-        if key == "s":
+        if key == SCORE_KEY:
             number, _, note_text = rest.strip().partition(" ")
             try:
                 score = float(number)
             except ValueError:
-                say(f"  s needs a number, e.g. 's 7': got {number!r}", one_line=True)
+                say(f"  {SCORE_KEY} needs a number, e.g. '{SCORE_KEY} 7': got {number!r}", one_line=True)
                 continue
             passed = None if record.threshold is None else score >= record.threshold
             try:
@@ -157,9 +164,9 @@ def ask(record: EvalRecord, reviewer: str, stdin: TextIO) -> Label | str | None:
             except ValueError as exc:
                 say(f"  {exc}", one_line=True)
                 continue
-        if key == "k":
+        if key == SKIP_KEY or OLD_KEYS.get(key) == "skip":
             return None
-        if key == "q":
+        if key == QUIT_KEY:
             return "quit"
         say(f"  {HELP}", one_line=True)
 

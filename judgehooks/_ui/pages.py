@@ -18,9 +18,9 @@ from .._alerts.calibration import acalibrate_all
 from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
 from .._base.when import parse_when
-from ..stores._base import RecordFilter
-from ..stores._browse import Browse, Bucket, Tally, page, pass_rates, tallies
-from ..stores._human import alabel
+from ..stores._base import RecordFilter, Store
+from ..stores._browse import Browse, Bucket, Tally, for_page, page, pass_rates, tallies
+from ..stores._human import FAIL_KEY, PASS_KEY, SKIP_KEY, alabel
 from .chart import chart
 from .guard import CSRF_FIELD, csrf_token, read_form, set_csrf_cookie
 from .site import Site
@@ -115,7 +115,8 @@ class Pages:
             return self.site.render(request, "overview.html", 400, bad=str(exc), rows=[], charts=[], bucket="auto",
                                     filters=_typed(request, "agent", "evaluator", "since"))
         browse = Browse(RecordFilter(agent_id=agent, evaluator=evaluator, since=since))
-        groups = await tallies(self.site.store, browse)
+        store = await for_page(self.site.store)
+        groups = await tallies(store, browse)
         rows = sorted((_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
         firsts = [t.first for t in groups if t.first]
         lasts = [t.last for t in groups if t.last]
@@ -123,7 +124,7 @@ class Pages:
                                                        <= timedelta(days=3)) else "day"
         step, fmt = (timedelta(hours=1), "%m-%d %H:00") if bucket == "hour" else (timedelta(days=1), "%Y-%m-%d")
         series: dict[str, dict[Any, list[int]]] = {}
-        for name, _, start, n, passed in await pass_rates(self.site.store, browse, bucket) if groups else []:
+        for name, _, start, n, passed in await pass_rates(store, browse, bucket) if groups else []:
             counts = series.setdefault(name, {}).setdefault(start, [0, 0])
             counts[0] += n
             counts[1] += passed
@@ -155,7 +156,7 @@ class Pages:
                                                                       "version", "session", "since"))
         browse = Browse(RecordFilter(agent_id=filters["agent"], evaluator=filters["evaluator"], status=status,
                                      since=since), version=filters["version"], session_id=filters["session"])
-        found = await page(self.site.store, browse, offset=(number - 1) * PAGE, limit=PAGE + 1)
+        found = await page(await for_page(self.site.store), browse, offset=(number - 1) * PAGE, limit=PAGE + 1)
         return self.site.render(request, "records.html", records=found[:PAGE], number=number,
                                 more=len(found) > PAGE, statuses=STATUSES,
                                 filters={**filters, "status": status, "since": request.query_params.get("since", "")})
@@ -184,25 +185,20 @@ class Pages:
         except BadRequest as exc:
             return self.site.render(request, "sessions.html", 400, bad=str(exc), records=[], number=1, more=False,
                                     filters=_typed(request, "since"))
-        found = await page(self.site.store, Browse(RecordFilter(since=since), scope="session"),
+        found = await page(await for_page(self.site.store), Browse(RecordFilter(since=since), scope="session"),
                            offset=(number - 1) * PAGE, limit=PAGE + 1)
         return self.site.render(request, "sessions.html", records=found[:PAGE], number=number,
                                 more=len(found) > PAGE, filters={"since": request.query_params.get("since", "")})
 
     async def session(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        found = await page(self.site.store, Browse(session_id=session_id), limit=1000) if len(session_id) <= 200 \
-            else []
+        found = await page(await for_page(self.site.store), Browse(session_id=session_id), limit=1000) \
+            if len(session_id) <= 200 else []
         if not found:
             raise HTTPException(404, "No record of this session in the store.")
         graded = [r for r in found if r.scope == "session"]
-        turns: dict[str, list[EvalRecord]] = {}
-        for record in reversed(found):  # oldest first
-            if record.scope == "run":
-                turns.setdefault(record.run_id or "", []).append(record)
-        order = [run for r in graded for run in r.run_ids]
-        ordered = [(run, turns.pop(run)) for run in dict.fromkeys(order) if run in turns] + list(turns.items())
-        return self.site.render(request, "session.html", session_id=session_id, graded=graded, turns=ordered)
+        return self.site.render(request, "session.html", session_id=session_id, graded=graded,
+                                turns=_turns(found, graded))
 
     # ---- calibration ------------------------------------------------------------------------
 
@@ -214,7 +210,7 @@ class Pages:
                                     filters=_typed(request, "evaluator"))
         results, problem = [], None
         try:  # one count, the labels and the records they label: never every record once per version
-            results = await acalibrate_all(self.site.store, evaluator=wanted, resamples=1000)
+            results = await acalibrate_all(await for_page(self.site.store), evaluator=wanted, resamples=1000)
         except NotImplementedError as exc:  # a store that keeps no labels
             problem = str(exc)
         return self.site.render(request, "calibration.html", results=results, problem=problem,
@@ -242,21 +238,22 @@ class Pages:
         except NotImplementedError as exc:
             return self.site.render(request, "message.html", 400, title="This store keeps no labels",
                                     message=str(exc))
-        record = await self._next(kinds, done | set(skipped), evaluator)
+        record = await self._next(await for_page(self.site.store), kinds, done | set(skipped), evaluator)
         token, new = csrf_token(request)
         response = self.site.render(request, "review.html", record=record, csrf=token, csrf_field=CSRF_FIELD,
                                     reviewer=self.site.reviewer, queue=",".join(kinds), skip=",".join(skipped),
-                                    labelled=len(done), evaluator=evaluator)
+                                    labelled=len(done), evaluator=evaluator,
+                                    keys={"pass": PASS_KEY, "fail": FAIL_KEY, "skip": SKIP_KEY})
         if new:
             set_csrf_cookie(response, request, token)
         return response
 
-    async def _next(self, kinds: list[str], done: set[str], evaluator: str | None) -> EvalRecord | None:
+    async def _next(self, store: Store, kinds: list[str], done: set[str], evaluator: str | None) -> EvalRecord | None:
         """The first record of the queue that is neither labelled by this reviewer nor skipped."""
         where = RecordFilter(evaluator=evaluator)
         for kind in kinds:
             if kind == "sample":
-                graded = await page(self.site.store, Browse(where, judged=True), limit=SCANNED)
+                graded = await page(store, Browse(where, judged=True), limit=SCANNED)
                 ordered = sorted(graded, key=lambda r: r.id)  # the same store gives the same sample
                 chosen = random.Random(0).sample(ordered, len(ordered))
                 found = next((r for r in chosen if r.id not in done), None)
@@ -265,7 +262,7 @@ class Pages:
                           else Browse(where, judged=True, borderline=1.0))
                 found = None
                 for offset in range(0, SCANNED, 200):
-                    batch = await page(self.site.store, browse, offset=offset, limit=200)
+                    batch = await page(store, browse, offset=offset, limit=200)
                     found = next((r for r in batch if r.id not in done), None)
                     if found or len(batch) < 200:
                         break
@@ -305,6 +302,29 @@ def _skipped(text: str) -> list[str]:
     if any(len(i) > 200 for i in ids):
         raise BadRequest("skip holds record ids")
     return ids
+
+
+def _turns(found: list[EvalRecord], graded: list[EvalRecord]) -> list[dict[str, Any]]:
+    """The session's turns in order: each run its session verdicts covered (oldest window first),
+    then any other run with records, each with its input and output where a record keeps them (a
+    run record keeps its own; a session record its first turn's input and its last turn's output)
+    and its run records."""
+    runs: dict[str, list[EvalRecord]] = {}
+    for record in reversed(found):  # oldest first
+        if record.scope == "run":
+            runs.setdefault(record.run_id or "", []).append(record)
+    turns: dict[str, dict[str, Any]] = {}
+    for window in reversed(graded):  # oldest first
+        for i, run in enumerate(window.run_ids):
+            turn = turns.setdefault(run, {"run": run, "input": None, "output": None, "records": []})
+            if i == 0:
+                turn["input"] = window.input
+            if i == len(window.run_ids) - 1:
+                turn["output"] = window.output
+    for run, records in runs.items():
+        turn = turns.setdefault(run, {"run": run, "input": None, "output": None, "records": []})
+        turn.update(input=records[0].input, output=records[0].output, records=records)
+    return list(turns.values())
 
 
 def _tool_calls(record: EvalRecord) -> Any:

@@ -1,21 +1,25 @@
 """Reading a store for people browsing it (the `judgehooks ui` pages): a page of records under more
 filters than `Store.query` takes, and tallies per agent, evaluator and version or per time bucket.
 SQLite and PostgreSQL compute them in the database (one indexed query each, so a page stays fast on
-a large store); any other store gets the same answer from one pass over its records."""
+a large store); any other store gets the same answer from one pass over its records. A page asks a
+JSONL store through `for_page`: its file read once for the page, however many questions it asks."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import anyio.to_thread
 
+from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
-from ._base import RecordFilter, Store, iter_records
+from ._base import BaseStore, RecordFilter, Store, iter_records
+from ._jsonl import JsonlStore
 from ._postgres import PostgresStore
 from ._postgres import _record as pg_record
 from ._sqlite import TABLE, SQLiteStore, _ts
@@ -103,6 +107,47 @@ GROUPS = ("evaluator", "evaluator_version", "agent_id", "team_id")  # SQLite's o
 _COUNTS = ("COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END)")
+
+
+class Snapshot(BaseStore):
+    """A store's records, read once, newest first, for one page to ask as often as it needs; its
+    labels read and written in the store itself."""
+
+    def __init__(self, store: BaseStore, records: list[EvalRecord]) -> None:
+        self.store = store
+        self.records = records
+        self._by_id = {r.id: r for r in records}
+
+    def __repr__(self) -> str:
+        return repr(self.store)
+
+    async def write(self, records: Sequence[EvalRecord]) -> None:
+        raise NotImplementedError("a page's snapshot of a store is read-only")
+
+    async def _query(self, where: RecordFilter, limit: int | None) -> list[EvalRecord]:
+        return list(itertools.islice((r for r in self.records if where.matches(r)), limit))  # newest first already
+
+    async def _iter_records(self, where: RecordFilter, page_size: int) -> AsyncIterator[EvalRecord]:
+        for record in self.records:
+            if where.matches(record):
+                yield record
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        return [self._by_id[i] for i in set(ids) if i in self._by_id]
+
+    async def read_labels(self) -> list[Label]:
+        return await self.store.read_labels()
+
+    async def write_labels(self, labels: Sequence[Label]) -> None:
+        await self.store.write_labels(labels)
+
+
+async def for_page(store: Store) -> Store:
+    """The store one page asks: a JSONL store's records read once into a `Snapshot` (each of its
+    queries reads the whole file), any other store as it is."""
+    if isinstance(store, JsonlStore):
+        return Snapshot(store, await store.query(limit=None))
+    return store
 
 
 async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50) -> list[EvalRecord]:

@@ -19,6 +19,14 @@ from ._url import default_store
 #: the longest line `import_labels` reads, in characters: one label is a few hundred
 MAX_LINE_CHARS = 65_536
 
+#: The review keys, one set for `judgehooks review` and the web app's review page (one key each).
+PASS_KEY, FAIL_KEY, SKIP_KEY = "p", "f", "n"
+#: `judgehooks review` only (the page has no score field, and no quitting): ``s 7`` labels a score
+SCORE_KEY, QUIT_KEY = "s", "q"
+#: what `judgehooks review` took before the keys were one set, still understood there: agree and
+#: disagree with the judge, and skip
+OLD_KEYS = {"a": "agree", "d": "disagree", "k": "skip"}
+
 
 def default_reviewer() -> str:
     """Who labels when ``by`` is not given: the login name."""

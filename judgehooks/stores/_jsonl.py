@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -31,6 +31,10 @@ class JsonlStore(BaseStore):
 
     Appends are not deduplicated (a re-delivered record may appear twice); `query` returns each
     record id once, the first line written.
+
+    Every read parses the whole file: `query`, `iter_records` (once, however many records it
+    yields) and `records_by_id` each read it once. Fine for checks, tests and small stores; past
+    some ten thousand records, keep them in SQLite and ship the JSONL file for analytics.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, mode: int = PRIVATE) -> None:
@@ -83,6 +87,18 @@ class JsonlStore(BaseStore):
         """Newest first. Reads the whole file: fine for checks and tests; ship the file for analytics."""
         records = await anyio.to_thread.run_sync(self._read)
         return where.select(records, limit)
+
+    async def _iter_records(self, where: RecordFilter, page_size: int) -> AsyncIterator[EvalRecord]:
+        """One read of the file, however many records are wanted: paging through `query` would read
+        the whole file again for every page (quadratic in the file's size)."""
+        for record in await self._query(where, None):
+            yield record
+
+    async def records_by_id(self, ids: Collection[str]) -> list[EvalRecord]:
+        wanted = set(ids)
+        if not wanted:
+            return []
+        return [r for r in await anyio.to_thread.run_sync(self._read) if r.id in wanted]
 
     @property
     def labels_path(self) -> str:

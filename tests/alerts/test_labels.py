@@ -140,20 +140,36 @@ def test_review_is_driven_by_keys_and_shows_hostile_text_escaped(make_judge, tmp
     ]).results
     store.close()
     by_input = {r.input.split()[0]: r for r in records}
-    keys = "x\nd looks right to me\ns nine\ns 6 close call\nk\nq\n"
+    keys = "x\np looks right to me\ns nine\ns 6 close call\nn\nq\n"
     done = cli("review", "--store", str(db), "--by", "ann", stdin=keys)
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout and "\x07" not in done.stdout
     assert "evil \\u001b]0;pwned\\u0007 \\u001b[2J answer\\u202e" in done.stdout
-    assert "keys: a = agree" in done.stdout  # "x" is no key: the help, then the same record again
+    assert "keys: p = pass, f = fail" in done.stdout  # "x" is no key: the help, then the same record again
     assert "s needs a number" in done.stdout
     assert "labelled 2, skipped 1, of 4" in done.stdout  # failed and borderline ones; "fine answer" passed
     kept = {lb.note: lb for lb in runtime.call(SQLiteStore(db).read_labels)}
     assert len([line for line in done.stdout.splitlines() if line.startswith("[")]) == 4  # each once, then q
-    judged = {r.id: r for r in records}
-    disagreed, scored = kept["looks right to me"], kept["close call"]
-    assert disagreed.passed is not judged[disagreed.record_id].passed and disagreed.reviewer == "ann"
+    passed, scored = kept["looks right to me"], kept["close call"]
+    assert passed.passed is True and passed.reviewer == "ann"  # p: pass, whatever the judge said
     assert (scored.score, scored.passed) == (6, False)  # 6 is under the record's threshold 7
     assert by_input["q4"].id not in {lb.record_id for lb in kept.values()}
     again = cli("review", "--store", str(db), "--by", "ann", stdin="q\n")
     assert "2 record(s) to review" in again.stdout  # what ann labelled is not asked again
+
+
+def test_review_keys_are_the_web_pages_p_f_n_and_the_older_a_d_k_still_work(make_judge, tmp_path):
+    db = tmp_path / "evals.db"
+    store = SQLiteStore(db)
+    ev = make_judge(store=store)
+    ev.run(cases=[{"input": f"q{i} [[fail]]", "output": f"answer {i}"} for i in range(6)])
+    store.close()
+    # p pass, f fail, n skip; then a agree (the judge failed it: fail), d disagree (pass), k skip
+    done = cli("review", "--store", str(db), "--by", "ann", stdin="p\nf a note\nn\na\nd\nk\n")
+    assert done.returncode == 0, done.stderr
+    assert "p/f/s N/n/q> " in done.stdout and "labelled 4, skipped 2, of 6" in done.stdout
+    shown = [line.rsplit("record ", 1)[1] for line in done.stdout.splitlines() if line.startswith("[")]
+    kept = {lb.record_id: lb for lb in runtime.call(SQLiteStore(db).read_labels)}
+    assert [kept[i].passed if i in kept else "skipped" for i in shown] == [True, False, "skipped", False, True,
+                                                                          "skipped"]
+    assert kept[shown[1]].note == "a note"

@@ -58,7 +58,7 @@ def test_export_to_a_file_is_exact_json_readable_only_by_its_owner(hostile, tmp_
 
 def test_review_shows_the_reason_indented_so_it_cannot_forge_the_screens_lines(hostile):
     db, _ = hostile
-    done = run_cli("review", "--store", str(db), "--by", "ann", stdin="k\n")
+    done = run_cli("review", "--store", str(db), "--by", "ann", stdin="n\n")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert [line for line in lines if line.startswith("[")] == [next(x for x in lines if x.startswith("[1/1]"))]

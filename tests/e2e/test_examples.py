@@ -209,7 +209,8 @@ def test_redaction_example_keeps_personal_data_out_of_the_store_and_the_judge():
     out = run("redaction.py").stdout
     kept = out[out.index("what the store keeps"):out.index("a redactor that raises")]
     assert "redacted_by='PII'" in kept and "[EMAIL], [PHONE], card [CARD], IBAN [IBAN]" in kept
-    assert "alice.smith" not in kept and "4111" not in kept and "Zq8vN3kLp0" not in kept
+    # the card's groups with their space: "4111" alone turns up in random ids and the judge prompt's nonces
+    assert "alice.smith" not in kept and "4111 1111" not in kept and "Zq8vN3kLp0" not in kept
     assert "a redactor that raises: error (RedactionError), input='', output=''" in out
 
 

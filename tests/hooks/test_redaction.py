@@ -21,8 +21,10 @@ EMAIL, PHONE, CARD = "alice.smith@example.com", "+49 30 1234567", "4111 1111 111
 IBAN, KEY = "DE89 3704 0044 0532 0130 00", "sk-proj-Zq8vN3kLp0RtYw6XbC2dFh"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz"
 SECRETS = (EMAIL, PHONE, CARD, IBAN, KEY, JWT)
-#: fragments none of which may be left anywhere: each secret's distinctive part
-FRAGMENTS = ("alice.smith", "example.com", "1234567", "4111 1111", "3704 0044", "Zq8vN3kLp0", "eyJhbGci", "c2lnbmF0")
+#: fragments none of which may be left anywhere: each secret's distinctive part, never one a random
+#: id, nonce or file byte could hold by chance (digits alone are hex: "1234567" would be, in time)
+FRAGMENTS = ("alice.smith", "example.com", "30 1234567", "4111 1111", "3704 0044", "Zq8vN3kLp0", "eyJhbGci",
+             "c2lnbmF0")
 
 
 def leaks(blob: str | bytes) -> list[str]:
@@ -70,6 +72,38 @@ def test_pii_masks_secrets_in_the_forms_the_third_audit_found_unmasked(text, mas
     assert PII(text) == masked
 
 
+# Audit 4, item 10: three common forms PII missed.
+@pytest.mark.parametrize(("text", "masked"), [
+    ("card ４１１１ １１１１ １１１１ １１１１ exp １２/２６", "card [CARD] exp １２/２６"),  # full-width digits
+    ("カード番号：４１１１\u3000１１１１\u3000１１１１\u3000１１１１です", "カード番号：[CARD]です"),  # and spaces
+    ("card ٤١١١ ١١١١ ١١١١ ١١١١", "card [CARD]"),  # Arabic-Indic digits
+    ("card 4111\u00a01111\u00a01111\u00a01111 ok", "card [CARD] ok"),  # no-break spaces
+    ("電話 ０３－１２３４－５６７８", "電話 [PHONE]"),
+    ("token=abcdef123456 and x", "token=[API_KEY] and x"),
+    ("https://hooks.example/cb?token=Zq8vN3kLp0RtYw6X", "https://hooks.example/cb?token=[API_KEY]"),
+    ('{"token": "abc123def456", "refresh_token": "8f14e45fceea167a"}',
+     '{"token": "[API_KEY]", "refresh_token": "[API_KEY]"}'),
+    ("my secret access key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY.", "my secret access key is [API_KEY]."),
+    ('["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]', '["[API_KEY]", "[API_KEY]"]'),
+])
+def test_pii_masks_full_width_card_numbers_token_assignments_and_bare_aws_secret_keys(text, masked):
+    assert PII(text) == masked
+
+
+@pytest.mark.parametrize("text", [
+    "max_tokens=4096, tokens: 5, token_count=12345678, token: tokenization, the next token: probably",
+    "I spent 1,234 tokens: fine; a token is about four characters",
+    "バージョン３．１１．４、２０２６年１２月４日、注文番号１２３４５６７８",  # full-width version, date and order
+    "カード ４１１１ １１１１ １１１１ １１１２",  # full-width, but fails the Luhn check
+    "commit da39a3ee5e6b4b0d3255bfef95601890afd80709 (DA39A3EE5E6B4B0D3255BFEF95601890AFD80709)",  # hex: one case
+    "ids 123e4567-e89b-12d3-a456-426614174000, fair-hypatia-7b3bc14d, helpful-00001, run_7F3a9c2E8d1B",
+    "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, digest 3q2+7w==",
+    "class AbstractSingletonProxyFactoryBeanImplTest and src/Main/Java/Com/Example/Project2/Model.java",
+])
+def test_pii_leaves_ordinary_text_ids_hashes_and_full_width_numbers_that_are_no_secret(text):
+    assert PII(text) == text
+
+
 @pytest.mark.parametrize("text", [
     "card 4111.1111.1111.1112",  # dots, but fails the Luhn check
     "on 01.02.2026, version 3.11.4, host 192.168.100.200, 3.14159265358979",
@@ -109,6 +143,8 @@ def test_a_redactor_for_some_kinds_masks_only_those_and_unknown_kinds_are_refuse
     "a" * 200_000, "1" * 200_000, "1 " * 100_000, "a@" * 100_000, "x@" + "a." * 100_000, "@a.b" * 50_000,
     "eyJ" * 70_000, "eyJx." * 40_000, "DE89 " * 40_000, "ZZ89 " * 40_000, "+1 " * 70_000, "0 " * 100_000,
     "password=" * 22_000, "sk-" * 70_000, "Bearer " * 30_000, "4111111111111111" * 12_500,
+    "A" * 200_000, "aB3/" * 50_000, "aB3 " * 50_000, "٤" * 200_000, "４ " * 100_000, "token:" * 33_000,
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY " * 5_000, "４１１１－" * 40_000,
 ])
 def test_hostile_200_kb_texts_are_redacted_in_one_pass_each(hostile):
     """Each pattern's match can start only where a run of its characters starts, so these finish in

@@ -3,6 +3,7 @@ Slack markup, huge replies, `../` names, deep or huge JSON lines, and a parent t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from agno.agent import Agent
 from agno.models.openai.like import OpenAILike
 
 from judgehooks import AgentAsJudgeEval, SQLiteStore
+from judgehooks._base.record import record_id
 
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 # What a terminal obeys: C0 but newline, DEL, C1 (8-bit CSI 0x9b, OSC 0x9d), bidi overrides and isolates.
@@ -122,6 +124,9 @@ def test_slack_limits_of_the_test_receiver_are_slacks():
     assert slack_problem({"text": "t", "blocks": [{**section, "text": {"type": "mrkdwn", "text": "ok"}}]}) is None
 
 
+CARD = "4111 1111 1111 1111"
+
+
 def test_webhook_posts_no_raw_input_or_output_unless_asked(make_judge, make_agent):
     from judgehooks import WebhookNotifier
     from judgehooks.testing import WebhookReceiver
@@ -129,15 +134,23 @@ def test_webhook_posts_no_raw_input_or_output_unless_asked(make_judge, make_agen
     with WebhookReceiver() as receiver:
         default = WebhookNotifier(receiver.url)
         chosen = WebhookNotifier(receiver.url, fields=["run_id", "status", "input", "output"])
-        agent = make_agent(make_judge(on_fail=default, on_record=chosen))
-        out = agent.run("my card is 4111 1111 1111 1111 [[fail]]")
+        judge = make_judge(on_fail=default, on_record=chosen)
+        agent = make_agent(judge)
+        # a run whose record id holds "4111", as one did in CI: the check must hold for it too
+        run_id = next(run for i in itertools.count() if "4111" in record_id(
+            judge.evaluator_name, run := f"run-{i}", version=judge.evaluator_version))
+        out = agent.run(f"my card is {CARD} [[fail]]", run_id=run_id)
         assert judgehooks_drain()
         by_keys = {len(body): body for body in receiver.posts}
     small, full = by_keys[5], max(by_keys.values(), key=len)
-    assert "4111" not in json.dumps(full) and "input" not in full and "output" not in full
-    assert full["reason"] == "stub judge says fail" and full["run_id"] == out.run_id
+    assert "input" not in full and "output" not in full
+    # no other field carries the card: the whole number, spaces and all, which no random id can hold
+    # ("4111" alone is in one record id of some thousands: a test looking for it failed in CI)
+    assert [name for name, value in full.items() if CARD in json.dumps(value)] == []
+    assert full["reason"] == "stub judge says fail" and full["run_id"] == out.run_id == run_id
+    assert "4111" in full["id"]
     assert small == {"kind": "evaluation", "run_id": out.run_id, "status": "failed",
-                     "input": "my card is 4111 1111 1111 1111 [[fail]]", "output": out.content}
+                     "input": f"my card is {CARD} [[fail]]", "output": out.content}
 
 
 def test_webhook_fields_must_be_record_fields():

@@ -203,6 +203,29 @@ def test_a_session_page_shows_its_verdict_and_turns_in_order(seeded):
     assert "sess-1" in client(seeded).get("/sessions").text
 
 
+def test_a_session_graded_only_by_a_session_judge_shows_its_turns_from_its_record(server, make_agent, tmp_path):
+    import judgehooks
+    from judgehooks import SessionJudge, SQLiteStore
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    judge = SessionJudge(criteria="Helps the user.", model="openai/judge", api_base=server.base_url, api_key="k",
+                         store=store, outbox=str(tmp_path / "outbox.db"), idle_after=600, timeout=30)
+    agent = make_agent(judge)
+    runs = [agent.run(f"question {i}", session_id="only-sessions") for i in range(3)]
+    [record] = judgehooks.end_session("only-sessions")
+    assert store.query_sync(limit=None) == [record]  # no run record: the session verdict is all there is
+    html = client(store).get("/sessions/only-sessions").text
+    turns = re.findall(r'<section class="turn">\s*<h3>turn (\d) <span class="mono">([^<]+)</span></h3>(.*?)</section>',
+                       html, re.S)
+    assert [(n, run) for n, run, _ in turns] == [(str(i + 1), r.run_id) for i, r in enumerate(runs)]
+    shown = [{part: unescape(text) for part, text in re.findall(r'<pre class="text (input|output)">(.*?)</pre>', body,
+                                                                    re.S)} for _, _, body in turns]
+    assert shown == [{"input": "question 0"}, {}, {"output": runs[-1].content}]  # what the session record keeps
+    notes = [re.findall(r'<p class="note unkept">(This turn.*?) not in the store', body) for _, _, body in turns]
+    assert notes == [["This turn's answer is"], ["This turn's input and answer are"], ["This turn's input is"]]
+    store.close()
+
+
 def test_calibration_shows_kappa_its_interval_the_matrix_and_the_corrected_rate(seeded):
     for i in range(32):  # people agree with the judge on helpful v1 but for four records
         judge_passed = i % 2 == 0
@@ -243,6 +266,18 @@ def test_review_pass_and_fail_store_labels_and_move_on(seeded):
     assert sorted(labels) == sorted([first, second])
     assert labels[first].passed is False and labels[first].note == "really bad" and labels[first].reviewer == "ana"
     assert labels[second].passed is True and labels[second].note is None
+
+
+def test_the_review_page_takes_the_keys_judgehooks_review_takes(seeded):
+    from judgehooks._cli.review import HELP
+
+    html = client(seeded, reviewer="ana").get("/review").text
+    buttons = dict(re.findall(r'<button type="submit" name="verdict" value="(\w+)" data-key="(\w)"', html))
+    assert buttons == {"pass": "p", "fail": "f", "skip": "n"}
+    hint = re.search(r"Keys: (.*?) \(as in <code>judgehooks review</code>\)", html).group(1)
+    assert re.sub(r"</?kbd>", "", hint) == "p pass, f fail, n skip"
+    for verdict, key in buttons.items():  # the terminal's help names the same key for the same verdict
+        assert f"{key} = {verdict}" in HELP
 
 
 def test_the_review_queue_ends_when_every_record_is_labelled(tmp_path):
