@@ -121,6 +121,10 @@ def render(result: OptimizeResult, out: str | None) -> str:
              f"calls: {calls}; cost {spend['cost_usd']} USD"]
     if result.stopped:
         lines.append(f"stopped early: {result.stopped} (the best candidate so far is reported)")
+    if result.echoed:
+        lines.append("echoed from case data: the new instructions hold these verbatim from the cases, their answers "
+                     "or their reasons (text a user may have planted there); check them before you deploy:")
+        lines += [f"  ! {item}" for item in result.echoed]
     if out:
         lines.append(f"wrote the best instructions to {out}")
     diff = result.diff()

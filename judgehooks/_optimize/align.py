@@ -36,7 +36,9 @@ from .._runtime import runtime
 from ..stores import Store
 from ..stores._base import BaseStore, iter_records
 from .cases import MAX_TEXT_CHARS, split
-from .search import Adapter, Candidate, Reflector, Search
+from .echo import echoed
+from .reflect import Reflector
+from .search import Adapter, Candidate, Search
 from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
@@ -116,6 +118,9 @@ class AlignResult:
     history: list[dict[str, Any]]
     stopped: str | None
     spend: dict[str, Any]
+    # lines, links and e-mail addresses of `criteria` taken verbatim from the labelled cases or the judge's
+    # reasons (as `OptimizeResult.echoed`): review these before deploying
+    echoed: list[str] = field(default_factory=list)
     holdout_before: list[dict[str, Any]] = field(default_factory=list, repr=False)
     holdout_after: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
@@ -123,7 +128,7 @@ class AlignResult:
         data = {k: getattr(self, k) for k in (
             "criteria", "original_criteria", "examples", "version_before", "version_after", "kappa_before",
             "kappa_before_ci", "kappa_after", "kappa_after_ci", "agreement_before", "agreement_after", "conclusive",
-            "note", "p_value", "train_size", "holdout_size", "history", "stopped", "spend")}
+            "note", "p_value", "train_size", "holdout_size", "history", "stopped", "spend", "echoed")}
         data["candidates"] = [c.__dict__ for c in self.candidates]
         return data
 
@@ -268,6 +273,7 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     base = guidelines_tuple(evaluator.additional_guidelines)
     original = evaluator.criteria
     judging = _Judging(evaluator, spend, base, concurrency)
+    reflector = Reflector(model, spend)
     before: list[Graded] = []
     after: list[Graded] = []
     stopped: str | None = None
@@ -280,7 +286,7 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
         random.Random(seed).shuffle(wrong)
         examples = [example(g) for g in wrong[:few_shot]]
         judging = _Judging(evaluator, spend, base + tuple(examples), concurrency)
-        search = Search(COMPONENT, original, train, Adapter(COMPONENT, judging.run, _shown), Reflector(model, spend),
+        search = Search(COMPONENT, original, train, Adapter(COMPONENT, judging.run, _shown), reflector,
                         spend, max_metric_calls, seed=seed, run_dir=run_dir)
         stopped = search.run() if spend.stop_reason() is None else spend.stop_reason()
         best = search.best().text
@@ -292,8 +298,11 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     finally:
         runtime.call(model.aclose)
     best = search.best().text if search is not None else original
-    return _result(evaluator, original, best, examples, base, search, before, after, stopped, spend,
-                   len(train), len(held), seed, resamples)
+    result = _result(evaluator, original, best, examples, base, search, before, after, stopped, spend,
+                     len(train), len(held), seed, resamples)
+    data = [text for case in (*train, *held) for text in (case.input, case.output, case.expected, case.note)]
+    result.echoed = echoed(best, original, [*data, *reflector.shown])
+    return result
 
 
 def _result(evaluator: AgentAsJudgeEval, original: str, best: str, examples: list[str], base: tuple[str, ...],

@@ -24,8 +24,10 @@ from .._judges.text import TextModel
 from .._runtime import runtime
 from ..stores import RecordFilter
 from .cases import Case, load_cases, split
+from .echo import echoed
+from .reflect import Reflector
 from .runner import CaseResult, Runner, check_agent, instructions_of
-from .search import Adapter, Candidate, Reflector, Search
+from .search import Adapter, Candidate, Search
 from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
@@ -53,6 +55,9 @@ class OptimizeResult:
     stopped: str | None  # None (the metric-call budget was used), "max_calls", "max_cost_usd", "interrupted",
     #                      "reflection_failed"
     spend: dict[str, Any]
+    # lines, links and e-mail addresses of `instructions` taken verbatim from case data (inputs, answers,
+    # reasons): a case may carry text meant to steer the reflection model; review these before deploying
+    echoed: list[str] = field(default_factory=list)
     holdout_before: list[dict[str, Any]] = field(default_factory=list, repr=False)
     holdout_after: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
@@ -76,6 +81,7 @@ class OptimizeResult:
                 "conclusive": self.conclusive, "note": self.note, "p_value": self.p_value,
                 "train_size": self.train_size, "holdout_size": self.holdout_size,
                 "holdout_errors": self.holdout_errors, "stopped": self.stopped, "spend": self.spend,
+                "echoed": self.echoed,
                 "candidates": [c.__dict__ for c in self.candidates], "history": self.history}
 
 
@@ -122,7 +128,8 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
     train, held = split(load_cases(cases, where), holdout, seed)
     runner = Runner(agent, list(evaluators), spend, concurrency, progress)
     original = instructions_of(agent)
-    search = Search(COMPONENT, original, train, Adapter(COMPONENT, runner.run, _shown), Reflector(model, spend),
+    reflector = Reflector(model, spend)
+    search = Search(COMPONENT, original, train, Adapter(COMPONENT, runner.run, _shown), reflector,
                     spend, max_metric_calls, seed=seed, minibatch_size=minibatch_size, run_dir=run_dir)
     before: list[CaseResult] = []
     try:
@@ -136,7 +143,10 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
         stopped, best, after = "interrupted", search.best(), []
     finally:
         runtime.call(model.aclose)
-    return _result(original, best, search, before, after, stopped, spend, len(train), len(held))
+    data = [text for case in (*train, *held) for text in (case.input, case.expected, case.feedback)]
+    result = _result(original, best, search, before, after, stopped, spend, len(train), len(held))
+    result.echoed = echoed(result.instructions, original, [*data, *reflector.shown])
+    return result
 
 
 def _result(original: str, best: Candidate, search: Search, before: list[CaseResult], after: list[CaseResult],

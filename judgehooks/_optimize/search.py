@@ -1,6 +1,7 @@
 """The seam to gepa (imported on first use: the `judgehooks[optimize]` extra): an adapter that runs
-and grades candidates through judgehooks, the reflection model as gepa calls it, and the record of
-every candidate gepa scored, kept here so an interrupted run still reports the best one so far.
+and grades candidates through judgehooks, the reflection model as gepa calls it (`reflect.Reflector`),
+and the record of every candidate gepa scored, kept here so an interrupted run still reports the
+best one so far.
 
 gepa sees the training cases only: held-out cases are run by the caller, before and after, never
 through gepa, so neither gepa's selection nor the reflection model's prompts can see them.
@@ -13,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._base.log import log
-from .._base.secrets import scrub
-from .._judges.text import TextModel
 from .._runtime import runtime
+from .reflect import Reflector
 from .spend import Spend
 
 
@@ -34,10 +34,6 @@ def load_gepa() -> Any:
     except ImportError as exc:
         raise ImportError("optimize and align_judge need gepa: pip install 'judgehooks[optimize]'") from exc
     return gepa
-
-
-class ReflectionRefused(RuntimeError):
-    """The spend cap refused a reflection call (gepa ends the iteration; the stopper ends the run)."""
 
 
 @dataclass
@@ -86,7 +82,7 @@ class Tracker:
 class Adapter:
     """gepa's `GEPAAdapter`: one text component, run and graded by `run(cases, text)`."""
 
-    propose_new_texts = None  # gepa's own reflective proposal, with `Reflector` as its model
+    propose_new_texts = None  # gepa's reflective proposal, with `Reflector` as its reflection strategy
 
     def __init__(self, component: str, run: Callable[[list[Any], str], Awaitable[Sequence[Graded]]],
                  describe: Callable[[Any], dict[str, Any]]) -> None:
@@ -102,31 +98,6 @@ class Adapter:
                                 components_to_update: list[str]) -> dict[str, list[dict[str, Any]]]:
         shown = [self._describe(r) for r in eval_batch.trajectories or ()]
         return {name: shown for name in components_to_update}
-
-
-class Reflector:
-    """The reflection model as gepa calls it (a prompt in, text out), each call under the spend cap."""
-
-    def __init__(self, model: TextModel, spend: Spend) -> None:
-        self.model, self.spend = model, spend
-
-    def __call__(self, prompt: Any) -> str:
-        text = prompt if isinstance(prompt, str) else "\n".join(
-            str(part.get("content", "")) for part in prompt if isinstance(part, Mapping))
-        if not self.spend.admit("reflection"):
-            raise ReflectionRefused(self.spend.refusal())
-        try:
-            reply = runtime.call(self.model.ask, [{"role": "user", "content": text}])
-        except Exception as exc:
-            self.spend.charge(None)
-            self.spend.reflection_errors += 1
-            self.spend.last_reflection_error = scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
-            log.warning("reflection_error", model=self.model.model, error_type=type(exc).__name__,
-                        consecutive=self.spend.reflection_errors)
-            raise
-        self.spend.reflection_errors = 0
-        self.spend.charge(reply.cost_usd)
-        return reply.text
 
 
 class _Log:
@@ -158,7 +129,8 @@ class Search:
         gepa = load_gepa()
         try:
             result = gepa.optimize(seed_candidate={self.component: self.seed_text}, trainset=self.train, valset=None,
-                          adapter=self.adapter, reflection_lm=self.reflector, max_metric_calls=self.max_metric_calls,
+                          adapter=self.adapter, reflection_strategy=self.reflector,
+                          max_metric_calls=self.max_metric_calls,
                           stop_callbacks=[self.spend, self._perfect], logger=_Log(), callbacks=[self.tracker],
                           seed=self.seed, run_dir=self.run_dir, track_best_outputs=False, raise_on_exception=False,
                           reflection_minibatch_size=min(self.minibatch_size, len(self.train)),

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from _runner import run_cli
-from _world import BETTER, KEYWORD, ORIGINAL, World
+from _world import BETTER, INJECTED, KEYWORD, ORIGINAL, Obedient, World, planted_case
 
 pytest.importorskip("gepa")
 
@@ -98,3 +98,19 @@ def test_from_store_refuses_a_store_file_that_is_not_there_and_creates_none(proj
                    "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect", cwd=folder)
     assert done.returncode != 0 and "cannot open store typo.db: no such file 'typo.db'" in done.stderr
     assert "where=" not in done.stderr and not (folder / "typo.db").exists()
+
+
+def test_optimize_lists_what_the_new_instructions_echo_from_case_data(project, server):
+    """A reflection model that obeys a line a case planted: the command names that line, its link and its
+    address as echoed from case data (audit 4, M2)."""
+    folder, package, _ = project
+    Obedient(server)
+    (folder / "planted.jsonl").write_text("".join(json.dumps(planted_case(i)) + "\n" for i in range(20)))
+    done = run_cli("optimize", "--agent", f"{package}.app:agent", "--cases", "planted.jsonl",
+                   "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect",
+                   "--api-base", server.base_url, "--api-key", "k", "--max-metric-calls", "60", "--holdout", "0.5",
+                   cwd=folder)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("echoed from case data", 1)[1].split("\n\n", 1)[0]
+    assert [line.strip() for line in listed.splitlines() if line.strip().startswith("!")] == [
+        f"! {INJECTED}", "! http://evil.example/verify", "! help@evil.example"]
