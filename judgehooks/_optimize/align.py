@@ -38,12 +38,14 @@ from ..stores._base import BaseStore, iter_records
 from .cases import MAX_TEXT_CHARS, split
 from .echo import echoed
 from .reflect import Reflector
-from .search import Adapter, Candidate, Search
+from .search import Adapter, Candidate, Search, check_budget
 from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
 
 COMPONENT = "criteria"
+#: labels gepa shows the reflection model at a time
+MINIBATCH = 3
 #: longest worked example in the judge's guidelines, in characters (each of input and output)
 EXAMPLE_CHARS = 600
 
@@ -268,6 +270,7 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     else:
         cases = [labelled_of(item, i) for i, item in enumerate(labels)]
     train, held = split(cases, holdout, seed)
+    check_budget(max_metric_calls, len(train), MINIBATCH)  # before the judge grades a label
     spend = Spend(max_cost_usd=max_cost_usd, max_calls=max_calls)
     model = TextModel(reflection_model, api_base=api_base, api_key=api_key, timeout=timeout)
     base = guidelines_tuple(evaluator.additional_guidelines)
@@ -287,7 +290,7 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
         examples = [example(g) for g in wrong[:few_shot]]
         judging = _Judging(evaluator, spend, base + tuple(examples), concurrency)
         search = Search(COMPONENT, original, train, Adapter(COMPONENT, judging.run, _shown), reflector,
-                        spend, max_metric_calls, seed=seed, run_dir=run_dir)
+                        spend, max_metric_calls, seed=seed, minibatch_size=MINIBATCH, run_dir=run_dir)
         stopped = search.run() if spend.stop_reason() is None else spend.stop_reason()
         best = search.best().text
         if not spend.interrupted:

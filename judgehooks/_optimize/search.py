@@ -79,17 +79,44 @@ class Tracker:
                    default=None)
 
 
+def runs_per_try(train: int, minibatch_size: int) -> int:
+    """The most runs one gepa iteration makes: a minibatch with the parent text and with the child, then
+    every training case with the child when it is kept (the training cases are gepa's validation set)."""
+    return 2 * min(minibatch_size, train) + train
+
+
+def check_budget(max_metric_calls: int, train: int, minibatch_size: int) -> None:
+    """Refuse a budget that cannot try one candidate: the runs would buy nothing but the original's score."""
+    least = train + runs_per_try(train, minibatch_size)
+    if max_metric_calls < least:
+        raise ValueError(
+            f"max_metric_calls={max_metric_calls} cannot try one candidate: scoring the original on the {train} "
+            f"training cases takes {train} runs, and a try up to {runs_per_try(train, minibatch_size)} more (a "
+            f"minibatch of {min(minibatch_size, train)}, with the old and the new text, then the {train} training "
+            f"cases when the new text is kept); give at least {least}")
+
+
+class BudgetSpent(RuntimeError):
+    """A batch would take the training runs past `max_metric_calls` (never run)."""
+
+
 class Adapter:
-    """gepa's `GEPAAdapter`: one text component, run and graded by `run(cases, text)`."""
+    """gepa's `GEPAAdapter`: one text component, run and graded by `run(cases, text)`. It counts the
+    training runs it makes (`runs`) and never makes more than `limit`."""
 
     propose_new_texts = None  # gepa's reflective proposal, with `Reflector` as its reflection strategy
 
     def __init__(self, component: str, run: Callable[[list[Any], str], Awaitable[Sequence[Graded]]],
                  describe: Callable[[Any], dict[str, Any]]) -> None:
         self.component, self._run, self._describe = component, run, describe
+        self.runs = 0
+        self.limit: int | None = None  # set by `Search`: its max_metric_calls
 
     def evaluate(self, batch: list[Any], candidate: dict[str, str], capture_traces: bool = False) -> Any:
         gepa = load_gepa()
+        if self.limit is not None and self.runs + len(batch) > self.limit:
+            raise BudgetSpent(f"{len(batch)} more runs would pass max_metric_calls={self.limit} ({self.runs} made)")
+        self.runs += len(batch)
         results = list(runtime.call(self._run, list(batch), candidate[self.component]))
         return gepa.EvaluationBatch(outputs=[r.data() for r in results], scores=[r.score for r in results],
                                     trajectories=results if capture_traces else None)
@@ -123,6 +150,10 @@ class Search:
     run_dir: str | None = None
     tracker: Tracker = field(default_factory=Tracker)
 
+    def __post_init__(self) -> None:
+        check_budget(self.max_metric_calls, len(self.train), self.minibatch_size)
+        self.adapter.limit = self.max_metric_calls
+
     def run(self) -> str | None:
         """Search; return why it stopped early (a cap, an interruption, a failing reflection model)
         or None when it used its metric-call budget."""
@@ -131,7 +162,8 @@ class Search:
             result = gepa.optimize(seed_candidate={self.component: self.seed_text}, trainset=self.train, valset=None,
                           adapter=self.adapter, reflection_strategy=self.reflector,
                           max_metric_calls=self.max_metric_calls,
-                          stop_callbacks=[self.spend, self._perfect], logger=_Log(), callbacks=[self.tracker],
+                          stop_callbacks=[self.spend, self._perfect, self._spent], logger=_Log(),
+                          callbacks=[self.tracker],
                           seed=self.seed, run_dir=self.run_dir, track_best_outputs=False, raise_on_exception=False,
                           reflection_minibatch_size=min(self.minibatch_size, len(self.train)),
                           display_progress_bar=False)
@@ -143,6 +175,11 @@ class Search:
                 parents = tuple(p for p in result.parents[i] if p is not None)
                 self.tracker.candidates[i] = Candidate(i, found[self.component], float(score), parents)
         return self.spend.stop_reason()
+
+    def _spent(self, state: Any = None) -> bool:
+        """The next iteration might not fit in `max_metric_calls`: stop before it, rather than pay a
+        minibatch and a reflection call for a candidate that could not be scored on every training case."""
+        return self.adapter.runs + runs_per_try(len(self.train), self.minibatch_size) > self.max_metric_calls
 
     def _perfect(self, state: Any = None) -> bool:
         """A candidate passed every training case: nothing is left for gepa to learn from."""
