@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._base.log import log
-from .._base.secrets import scrub
+from .._judges.base import error_kind, error_name
 from .._judges.prompt import fence, new_nonce
 from .._judges.text import TextModel
 from .._runtime import runtime
@@ -120,10 +120,13 @@ class Reflector:
         except Exception as exc:
             self.spend.charge(None)
             self.spend.reflection_errors += 1
-            self.spend.last_reflection_error = scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
-            log.warning("reflection_error", model=self.model.model, error_type=type(exc).__name__,
+            self.spend.reflection_failures += 1
+            self.spend.last_reflection_error = why = self.model.failure(exc)
+            log.warning("reflection_error", model=self.model.model, url=self.model.endpoint,
+                        kind=error_kind(exc), error_type=error_name(exc), message=why,
                         consecutive=self.spend.reflection_errors)
             return None
         self.spend.reflection_errors = 0
+        self.spend.reflection_answers += 1
         self.spend.charge(reply.cost_usd)
         return reply.text

@@ -154,9 +154,8 @@ class Search:
         check_budget(self.max_metric_calls, len(self.train), self.minibatch_size)
         self.adapter.limit = self.max_metric_calls
 
-    def run(self) -> str | None:
-        """Search; return why it stopped early (a cap, an interruption, a failing reflection model)
-        or None when it used its metric-call budget."""
+    def run(self) -> str:
+        """Search; return why it stopped (see `reason`)."""
         gepa = load_gepa()
         try:
             result = gepa.optimize(seed_candidate={self.component: self.seed_text}, trainset=self.train, valset=None,
@@ -169,12 +168,24 @@ class Search:
                           display_progress_bar=False)
         except KeyboardInterrupt:
             self.spend.interrupted = True
-            return self.spend.stop_reason()
+            return self.reason()
         for i, (found, score) in enumerate(zip(result.candidates, result.val_aggregate_scores, strict=False)):
             if i not in self.tracker.candidates:  # scored before a resume (gepa's run_dir): not seen here
                 parents = tuple(p for p in result.parents[i] if p is not None)
                 self.tracker.candidates[i] = Candidate(i, found[self.component], float(score), parents)
-        return self.spend.stop_reason()
+        return self.reason()
+
+    def reason(self) -> str:
+        """Why the search stopped: ``interrupted``; ``reflection_failed`` (a reflection call failed and no
+        text but the original was scored, or three failed in a row); ``max_calls`` or ``max_cost_usd`` (a
+        spend cap); ``perfect`` (a candidate passed every training case); else ``budget``
+        (`max_metric_calls` had no room for another try)."""
+        why = self.spend.stop_reason()
+        if why == "interrupted":
+            return why
+        if self.spend.reflection_failures and all(c.text == self.seed_text for c in self.candidates()):
+            return "reflection_failed"
+        return why or ("perfect" if self._perfect() else "budget")
 
     def _spent(self, state: Any = None) -> bool:
         """The next iteration might not fit in `max_metric_calls`: stop before it, rather than pay a

@@ -38,6 +38,7 @@ def test_optimize_finds_better_instructions_and_measures_them_on_held_out_cases(
     assert (result.train_size, result.holdout_size) == (10, 10)
     assert result.score_before == 0.0 and result.score_after == 1.0
     assert result.conclusive and result.improved and result.p_value < 0.05
+    assert result.stopped == "perfect" and result.reflection_error is None
     assert [c.train_score for c in result.candidates] == [0.0, 1.0]
     assert result.candidates[1].parents == (0,) and result.candidates[1].holdout_score == 1.0
     assert {h["event"] for h in result.history} >= {"scored", "accepted"}
@@ -154,7 +155,7 @@ def test_a_capped_run_with_a_run_dir_resumes_where_it_stopped(server, tmp_path):
     again = _optimize(world, world.agent(), world.cases(20), run_dir=str(tmp_path))
     assert [c.text for c in again.candidates] == [ORIGINAL, BETTER]  # gepa's state, read back from the folder
     assert len(world.reflection_prompts) == asked  # the candidate found before is not asked for again
-    assert again.stopped is None and again.instructions == BETTER and again.score_after == 1.0
+    assert again.stopped == "budget" and again.instructions == BETTER and again.score_after == 1.0
 
 
 def test_a_store_file_path_gives_the_same_cases_as_its_url(server, tmp_path):
@@ -197,6 +198,7 @@ def test_max_metric_calls_bounds_the_training_runs(server):
     assert len([q for q in asked if q not in held]) == 16
     assert len(held) == 10 and len([q for q in asked if q in held]) == 10  # the original's held-out runs
     assert len(world.reflection_prompts) == 1 and result.instructions == ORIGINAL
+    assert result.stopped == "budget"  # not None (audit 4, item 14)
 
 
 def test_a_budget_that_cannot_try_one_candidate_is_refused_before_any_run(server):
