@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             result = judgehooks.optimize(agent, [{"input": q} for q in questions[:4]], evaluators=[judge, marker],
                                          # an agno Model as the reflection model, its reply bounded
                                          reflection_model=endpoint.agno_model(max_tokens=120, temperature=0),
-                                         max_metric_calls=4, holdout=0.5,
+                                         max_metric_calls=6, holdout=0.5,  # one try fits: 2 + 1 + 1 + 2
                                          minibatch_size=1, concurrency=2, timeout=120)
             show(result)
         return 0

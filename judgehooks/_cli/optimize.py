@@ -94,14 +94,31 @@ def run(args: argparse.Namespace) -> int:
                               concurrency=args.concurrency, run_dir=args.run_dir, progress=advance)
         except (ValueError, TypeError, ImportError, OSError) as exc:
             raise CommandError(f"optimize: {one_line(exc)}", code=2) from None
-    if args.out:
+    failed = result.reflection_never_answered  # nothing was tried: writing the original back would hide it
+    out = None if failed else args.out
+    if out:
         try:
-            with open(args.out, "w", encoding="utf-8") as fh:
+            with open(out, "w", encoding="utf-8") as fh:
                 fh.write(result.instructions + ("" if result.instructions.endswith("\n") else "\n"))
         except OSError as exc:
-            raise CommandError(f"optimize: cannot write {args.out!r}: {one_line(exc)}") from None
-    say(json.dumps(result.to_json(), indent=2) if args.json else render(result, args.out))
+            raise CommandError(f"optimize: cannot write {out!r}: {one_line(exc)}") from None
+    say(json.dumps(result.to_json(), indent=2) if args.json else render(result, out))
+    if failed:
+        written = f"; {args.out} was not written" if args.out else ""
+        raise CommandError(f"optimize: the reflection model never answered ({result.spend['reflection_failures']} "
+                           f"call(s) failed), so no candidate was tried: {result.reflection_error}{written}")
     return 0
+
+
+#: what each `stopped` value means, as printed
+STOPPED = {
+    "budget": "--max-metric-calls had no room for another try",
+    "perfect": "a candidate passed every training case",
+    "max_calls": "the --max-calls cap was reached; the best candidate so far is reported",
+    "max_cost_usd": "the --max-cost-usd cap was reached; the best candidate so far is reported",
+    "interrupted": "interrupted; the best candidate so far is reported",
+    "reflection_failed": "the reflection model failed and no candidate came from it",
+}
 
 
 def _rate(value: float | None) -> str:
@@ -119,8 +136,13 @@ def render(result: OptimizeResult, out: str | None) -> str:
              f"({result.holdout_size} held-out, {result.train_size} training cases)",
              f"  {result.note}",
              f"calls: {calls}; cost {spend['cost_usd']} USD"]
-    if result.stopped:
-        lines.append(f"stopped early: {result.stopped} (the best candidate so far is reported)")
+    lines.append(f"stopped: {result.stopped} ({STOPPED.get(result.stopped, 'see the result')})")
+    if result.reflection_error:
+        lines.append(f"reflection model: {result.reflection_error}")
+    if result.echoed:
+        lines.append("echoed from case data: the new instructions hold these verbatim from the cases, their answers "
+                     "or their reasons (text a user may have planted there); check them before you deploy:")
+        lines += [f"  ! {item}" for item in result.echoed]
     if out:
         lines.append(f"wrote the best instructions to {out}")
     diff = result.diff()

@@ -109,7 +109,7 @@ _CONNECTION_NAMES = frozenset({"APIConnectionError", "ConnectError", "RemoteProt
 _CONNECTION_TEXT = lazy_pattern(r"connection (?:error|refused|reset)|cannot connect|failed to connect", re.IGNORECASE)
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def error_chain(exc: BaseException) -> list[BaseException]:
     """The exception and what it was raised from (litellm and agno wrap the transport's error)."""
     found: list[BaseException] = []
     current: BaseException | None = exc
@@ -125,7 +125,7 @@ def error_kind(exc: BaseException) -> str:
     kind an evaluator meets is logged as a warning (`JudgeCall.ask`)."""
     if isinstance(exc, MalformedVerdict):  # its message quotes the reply: no keyword in it counts
         return "malformed_verdict"
-    chain = _chain(exc)
+    chain = error_chain(exc)
     if any(is_auth_error(e) for e in chain):
         return "auth"
     # The deepest cause decides: aiohttp reports a refused connection as a ConnectTimeout, which

@@ -13,8 +13,10 @@ from typing import Any
 import anyio
 
 from .._base.deadline import deadline
+from .._base.secrets import scrub
+from .._base.urls import without_credentials
 from .agno import AgnoJudge
-from .base import BaseJudge, JudgeReply, is_retryable
+from .base import BaseJudge, JudgeReply, describe, error_chain, error_kind, error_name, is_retryable
 from .call import RetryPolicy
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
@@ -37,6 +39,21 @@ class TextModel:
                                                structured_output=False)
                                   if isinstance(model, str) else AgnoJudge(model=model))
         self.model = self._judge.model
+
+    @property
+    def endpoint(self) -> str | None:
+        """The URL the model is called at, without credentials, or None for the provider's default."""
+        url = self._judge.endpoint
+        return (without_credentials(url) or None) if url else None
+
+    def failure(self, exc: BaseException) -> str:
+        """Why the model did not answer, in one line: what kind of failure, where, and the deepest
+        error's own words (a refused connection says so), credentials masked."""
+        chain = error_chain(exc)
+        said = next((e for e in reversed(chain) if str(e).strip()), exc)
+        where = self.endpoint or "the provider's default URL"
+        return scrub(f"the reflection model {self.model!r} at {where} did not answer ({error_kind(exc)}): "
+                     f"{error_name(said)}: {describe(said)}")
 
     async def ask(self, messages: Sequence[dict[str, str]]) -> JudgeReply:
         """The model's reply to `messages`; raises the last error once the retries are spent."""

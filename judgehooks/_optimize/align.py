@@ -36,12 +36,16 @@ from .._runtime import runtime
 from ..stores import Store
 from ..stores._base import BaseStore, iter_records
 from .cases import MAX_TEXT_CHARS, split
-from .search import Adapter, Candidate, Reflector, Search
+from .echo import echoed
+from .reflect import Reflector
+from .search import Adapter, Candidate, Search, check_budget
 from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
 
 COMPONENT = "criteria"
+#: labels gepa shows the reflection model at a time
+MINIBATCH = 3
 #: longest worked example in the judge's guidelines, in characters (each of input and output)
 EXAMPLE_CHARS = 600
 
@@ -114,8 +118,12 @@ class AlignResult:
     holdout_size: int
     candidates: list[Candidate]
     history: list[dict[str, Any]]
-    stopped: str | None
+    stopped: str  # as `OptimizeResult.stopped`
     spend: dict[str, Any]
+    # lines, links and e-mail addresses of `criteria` taken verbatim from the labelled cases or the judge's
+    # reasons (as `OptimizeResult.echoed`): review these before deploying
+    echoed: list[str] = field(default_factory=list)
+    reflection_error: str | None = None  # as `OptimizeResult.reflection_error`
     holdout_before: list[dict[str, Any]] = field(default_factory=list, repr=False)
     holdout_after: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
@@ -123,7 +131,8 @@ class AlignResult:
         data = {k: getattr(self, k) for k in (
             "criteria", "original_criteria", "examples", "version_before", "version_after", "kappa_before",
             "kappa_before_ci", "kappa_after", "kappa_after_ci", "agreement_before", "agreement_after", "conclusive",
-            "note", "p_value", "train_size", "holdout_size", "history", "stopped", "spend")}
+            "note", "p_value", "train_size", "holdout_size", "history", "stopped", "spend", "echoed",
+            "reflection_error")}
         data["candidates"] = [c.__dict__ for c in self.candidates]
         return data
 
@@ -263,14 +272,16 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     else:
         cases = [labelled_of(item, i) for i, item in enumerate(labels)]
     train, held = split(cases, holdout, seed)
+    check_budget(max_metric_calls, len(train), MINIBATCH)  # before the judge grades a label
     spend = Spend(max_cost_usd=max_cost_usd, max_calls=max_calls)
     model = TextModel(reflection_model, api_base=api_base, api_key=api_key, timeout=timeout)
     base = guidelines_tuple(evaluator.additional_guidelines)
     original = evaluator.criteria
     judging = _Judging(evaluator, spend, base, concurrency)
+    reflector = Reflector(model, spend)
     before: list[Graded] = []
     after: list[Graded] = []
-    stopped: str | None = None
+    stopped = "interrupted"  # until the search says otherwise
     examples: list[str] = []
     search: Search | None = None
     try:
@@ -280,9 +291,9 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
         random.Random(seed).shuffle(wrong)
         examples = [example(g) for g in wrong[:few_shot]]
         judging = _Judging(evaluator, spend, base + tuple(examples), concurrency)
-        search = Search(COMPONENT, original, train, Adapter(COMPONENT, judging.run, _shown), Reflector(model, spend),
-                        spend, max_metric_calls, seed=seed, run_dir=run_dir)
-        stopped = search.run() if spend.stop_reason() is None else spend.stop_reason()
+        search = Search(COMPONENT, original, train, Adapter(COMPONENT, judging.run, _shown), reflector,
+                        spend, max_metric_calls, seed=seed, minibatch_size=MINIBATCH, run_dir=run_dir)
+        stopped = spend.stop_reason() or search.run()
         best = search.best().text
         if not spend.interrupted:
             after = before if best == original and not examples else runtime.call(judging.run, held, best)
@@ -292,24 +303,28 @@ def align_judge(evaluator: AgentAsJudgeEval, labels: Any = None, *, reflection_m
     finally:
         runtime.call(model.aclose)
     best = search.best().text if search is not None else original
-    return _result(evaluator, original, best, examples, base, search, before, after, stopped, spend,
-                   len(train), len(held), seed, resamples)
+    result = _result(evaluator, original, best, examples, base, search, before, after, stopped, spend,
+                     len(train), len(held), seed, resamples)
+    data = [text for case in (*train, *held) for text in (case.input, case.output, case.expected, case.note)]
+    result.echoed = echoed(best, original, [*data, *reflector.shown])
+    return result
 
 
 def _result(evaluator: AgentAsJudgeEval, original: str, best: str, examples: list[str], base: tuple[str, ...],
-            search: Search | None, before: list[Graded], after: list[Graded], stopped: str | None, spend: Spend,
+            search: Search | None, before: list[Graded], after: list[Graded], stopped: str, spend: Spend,
             train: int, held: int, seed: int, resamples: int) -> AlignResult:
     k_before, ci_before, acc_before = _kappa(before, seed=seed, resamples=resamples) if before else (None, None, None)
     measured = len(after) == held
     k_after, ci_after, acc_after = _kappa(after, seed=seed, resamples=resamples) if measured else (None, None, None)
     if not measured or not before:
-        conclusive, note, p = False, "not measured: the held-out labels were not all graded" + (
-            f" ({stopped})" if stopped else ""), None
+        conclusive, note, p = False, f"not measured: the held-out labels were not all graded ({stopped})", None
     else:
         agree = [None if r.judge_passed is None else r.score == 1.0 for r in before]
         agree_after = [None if r.judge_passed is None else r.score == 1.0 for r in after]
         n, fixed, broken, p = compare(agree, agree_after)
         conclusive, note = verdict(n, fixed, broken, p, what="held-out label")
+    if stopped == "reflection_failed":
+        note = f"no new criteria were found: {spend.last_reflection_error}; " + note
     new = rebuilt(evaluator, best, base + tuple(examples))
     return AlignResult(
         criteria=best, original_criteria=original, examples=examples, evaluator=new,
@@ -318,6 +333,7 @@ def _result(evaluator: AgentAsJudgeEval, original: str, best: str, examples: lis
         agreement_before=acc_before, agreement_after=acc_after, conclusive=conclusive, note=note, p_value=p,
         train_size=train, holdout_size=held, candidates=search.candidates() if search else [],
         history=search.tracker.history if search else [], stopped=stopped, spend=spend.summary(),
+        reflection_error=spend.last_reflection_error,
         holdout_before=[g.data() for g in before], holdout_after=[g.data() for g in after])
 
 

@@ -24,8 +24,10 @@ from .._judges.text import TextModel
 from .._runtime import runtime
 from ..stores import RecordFilter
 from .cases import Case, load_cases, split
+from .echo import echoed
+from .reflect import Reflector
 from .runner import CaseResult, Runner, check_agent, instructions_of
-from .search import Adapter, Candidate, Reflector, Search
+from .search import Adapter, Candidate, Search
 from .settings import check_settings
 from .spend import Spend
 from .stats import compare, verdict
@@ -50,9 +52,15 @@ class OptimizeResult:
     holdout_errors: int
     candidates: list[Candidate]
     history: list[dict[str, Any]]
-    stopped: str | None  # None (the metric-call budget was used), "max_calls", "max_cost_usd", "interrupted",
-    #                      "reflection_failed"
+    stopped: str  # why the search stopped: "budget" (max_metric_calls had no room for another try), "perfect"
+    #               (a candidate passed every training case), "max_calls", "max_cost_usd", "interrupted",
+    #               "reflection_failed" (a reflection call failed and no candidate came: `reflection_error` says why)
     spend: dict[str, Any]
+    # lines, links and e-mail addresses of `instructions` taken verbatim from case data (inputs, answers,
+    # reasons): a case may carry text meant to steer the reflection model; review these before deploying
+    echoed: list[str] = field(default_factory=list)
+    # why the reflection model last failed (its kind, URL and message, credentials masked), or None
+    reflection_error: str | None = None
     holdout_before: list[dict[str, Any]] = field(default_factory=list, repr=False)
     holdout_after: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
@@ -61,6 +69,12 @@ class OptimizeResult:
         """A conclusive improvement on the held-out cases."""
         return (self.conclusive and self.score_before is not None and self.score_after is not None
                 and self.score_after > self.score_before)
+
+    @property
+    def reflection_never_answered(self) -> bool:
+        """The reflection model was asked and never answered (`reflection_error` says why): the
+        instructions are the original, and nothing was tried."""
+        return bool(self.spend.get("reflection_failures")) and not self.spend.get("reflection_answers")
 
     def diff(self) -> str:
         """The original instructions against the new ones, as a unified diff."""
@@ -76,6 +90,7 @@ class OptimizeResult:
                 "conclusive": self.conclusive, "note": self.note, "p_value": self.p_value,
                 "train_size": self.train_size, "holdout_size": self.holdout_size,
                 "holdout_errors": self.holdout_errors, "stopped": self.stopped, "spend": self.spend,
+                "echoed": self.echoed, "reflection_error": self.reflection_error,
                 "candidates": [c.__dict__ for c in self.candidates], "history": self.history}
 
 
@@ -109,7 +124,7 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
     with `api_base`/`api_key`, or an agno Model). `max_metric_calls` bounds the agent runs gepa makes
     on training cases; `max_calls` and `max_cost_usd` cap every model call of the whole optimization
     (agent, judges, reflection, held-out runs). When a cap is reached or the run is interrupted
-    (Ctrl-C), the best candidate so far is returned and `stopped` says why; `run_dir` keeps gepa's
+    (Ctrl-C), the best candidate so far is returned; `stopped` always says why the search ended; `run_dir` keeps gepa's
     state there so the same call resumes. `progress(n)` is told each time n more cases ran.
     """
     check_agent(agent)
@@ -122,12 +137,13 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
     train, held = split(load_cases(cases, where), holdout, seed)
     runner = Runner(agent, list(evaluators), spend, concurrency, progress)
     original = instructions_of(agent)
-    search = Search(COMPONENT, original, train, Adapter(COMPONENT, runner.run, _shown), Reflector(model, spend),
+    reflector = Reflector(model, spend)
+    search = Search(COMPONENT, original, train, Adapter(COMPONENT, runner.run, _shown), reflector,
                     spend, max_metric_calls, seed=seed, minibatch_size=minibatch_size, run_dir=run_dir)
     before: list[CaseResult] = []
     try:
         before = runtime.call(runner.run, held, original)
-        stopped = search.run() if spend.stop_reason() is None else spend.stop_reason()
+        stopped = spend.stop_reason() or search.run()
         best = search.best()
         after = before if best.text == original else (
             runtime.call(runner.run, held, best.text) if not spend.interrupted else [])
@@ -136,11 +152,14 @@ def optimize(agent: Any, cases: Any, *, evaluators: Sequence[Any], reflection_mo
         stopped, best, after = "interrupted", search.best(), []
     finally:
         runtime.call(model.aclose)
-    return _result(original, best, search, before, after, stopped, spend, len(train), len(held))
+    data = [text for case in (*train, *held) for text in (case.input, case.expected, case.feedback)]
+    result = _result(original, best, search, before, after, stopped, spend, len(train), len(held))
+    result.echoed = echoed(result.instructions, original, [*data, *reflector.shown])
+    return result
 
 
 def _result(original: str, best: Candidate, search: Search, before: list[CaseResult], after: list[CaseResult],
-            stopped: str | None, spend: Spend, train: int, held: int) -> OptimizeResult:
+            stopped: str, spend: Spend, train: int, held: int) -> OptimizeResult:
     measured = len(after) == held and all(r.status != "not_run" for r in after)
     score_before = _pass_rate(before) if before and all(r.status != "not_run" for r in before) else None
     score_after = _pass_rate(after) if measured else None
@@ -150,21 +169,22 @@ def _result(original: str, best: Candidate, search: Search, before: list[CaseRes
         if candidate.text == original:  # the original, as measured on the held-out cases before
             candidate.holdout_score = score_before
     if score_before is None or score_after is None:
-        why = "the held-out cases were not all run before the optimization stopped"
-        if stopped:
-            why += f" ({stopped})"
+        why = f"the held-out cases were not all run before the optimization stopped ({stopped})"
         conclusive, note, p = False, f"not measured: {why}", None
     else:
         n, fixed, broken, p = compare(_outcomes(before), _outcomes(after))
         conclusive, note = verdict(n, fixed, broken, p)
-    if best.text == original:
+    if stopped == "reflection_failed":
+        note = f"no candidate was found: {spend.last_reflection_error}; " + note
+    elif best.text == original:
         note = "no candidate beat the original instructions on the training cases; " + note
     errors = sum(1 for r in (after or before) if r.status == "error")
     return OptimizeResult(
         instructions=best.text, original_instructions=original, score_before=score_before, score_after=score_after,
         conclusive=conclusive, note=note, p_value=p, train_size=train, holdout_size=held, holdout_errors=errors,
         candidates=candidates, history=search.tracker.history, stopped=stopped, spend=spend.summary(),
-        holdout_before=[r.data() for r in before], holdout_after=[r.data() for r in after])
+        reflection_error=spend.last_reflection_error, holdout_before=[r.data() for r in before],
+        holdout_after=[r.data() for r in after])
 
 
 async def aoptimize(agent: Any, cases: Any, **settings: Any) -> OptimizeResult:

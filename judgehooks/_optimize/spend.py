@@ -26,8 +26,10 @@ class Spend:
     calls: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     cost_usd: float = 0.0
     unpriced: int = 0  # calls whose cost no one reported (counted as 0 USD)
-    reflection_errors: int = 0
-    last_reflection_error: str | None = None
+    reflection_errors: int = 0  # failed reflection calls in a row (3 end the search)
+    reflection_failures: int = 0  # failed reflection calls in all
+    reflection_answers: int = 0  # reflection calls answered
+    last_reflection_error: str | None = None  # why the last one failed: kind, URL, message (credentials masked)
     interrupted: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -83,4 +85,5 @@ class Spend:
 
     def summary(self) -> dict[str, Any]:
         return {"calls": dict(self.calls), "cost_usd": round(self.cost_usd, 6), "unpriced_calls": self.unpriced,
-                "max_calls": self.max_calls, "max_cost_usd": self.max_cost_usd}
+                "max_calls": self.max_calls, "max_cost_usd": self.max_cost_usd,
+                "reflection_answers": self.reflection_answers, "reflection_failures": self.reflection_failures}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import _thread
 
 import pytest
-from _world import BETTER, KEYWORD, ORIGINAL, World
+from _world import BETTER, KEYWORD, ORIGINAL, Obedient, World, _text
 
 import judgehooks
 from judgehooks import MemoryStore
@@ -38,6 +38,7 @@ def test_optimize_finds_better_instructions_and_measures_them_on_held_out_cases(
     assert (result.train_size, result.holdout_size) == (10, 10)
     assert result.score_before == 0.0 and result.score_after == 1.0
     assert result.conclusive and result.improved and result.p_value < 0.05
+    assert result.stopped == "perfect" and result.reflection_error is None
     assert [c.train_score for c in result.candidates] == [0.0, 1.0]
     assert result.candidates[1].parents == (0,) and result.candidates[1].holdout_score == 1.0
     assert {h["event"] for h in result.history} >= {"scored", "accepted"}
@@ -154,7 +155,7 @@ def test_a_capped_run_with_a_run_dir_resumes_where_it_stopped(server, tmp_path):
     again = _optimize(world, world.agent(), world.cases(20), run_dir=str(tmp_path))
     assert [c.text for c in again.candidates] == [ORIGINAL, BETTER]  # gepa's state, read back from the folder
     assert len(world.reflection_prompts) == asked  # the candidate found before is not asked for again
-    assert again.stopped is None and again.instructions == BETTER and again.score_after == 1.0
+    assert again.stopped == "budget" and again.instructions == BETTER and again.score_after == 1.0
 
 
 def test_a_store_file_path_gives_the_same_cases_as_its_url(server, tmp_path):
@@ -176,3 +177,32 @@ def test_a_store_file_path_gives_the_same_cases_as_its_url(server, tmp_path):
     with pytest.raises(FileNotFoundError, match="no store file"):
         load_cases(str(tmp_path / "typo.db"), where)
     assert not (tmp_path / "typo.db").exists()
+
+
+def test_max_metric_calls_bounds_the_training_runs(server):
+    """The budget is a bound (audit 4, item 15: --max-metric-calls 6 ran 10 training runs): a try that
+    might not fit is not started. Here the first proposal is rejected (10 runs to score the original,
+    3 + 3 on a minibatch), and a second try could take 3 + 3 + 10 more: past 30, so it is not made."""
+    world = Obedient(server)
+    asked = []
+
+    def handle(request):
+        if request.get("model") == "agent":
+            asked.append(_text([m for m in request["messages"] if m.get("role") == "user"][-1]))
+        return world.handle(request)
+
+    server.configure(handler=handle)
+    cases = world.cases(20)
+    result = _optimize(world, world.agent(), cases, max_metric_calls=30, holdout=0.5)
+    held = {c["input"] for c in cases if c["id"] in {r["case"] for r in result.holdout_before}}
+    assert len([q for q in asked if q not in held]) == 16
+    assert len(held) == 10 and len([q for q in asked if q in held]) == 10  # the original's held-out runs
+    assert len(world.reflection_prompts) == 1 and result.instructions == ORIGINAL
+    assert result.stopped == "budget"  # not None (audit 4, item 14)
+
+
+def test_a_budget_that_cannot_try_one_candidate_is_refused_before_any_run(server):
+    world = World(server)
+    with pytest.raises(ValueError, match=r"max_metric_calls=6 cannot try one candidate: .* give at least 26"):
+        _optimize(world, world.agent(), world.cases(20), max_metric_calls=6, holdout=0.5)
+    assert world.agent_system_prompts == [] and world.judge_calls == 0

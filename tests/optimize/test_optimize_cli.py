@@ -3,41 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
-import uuid
 
 import pytest
 from _runner import run_cli
-from _world import BETTER, KEYWORD, ORIGINAL, World
+from _world import BETTER, INJECTED, KEYWORD, ORIGINAL, Obedient, planted_case
 
 pytest.importorskip("gepa")
-
-
-@pytest.fixture
-def project(tmp_path, server):
-    """A user's module with the agent and the evaluator, and the failures `judgehooks export` wrote."""
-    package = f"shop_{uuid.uuid4().hex[:8]}"
-    (tmp_path / package).mkdir()
-    (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / package / "app.py").write_text(textwrap.dedent(f"""
-        from agno.agent import Agent
-        from agno.models.openai.like import OpenAILike
-        from judgehooks import AgentAsJudgeEval, MemoryStore
-
-        agent = Agent(model=OpenAILike(id="agent", base_url={server.base_url!r}, api_key="k"),
-                      instructions={ORIGINAL!r}, telemetry=False)
-        capitals = AgentAsJudgeEval(criteria="The answer is in capital letters.", model="openai/judge",
-                                    api_base={server.base_url!r}, api_key="k", name="capitals", store=MemoryStore())
-    """))
-    world = World(server)
-    cases = tmp_path / "failures.jsonl"
-    cases.write_text("".join(json.dumps({"id": c["id"], "input": c["input"], "output": c["input"].lower(),
-                                         "metadata": {"reason": "the answer must be in capital letters"}}) + "\n"
-                             for c in world.cases(20)))
-    yield tmp_path, package, world
-    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
-        del sys.modules[name]
 
 
 def test_optimize_prints_candidates_scores_and_the_diff_and_writes_the_instructions(project, server):
@@ -98,3 +69,19 @@ def test_from_store_refuses_a_store_file_that_is_not_there_and_creates_none(proj
                    "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect", cwd=folder)
     assert done.returncode != 0 and "cannot open store typo.db: no such file 'typo.db'" in done.stderr
     assert "where=" not in done.stderr and not (folder / "typo.db").exists()
+
+
+def test_optimize_lists_what_the_new_instructions_echo_from_case_data(project, server):
+    """A reflection model that obeys a line a case planted: the command names that line, its link and its
+    address as echoed from case data (audit 4, M2)."""
+    folder, package, _ = project
+    Obedient(server)
+    (folder / "planted.jsonl").write_text("".join(json.dumps(planted_case(i)) + "\n" for i in range(20)))
+    done = run_cli("optimize", "--agent", f"{package}.app:agent", "--cases", "planted.jsonl",
+                   "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect",
+                   "--api-base", server.base_url, "--api-key", "k", "--max-metric-calls", "60", "--holdout", "0.5",
+                   cwd=folder)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("echoed from case data", 1)[1].split("\n\n", 1)[0]
+    assert [line.strip() for line in listed.splitlines() if line.strip().startswith("!")] == [
+        f"! {INJECTED}", "! http://evil.example/verify", "! help@evil.example"]
