@@ -8,7 +8,7 @@ compare the two with `judgehooks.calibrate`.
 The labelled set is examples/calibration_set.jsonl: 60 questions, each with an answer (24 of them
 subtly wrong: a wrong year, a neighbouring planet, a near-miss number) and the human verdict.
 Both judges are stored under the one evaluator name "facts": their versions differ (another
-model), so `judgehooks report` keeps their pass rates apart and `calibrate --version` picks one.
+model), so `judgehooks report` keeps their pass rates apart and `calibrate --evaluator-version` picks one.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                                      **endpoint.judge_settings())
             show(grade_and_label(local, rows, store))
     print(f"\nNext: judgehooks report --store {args.store} --since all; "
-          f"judgehooks calibrate --store {args.store} --evaluator facts --version <version>")
+          f"judgehooks calibrate --store {args.store} --evaluator facts --evaluator-version <version>")
     store.close()
     return 0
 

@@ -6,6 +6,11 @@ to another block):
 
     <!-- docs-test: skip reason="needs a paid OpenAI key" -->      shown by pytest -rs
     <!-- docs-test: continue -->                                    runs after the page's previous block
+    <!-- docs-test: output -->        on a `text` block: what the blocks before it in its group print
+
+An `output` block joins the previous block's group, and the group's output must hold its lines, in
+order after any earlier output block's: `...` within a line matches any text, and a line that is
+only `...` any number of lines.
 
 A `text` block is output to read, not code to run; every block names its language.
 """
@@ -26,7 +31,7 @@ TEXT = frozenset({"text"})
 _OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _MARKER = re.compile(r"^\s*<!--\s*docs-test:(?P<body>.*?)-->\s*$")
 _SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<path>[^"]+)"\s*$')
-_WORDS = frozenset({"skip", "continue"})
+_WORDS = frozenset({"skip", "continue", "output"})
 
 
 class MarkerError(ValueError):
@@ -61,7 +66,12 @@ class Block:
 
     @property
     def continues(self) -> bool:
-        return "continue" in self.marker
+        return "continue" in self.marker or self.is_output
+
+    @property
+    def is_output(self) -> bool:
+        """A `text` block marked `output`: what its group prints, checked."""
+        return "output" in self.marker
 
     @property
     def code(self) -> str:
@@ -97,7 +107,7 @@ def parse_marker(text: str, where: str) -> dict[str, str]:
         key, sep, value = word.partition("=")
         if key not in _WORDS | {"reason"} or (key in _WORDS) == bool(sep):
             raise MarkerError(f"{where}: docs-test marker {text.strip()!r}: unknown {word!r} "
-                              f"(use: skip reason=\"...\", continue)")
+                              f"(use: skip reason=\"...\", continue, output)")
         marker[key] = value
     if "skip" in marker and not marker.get("reason", "").strip():
         raise MarkerError(f"{where}: a docs-test skip needs reason=\"...\"")
@@ -135,6 +145,18 @@ def blocks_of(path: Path) -> list[Block]:
     return found
 
 
+def output_pattern(text: str) -> re.Pattern[str]:
+    """An `output` block as a pattern of whole lines: `...` in a line is any text, a line of only
+    `...` any number of lines; trailing spaces are ignored."""
+    parts = []
+    for line in text.splitlines():
+        if line.strip() == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(piece) for piece in line.rstrip().split("...")) + r"[ \t]*\n")
+    return re.compile(r"^" + "".join(parts), re.MULTILINE)
+
+
 def doc_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
@@ -147,6 +169,9 @@ def chains(blocks: list[Block]) -> list[list[Block]]:
     """Blocks grouped to run together: a `continue` block joins the previous block of its page."""
     grouped: list[list[Block]] = []
     for block in blocks:
+        if block.is_output and block.kind != "text":
+            raise MarkerError(f"{block.where}: `output` marks a `text` block (what the group prints), not a "
+                              f"{block.lang or 'no language'} block")
         if block.continues:
             if not grouped or grouped[-1][-1].path != block.path:
                 raise MarkerError(f"{block.where}: `continue` on the first block of a page")

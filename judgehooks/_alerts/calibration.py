@@ -185,7 +185,7 @@ def _calibration(evaluator: str, version: str, versions: list[str], labelled: li
                      "the true-pass and true-fail rates")
     if len(versions) > 1:
         notes.append(f"version {version} of {len(versions)} ({', '.join(versions)}): labels of other versions "
-                     "say nothing about this one (--version chooses)")
+                     "say nothing about this one (--evaluator-version chooses)")
     return Calibration(
         evaluator=evaluator, version=version, versions=versions, n=len(pairs), ties=ties, confusion=confusion,
         accuracy=confusion.accuracy, true_pass_rate=confusion.true_pass_rate, true_fail_rate=confusion.true_fail_rate,

@@ -1,4 +1,4 @@
-"""URLs that may be stored or sent: no credentials.
+"""URLs that may be stored, sent or printed: no credentials.
 
 A judge's `api_base` may carry a secret (``https://user:token@host/v1``, ``...?api-key=...``). What
 an evaluator stores with its jobs (the outbox spec, Redis jobs) keeps only scheme, host, port and
@@ -7,9 +7,10 @@ path; the evaluator itself keeps the full URL to call.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 
 def without_credentials(url: str) -> str:
@@ -36,3 +37,37 @@ def spec_without_credentials(spec: Mapping[str, Any] | None) -> dict[str, Any] |
     if isinstance(settings, Mapping) and isinstance(settings.get("api_base"), str):
         clean["settings"] = {**settings, "api_base": without_credentials(settings["api_base"])}
     return clean
+
+
+# A password given as a parameter: `?password=...` / `&sslpassword=...` in a URL, or `password=...`
+# (quoted or not) in a libpq key=value string.
+_PASSWORD_PARAM = re.compile(r"(?i)((?:^|[?&;\s])(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
+
+
+def redact(url: str) -> str:
+    """The URL (or libpq connection string) with every password replaced by ***: the userinfo's
+    and any ``password=`` / ``sslpassword=`` parameter's. For messages and logs."""
+    text = _PASSWORD_PARAM.sub(r"\1***", url)
+    try:
+        parts = urlsplit(text)
+        password = parts.password
+    except ValueError:  # not a URL (a key=value string, or a malformed netloc)
+        return text
+    if password is None:
+        return text
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def passwords(url: str) -> list[str]:
+    """The passwords `url` holds, as written and percent-decoded, longest first (to hide them
+    where an error message quotes them)."""
+    found = [m.group(2).strip("'") for m in _PASSWORD_PARAM.finditer(url)]
+    try:
+        if (password := urlsplit(url).password) is not None:
+            found.append(password)
+    except ValueError:
+        pass
+    every = {text for value in found for text in (value, unquote(value)) if text}
+    return sorted(every, key=len, reverse=True)

@@ -1,4 +1,9 @@
-"""The `judgehooks` command: report, tail, grade, resume; one module per subcommand."""
+"""The `judgehooks` command: report, tail, grade, resume; one module per subcommand.
+
+The options of every command live in `options`, which imports nothing heavy: `--help` and
+`--version` answer without agno, litellm or the stores. The module that runs a command is imported
+only once its options parsed (`options.COMMANDS`).
+"""
 
 from __future__ import annotations
 
@@ -10,57 +15,38 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from importlib import metadata
 
-from ..stores._url import store_from_url as from_url
-from .common import CommandError
+from .options import COMMANDS, CommandError, respell, summary
 from .terminal import PrintableFormatter, hide, say
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-# Subcommand -> module with `add_arguments(parser)` and `run(args) -> int`; its docstring's first line is the help.
-COMMANDS: dict[str, str] = {
-    "report": "judgehooks._cli.report",
-    "tail": "judgehooks._cli.tail",
-    "grade": "judgehooks._cli.grade",
-    "resume": "judgehooks._cli.resume",
-    "grade-sessions": "judgehooks._cli.sessions",
-    "worker": "judgehooks._cli.worker",
-    "label": "judgehooks._cli.label",
-    "review": "judgehooks._cli.review",
-    "calibrate": "judgehooks._cli.calibrate",
-    "export": "judgehooks._cli.export",
-    "consistency": "judgehooks._cli.consistency",
-    "doctor": "judgehooks._cli.doctor",
-    "ui": "judgehooks._cli.ui",
-    "optimize": "judgehooks._cli.optimize",
-}
 
-
-def store_from_url(url: str) -> Any:
-    """`judgehooks.stores.store_from_url`, for scripts: a bad URL or a missing extra exits with the reason."""
+def version() -> str:
+    """The installed judgehooks' version, from its package metadata (importing nothing of it)."""
     try:
-        return from_url(url)
-    except (ValueError, ImportError) as exc:
-        raise SystemExit(f"judgehooks: {exc}") from None
+        return metadata.version("judgehooks")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="judgehooks", description="Grade agno runs with LLM judges, and read "
                                      "the verdicts back. Every command takes --store URL (or $JUDGEHOOKS_DB).")
+    parser.add_argument("--version", action="version", version=f"judgehooks {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        summary = module.__doc__.strip().splitlines()[0] if module.__doc__ else None
-        command = sub.add_parser(name, help=summary, description=summary)
-        module.add_arguments(command)
-        command.set_defaults(func=module.run, command_parser=command)
+    for name, (add_options, module) in COMMANDS.items():
+        command = sub.add_parser(name, help=summary(name), description=summary(name))
+        add_options(command)
+        command.set_defaults(module=module, command_parser=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args, unknown = build_parser().parse_known_args(argv)
-    hide(_urls(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    args, unknown = build_parser().parse_known_args(respell(given))
+    hide(_urls(given))
     _second_interrupt_leaves(0 if args.command in ("tail", "ui") else 130)
     if unknown:  # argparse would print the top-level usage; the subcommand's own says what it takes
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -70,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler.setFormatter(PrintableFormatter("judgehooks: %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
-        code: int = args.func(args)  # the command's run(args)
+        code: int = importlib.import_module(args.module).run(args)  # the command's run(args)
         return code
     except CommandError as exc:
         say(f"judgehooks: {exc}", file=sys.stderr)

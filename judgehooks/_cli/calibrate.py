@@ -7,24 +7,15 @@ import json
 from typing import Any
 
 from .._alerts.calibration import acalibrate
-from .common import CommandError, add_store_argument, call, count, label_of, one_line, open_store, table
+from .common import call, label_of, one_line, open_store, table
+from .options import CommandError
 from .terminal import printable_strings, say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    parser.add_argument("--evaluator", required=True, metavar="NAME", help="the evaluator to calibrate")
-    parser.add_argument("--version", metavar="V", help="its version (default: the newest record's)")
-    parser.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed (default 0)")
-    parser.add_argument("--resamples", type=count, default=2000, metavar="N",
-                        help="bootstrap resamples for the kappa interval (default 2000)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, must_exist=True)
     try:
-        result = call(acalibrate, args.evaluator, version=args.version, store=store, seed=args.seed,
+        result = call(acalibrate, args.evaluator, version=args.evaluator_version, store=store, seed=args.seed,
                       resamples=args.resamples)
     except (LookupError, NotImplementedError) as exc:
         raise CommandError(f"calibrate: {one_line(exc)}") from None

@@ -1,11 +1,11 @@
-"""What the subcommands share: the --store option, opening a store with a one-line error,
-time windows, record filters, and calling the async stores from the command's thread."""
+"""What the subcommands share when they run: opening a store with a one-line error, record filters,
+importing the user's code, and calling the async stores from the command's thread (their options
+are in `options`)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import os
 import re
 import sys
@@ -14,37 +14,20 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .._base.when import parse_when
+from .._base.urls import redact
 from .._evaluators.base import Evaluator
 from .._runtime import runtime
 from ..stores._base import RecordFilter, iter_records
-from ..stores._url import ENV, default_store, default_store_url, redact, store_from_url
+from ..stores._url import ENV, default_store, default_store_url, store_from_url
 from .deadletters import pending_jobs
+from .options import CommandError
 
 T = TypeVar("T")
-
-class CommandError(Exception):
-    """Ends a command with ``judgehooks: <message>`` on stderr and exit status ``code``, no traceback."""
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", metavar="URL",
-                        help="store URL or path: sqlite:///evals.db, postgresql://..., jsonl:///evals.jsonl, "
-                             "or a file path (default: $JUDGEHOOKS_DB or ./judgehooks.db)")
-
-
-def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", metavar="ID", help="only records of this agent id")
-    parser.add_argument("--team", metavar="ID", help="only records of this team id")
-    parser.add_argument("--evaluator", metavar="NAME", help="only records of this evaluator")
 
 
 def filters_of(args: argparse.Namespace) -> RecordFilter:
     """The records the filter options ask for."""
-    return RecordFilter(agent_id=args.agent, team_id=args.team, evaluator=args.evaluator)
+    return RecordFilter(agent_id=args.agent_id, team_id=args.team_id, evaluator=args.evaluator)
 
 
 def call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
@@ -123,38 +106,6 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def parse_time(value: str, *, now: datetime | None = None) -> datetime:
-    """A point in time from ``24h`` / ``30m`` / ``7d`` / ``2w`` / ``90s`` ago, or an ISO 8601 time
-    (UTC when it has no offset). Bad input raises ArgumentTypeError, which argparse reports."""
-    try:
-        return parse_when(value, now=now)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def count(value: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
-    return number
-
-
-def finite(value: str) -> float:
-    """An argparse type: a finite number (argparse's `float` takes "nan" and "inf", and a NaN
-    timeout or rate switches its control off)."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"expected a finite number (not NaN or infinity), got {value!r}")
-    return number
-
-
 def when(moment: datetime) -> str:
     """A record time for people: UTC, to the second."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -208,7 +159,7 @@ def _dotted(path: str) -> str:
 
 def import_object(spec: str, what: str) -> Any:
     """`package.module:name` (dots allowed in name), the module imported by `import_module`.
-    `what` names the option in errors (e.g. "grade: --evaluator")."""
+    `what` names the option in errors (e.g. "grade: --import-evaluator")."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise CommandError(f"{what} must look like package.module:name, got {spec!r}", code=2)
@@ -228,7 +179,7 @@ def module_evaluators(module: ModuleType) -> list[Evaluator]:
 
 #: how many of the newest records `unmatched` reads to say which agents, teams and evaluators exist
 SCANNED = 5000
-_FILTERS = (("agent", "agent_id", "agent_name", "--agent"), ("team", "team_id", "team_name", "--team"),
+_FILTERS = (("agent", "agent_id", "agent_name", "--agent-id"), ("team", "team_id", "team_name", "--team-id"),
             ("evaluator", "evaluator", None, "--evaluator"))
 
 

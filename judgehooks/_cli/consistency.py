@@ -15,42 +15,9 @@ from typing import Any
 from .._alerts.consistency import UNVERSIONED, aconsistency, graded_records
 from .._base.record import EvalRecord
 from .._evaluators.llm import DEFAULT_MODEL, AgentAsJudgeEval
-from .common import (
-    CommandError,
-    add_store_argument,
-    call,
-    count,
-    finite,
-    import_module,
-    label_of,
-    module_evaluators,
-    one_line,
-    open_store,
-    read,
-)
+from .common import call, import_module, label_of, module_evaluators, one_line, open_store, read
+from .options import CommandError
 from .terminal import printable_strings, say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    parser.add_argument("--evaluator", required=True, metavar="NAME",
-                        help="the evaluator whose records to re-judge")
-    parser.add_argument("--version", metavar="V", help="its version (default: the newest record's)")
-    parser.add_argument("--sample", type=count, default=20, metavar="N", help="records to re-judge (default 20)")
-    parser.add_argument("--repeats", type=count, default=3, metavar="K", help="re-judgments per record (default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
-    parser.add_argument("--import", dest="import_", metavar="MODULE",
-                        help="re-judge with the evaluator named NAME that MODULE defines at module level (any "
-                             "kind: Rubric, ScorerEval, a function), instead of rebuilding an LLM judge from the "
-                             "records")
-    parser.add_argument("--model", help="the judge's litellm model string (default: $JUDGEHOOKS_MODEL or "
-                                        f"{DEFAULT_MODEL}); criteria, mode, threshold and guidelines come from the "
-                                        "records")
-    parser.add_argument("--api-base", help="judge endpoint, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key", help="judge API key (default: the provider's environment variable)")
-    parser.add_argument("--temperature", type=finite, help="the judge's sampling temperature, as it graded the records")
-    parser.add_argument("--timeout", type=finite, default=60.0, help="seconds per judge call (default 60)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         records = read(label_of(args.store), graded_records, store, args.evaluator)
         evaluator = _rebuild(_of_version(records, args), args, store)
     try:
-        result = call(aconsistency, evaluator, name=args.evaluator, version=args.version, sample=args.sample,
+        result = call(aconsistency, evaluator, name=args.evaluator, version=args.evaluator_version, sample=args.sample,
                       repeats=args.repeats, seed=args.seed, store=store)
     except LookupError as exc:
         raise CommandError(f"consistency: {one_line(exc)}") from None
@@ -84,7 +51,7 @@ def _of_version(records: list[EvalRecord], args: argparse.Namespace) -> EvalReco
     records say everything its judge was asked)."""
     if not records:
         raise CommandError(f"consistency: no graded records of evaluator {args.evaluator!r}")
-    version = args.version or records[0].evaluator_version or UNVERSIONED
+    version = args.evaluator_version or records[0].evaluator_version or UNVERSIONED
     record = next((r for r in records if (r.evaluator_version or UNVERSIONED) == version), None)
     if record is None:
         raise CommandError(f"consistency: evaluator {args.evaluator!r} has no graded records of version {version!r}")

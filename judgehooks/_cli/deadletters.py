@@ -4,7 +4,6 @@ there (a process that crashed or timed out at exit left them: `judgehooks resume
 
 from __future__ import annotations
 
-import argparse
 import os
 import sqlite3
 from pathlib import Path
@@ -13,12 +12,6 @@ from typing import Any
 from .._grading.outbox import pending_counts
 from ..stores._deadletter import summary
 from ..stores._sqlite import outbox_path_for
-
-
-def add_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--outbox", metavar="PATH",
-                        help="spill/outbox file whose dead letters to show; default beside a SQLite store, "
-                             "else $JUDGEHOOKS_OUTBOX, else the store's own file in the per-user state folder")
 
 
 def dead_letters(path: str | None, store: Any) -> dict[str, Any]:

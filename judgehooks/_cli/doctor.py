@@ -21,27 +21,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.context import EvalContext
+from .._base.urls import redact
 from .._evaluators.base import Evaluator
 from .._judges.call import JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
 from .._judges.openai_wire import load_litellm
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from ..stores._url import redact
-from .common import CommandError, add_store_argument, call, finite, import_module, label_of, module_evaluators, one_line
+from .common import call, import_module, label_of, module_evaluators, one_line
 from .common import store_at as open_store_at
+from .options import CommandError
 from .terminal import say
 
 #: the question every judge is asked: small, and with one right answer
 QUESTION = EvalContext(input="What is 2 + 2?", output="4", run_id="judgehooks-doctor")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
-                        help="the module(s) that build your evaluators, agents or teams (e.g. myapp.evals); "
-                             "without it, only the store is checked")
-    add_store_argument(parser)
-    parser.add_argument("--timeout", type=finite, default=20.0, metavar="SECONDS",
-                        help="longest wait for each judge's answer (default 20, or the evaluator's own if shorter)")
 
 
 @dataclass(frozen=True)

@@ -10,34 +10,9 @@ from typing import Any
 from .._base.record import EvalRecord
 from .._base.sqlitefile import create_file
 from ..stores._base import iter_records
-from .common import (
-    CommandError,
-    add_filter_arguments,
-    add_store_argument,
-    count,
-    filters_of,
-    label_of,
-    one_line,
-    open_store,
-    parse_time,
-    read,
-)
+from .common import filters_of, label_of, one_line, open_store, read
+from .options import CommandError
 from .terminal import printable, say
-
-FORMATS = ("jsonl", "pydantic-evals")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    add_filter_arguments(parser)
-    parser.add_argument("--status", default="failed", choices=("passed", "failed", "error", "skipped"),
-                        help="which records become cases (default failed)")
-    parser.add_argument("--since", type=parse_time, metavar="WHEN", help="only records since: 24h, 7d, an ISO time")
-    parser.add_argument("--limit", type=count, metavar="N", help="at most N cases, newest first (default all)")
-    parser.add_argument("--format", choices=FORMATS, default="jsonl",
-                        help="jsonl: cases `judgehooks grade` and run(cases=...) read; pydantic-evals: a dataset "
-                             "file pydantic_evals.Dataset.from_file loads (default jsonl)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
 
 def case_metadata(record: EvalRecord) -> dict[str, Any]:

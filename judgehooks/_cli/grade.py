@@ -17,45 +17,18 @@ from .._base.record import EvalRecord
 from .._evaluators.llm import AgentAsJudgeEval
 from ..exceptions import StoreError
 from ..stores._base import BaseStore, RecordFilter, Store
-from .cases import MAX_LINE_BYTES, CaseError, read_cases
-from .common import CommandError, add_store_argument, check_store, clip, finite, import_object, label_of, store_at
+from .cases import CaseError, read_cases
+from .common import check_store, clip, import_object, label_of, store_at
+from .options import CommandError
 from .terminal import say
 
-# Judge settings a code-defined --evaluator already has; giving them too is a contradiction, not an override.
+# Judge settings a code-defined --import-evaluator already has; giving them too is a contradiction, not an override.
 _JUDGE_FLAGS = ("criteria", "model", "api_base", "api_key", "scoring_strategy", "threshold", "name",
                 "concurrency", "timeout", "retries", "store")
 _FLAG_OF = {"max_concurrency": "--concurrency", "scoring_strategy": "--scoring-strategy", "threshold": "--threshold",
             "criteria": "--criteria", "timeout": "--timeout", "retries": "--retries", "name": "--name",
             "model": "--model"}
 _MAX_SHOWN = 20
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cases", metavar="CASES.jsonl",
-                        help="one JSON object per line: input, output, optional expected_output, metadata, id")
-    add_store_argument(parser)
-    parser.add_argument("--criteria", help="what a good output is (required unless --evaluator)")
-    parser.add_argument("--model", help="litellm model string (default: $JUDGEHOOKS_MODEL or openai/gpt-5-mini)")
-    parser.add_argument("--api-base", help="judge endpoint, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key", default=None,
-                        help="judge API key (default: $JUDGEHOOKS_API_KEY, else the provider's own variable)")
-    parser.add_argument("--scoring-strategy", choices=("binary", "numeric"), help="default binary")
-    parser.add_argument("--threshold", type=int, help="numeric pass mark, 1-10 (default 7)")
-    parser.add_argument("--name", help="evaluator name stored on every record")
-    parser.add_argument("--concurrency", type=int, help="judge calls at once (default 8)")
-    parser.add_argument("--timeout", type=finite, help="seconds per judge call (default 60)")
-    parser.add_argument("--retries", type=int, help="retries per case on transient judge errors (default 2)")
-    parser.add_argument("--evaluator", metavar="MODULE:ATTR",
-                        help="grade with an AgentAsJudgeEval defined in code (or a function returning one); "
-                             "it brings its own judge settings and store")
-    parser.add_argument("--chunk-size", type=int, default=500, metavar="N",
-                        help="cases read and graded at a time, bounding memory (default 500)")
-    parser.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
-                        help=f"refuse a line longer than N bytes, without reading it whole (default {MAX_LINE_BYTES}, "
-                             "16 MiB)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bar on stderr (default: when stderr is a terminal)")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,16 +69,16 @@ def _validate(path: str, max_line_bytes: int) -> int:
 
 
 def _evaluator(args: argparse.Namespace, advance: Callable[[int], None]) -> tuple[AgentAsJudgeEval, str]:
-    if args.evaluator:
+    if args.import_evaluator:
         given = [f"--{f.replace('_', '-')}" for f in _JUDGE_FLAGS if getattr(args, f) is not None]
         if given:
-            raise CommandError(f"grade: {', '.join(given)} cannot be combined with --evaluator, which brings its "
-                               "own judge settings and store", code=2)
-        evaluator = _load(args.evaluator)
-        check_store(evaluator.store, f"{evaluator.store!r} of {args.evaluator}")
+            raise CommandError(f"grade: {', '.join(given)} cannot be combined with --import-evaluator, which "
+                               "brings its own judge settings and store", code=2)
+        evaluator = _load(args.import_evaluator)
+        check_store(evaluator.store, f"{evaluator.store!r} of {args.import_evaluator}")
         return evaluator, repr(evaluator.store)
     if not args.criteria:
-        raise CommandError("grade: --criteria is required (or --evaluator MODULE:ATTR)", code=2)
+        raise CommandError("grade: --criteria is required (or --import-evaluator MODULE:ATTR)", code=2)
     if args.threshold is not None and args.scoring_strategy != "numeric":
         raise CommandError("grade: --threshold applies to --scoring-strategy numeric only", code=2)
     store = store_at(args.store, must_exist=False)
@@ -127,11 +100,11 @@ def _evaluator(args: argparse.Namespace, advance: Callable[[int], None]) -> tupl
 
 
 def _load(spec: str) -> AgentAsJudgeEval:
-    obj = import_object(spec, "grade: --evaluator")
+    obj = import_object(spec, "grade: --import-evaluator")
     if callable(obj) and not isinstance(obj, AgentAsJudgeEval):
         obj = obj()
     if not isinstance(obj, AgentAsJudgeEval):
-        raise CommandError(f"grade: --evaluator {spec!r} is a {type(obj).__name__}, not a "
+        raise CommandError(f"grade: --import-evaluator {spec!r} is a {type(obj).__name__}, not a "
                            "judgehooks.AgentAsJudgeEval", code=2)
     return obj
 

@@ -10,45 +10,10 @@ from typing import Any
 from .._optimize.cases import load_cases, split
 from .._optimize.optimize import OptimizeResult, optimize
 from ..stores import RecordFilter
-from .common import CommandError, clip, count, finite, import_object, one_line, open_store, parse_time, table
+from .common import clip, import_object, one_line, open_store, table
 from .grade import _progress
+from .options import CommandError
 from .terminal import say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", required=True, metavar="MODULE:ATTR",
-                        help="the agno Agent or Team (or a function returning one) whose instructions to improve; "
-                             "it is copied for every run, never changed")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--cases", metavar="FILE", help="a JSONL file of cases (`judgehooks export` writes one)")
-    source.add_argument("--from-store", metavar="URL",
-                        help="take the cases from this store's records: a store URL or path, as --store takes "
-                             "(sqlite:///evals.db, postgresql://..., or a file path)")
-    parser.add_argument("--status", default="failed", choices=("passed", "failed", "error"),
-                        help="with --from-store: which records become cases (default failed)")
-    parser.add_argument("--since", type=parse_time, metavar="WHEN",
-                        help="with --from-store: only records since: 24h, 7d, an ISO time")
-    parser.add_argument("--agent-id", metavar="ID",
-                        help="with --from-store: only this agent's records (default: the agent's id, when it has one)")
-    parser.add_argument("--evaluator", action="append", required=True, metavar="MODULE:ATTR",
-                        help="an evaluator that grades the answers (repeat for several)")
-    parser.add_argument("--reflection-model", required=True, metavar="MODEL",
-                        help="the model that proposes instructions: a litellm model string")
-    parser.add_argument("--api-base", help="the reflection model's endpoint, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key", default=None,
-                        help="the reflection model's API key (default: $JUDGEHOOKS_API_KEY, else the provider's)")
-    parser.add_argument("--max-metric-calls", type=count, default=150, metavar="N",
-                        help="agent runs on training cases the search may make (default 150)")
-    parser.add_argument("--max-calls", type=count, metavar="N", help="cap on every model call of the whole run")
-    parser.add_argument("--max-cost-usd", type=finite, metavar="USD", help="cap on the whole run's cost")
-    parser.add_argument("--holdout", type=finite, default=0.3, help="share of cases held out (default 0.3)")
-    parser.add_argument("--seed", type=int, default=0, help="how cases are split and sampled (default 0)")
-    parser.add_argument("--concurrency", type=count, default=4, metavar="N", help="cases run at once (default 4)")
-    parser.add_argument("--run-dir", metavar="DIR", help="keep the search's state here; the same command resumes it")
-    parser.add_argument("--out", metavar="FILE", help="write the best instructions to FILE")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bar on stderr (default: when stderr is a terminal)")
-    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
 def _load(spec: str, what: str, check: Any) -> Any:
@@ -69,8 +34,8 @@ def _is_evaluator(obj: Any) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    agent = _load(args.agent, "--agent", _is_agent)
-    evaluators = [_load(spec, "--evaluator", _is_evaluator) for spec in args.evaluator]
+    agent = _load(args.import_agent, "--import-agent", _is_agent)
+    evaluators = [_load(spec, "--import-evaluator", _is_evaluator) for spec in args.import_evaluator]
     if args.cases is not None:
         cases: Any = args.cases
         where = None

@@ -8,46 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..stores._base import RecordFilter, iter_records
-from .common import (
-    add_filter_arguments,
-    add_store_argument,
-    clip,
-    count,
-    filters_of,
-    label_of,
-    open_store,
-    parse_time,
-    read,
-    table,
-    unmatched,
-    when,
-)
+from .common import clip, filters_of, label_of, open_store, read, table, unmatched, when
 from .cost import JudgeCost
 from .cost import render as render_cost
-from .deadletters import add_argument as add_outbox_argument
 from .deadletters import dead_letters, pending_jobs, render_pending
 from .deadletters import render as render_dead_letters
 from .stats import Report
 from .terminal import printable_strings, say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    parser.add_argument("--since", default="24h", metavar="WHEN", type=_since,
-                        help="start of the window: 30m, 24h, 7d, 2w ago, an ISO time, or 'all' (default 24h)")
-    parser.add_argument("--until", metavar="WHEN", type=parse_time, help="end of the window (exclusive; default now)")
-    add_filter_arguments(parser)
-    parser.add_argument("--worst", type=count, default=5, metavar="N",
-                        help="show the N lowest-scored failures, newest first among equals (default 5)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of tables")
-    parser.add_argument("--all-versions", action="store_true",
-                        help="pool an evaluator's versions into one pass rate (default: one row per version, "
-                             "and a warning when the window holds several)")
-    add_outbox_argument(parser)
-
-
-def _since(value: str) -> datetime | None:
-    return None if value.strip().lower() == "all" else parse_time(value)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     empty = read(label_of(args.store), unmatched, store, where) if not report.total.count else None
     payload = {"store": label_of(args.store),
                "since": since.isoformat() if since else None, "until": until.isoformat() if until else None,
-               "filters": {"agent": args.agent, "team": args.team, "evaluator": args.evaluator},
+               "filters": {"agent": args.agent_id, "team": args.team_id, "evaluator": args.evaluator},
                **report.to_json(), "judge_cost": cost.to_json(), "dead_letters": dead_letters(args.outbox, store),
                "unmatched": empty, "pending_jobs": {**pending_jobs(args.outbox, store), "resume": _resume(args)}}
     say(json.dumps(payload, indent=2) if args.json else render(printable_strings(payload)))

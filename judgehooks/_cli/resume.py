@@ -19,19 +19,8 @@ from .._runtime import runtime
 from ..stores._base import store_key
 from ..stores._spill import SpillFile, SpillingStore
 from ..stores._sqlite import outbox_path_for
-from .common import add_store_argument, finite, import_module, open_store
+from .common import import_module, open_store
 from .terminal import say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    parser.add_argument("--outbox", help="outbox file; default beside a SQLite store, else $JUDGEHOOKS_OUTBOX, "
-                                         "else the store's own file in the per-user state folder "
-                                         "(~/.local/state/judgehooks on Linux)")
-    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
-                        help="import MODULE first, so its evaluators (with their callbacks) grade their own jobs")
-    parser.add_argument("--timeout", type=finite, default=600.0, help="seconds to wait (default 600)")
-    parser.add_argument("--concurrency", type=int, default=32)
 
 
 def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:

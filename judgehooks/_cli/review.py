@@ -13,19 +13,8 @@ from .._base.label import Label
 from .._base.record import EvalRecord
 from ..stores._base import iter_records
 from ..stores._human import FAIL_KEY, OLD_KEYS, PASS_KEY, QUIT_KEY, SCORE_KEY, SKIP_KEY, default_reviewer
-from .common import (
-    CommandError,
-    add_filter_arguments,
-    add_store_argument,
-    count,
-    filters_of,
-    finite,
-    label_of,
-    open_store,
-    parse_time,
-    read,
-    when,
-)
+from .common import filters_of, label_of, open_store, read, when
+from .options import CommandError
 from .terminal import say
 
 QUEUES = ("failed", "borderline", "sample")
@@ -35,23 +24,6 @@ HELP = (f"keys: {PASS_KEY} = pass, {FAIL_KEY} = fail, {SCORE_KEY} N = your score
         f"{QUIT_KEY} = quit; text after {PASS_KEY}, {FAIL_KEY} or {SCORE_KEY} N is kept as a note (the keys of the "
         "web page's review; the older a = agree with the judge, d = disagree and k = skip still work)")
 PROMPT = f"{PASS_KEY}/{FAIL_KEY}/{SCORE_KEY} N/{SKIP_KEY}/{QUIT_KEY}> "
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.epilog = HELP
-    add_store_argument(parser)
-    add_filter_arguments(parser)
-    parser.add_argument("--queue", default="failed,borderline", metavar="KINDS",
-                        help="which records, comma-separated: failed, borderline (numeric scores within --margin "
-                             "of the threshold), sample (--sample random graded records) (default failed,borderline)")
-    parser.add_argument("--margin", type=finite, default=1.0, metavar="POINTS",
-                        help="how near the threshold a borderline score is (default 1)")
-    parser.add_argument("--sample", type=count, default=10, metavar="N",
-                        help="records in the sample queue (default 10)")
-    parser.add_argument("--seed", type=int, default=0, help="the sample's random seed (default 0)")
-    parser.add_argument("--since", type=parse_time, metavar="WHEN", help="only records since: 24h, 7d, an ISO time")
-    parser.add_argument("--limit", type=count, default=50, metavar="N", help="review at most N records (default 50)")
-    parser.add_argument("--by", metavar="NAME", help="who labels (default: your login name)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,52 +17,16 @@ from typing import Any
 import anyio
 
 from .._base.record import EvalRecord
+from .._base.urls import redact
 from .._evaluators.session import SessionJudge
 from .._hooks.agnodb import StoredSession, read_sessions, session_owners
 from .._runtime import runtime
 from ..redact import PII
 from ..stores._agno import open_agno_db
 from ..stores._sqlite import outbox_path_for
-from ..stores._url import redact
-from .common import (
-    CommandError,
-    add_store_argument,
-    call,
-    clip,
-    count,
-    finite,
-    import_object,
-    label_of,
-    parse_time,
-    store_at,
-)
+from .common import call, clip, import_object, label_of, store_at
+from .options import CommandError
 from .terminal import say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agno-db", required=True, metavar="URL",
-                        help="the agno db holding the sessions: sqlite:///agno.db or postgresql://user@host/db")
-    add_store_argument(parser)
-    who = parser.add_mutually_exclusive_group()
-    who.add_argument("--agent-id", metavar="ID", help="only this agent's sessions")
-    who.add_argument("--team-id", metavar="ID", help="team sessions of this team (default: agent sessions)")
-    parser.add_argument("--since", metavar="WHEN", type=parse_time,
-                        help="only sessions created since: 30m, 24h, 7d, 2w ago, or an ISO time")
-    parser.add_argument("--criteria", required=True, help="what a good conversation is")
-    parser.add_argument("--scoring-strategy", choices=("binary", "numeric"), default="binary")
-    parser.add_argument("--threshold", type=int, default=7, help="numeric pass mark, 1-10 (default 7)")
-    parser.add_argument("--name", help="evaluator name stored on every record (default: derived from the criteria)")
-    parser.add_argument("--model", help="litellm model string (default: $JUDGEHOOKS_MODEL or openai/gpt-5-mini)")
-    parser.add_argument("--api-base", help="judge endpoint, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key", default=None,
-                        help="judge API key (default: $JUDGEHOOKS_API_KEY, else the provider's own variable)")
-    parser.add_argument("--budget", type=count, default=100_000, metavar="CHARS",
-                        help="longest transcript shown whole, in characters (default 100000)")
-    parser.add_argument("--concurrency", type=count, default=8, help="sessions graded at once (default 8)")
-    parser.add_argument("--timeout", type=finite, default=60.0, help="seconds per judge call (default 60)")
-    parser.add_argument("--redact", metavar="REDACTOR",
-                        help="redact every turn before the judge or the store sees it: PII (judgehooks.redact.PII) "
-                             "or package.module:name of a function from text to text")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,39 +12,10 @@ from typing import Any
 
 from .._base.record import EvalRecord
 from ..stores._base import RecordFilter, iter_records
-from .common import (
-    CommandError,
-    add_filter_arguments,
-    add_store_argument,
-    call,
-    count,
-    filters_of,
-    finite,
-    label_of,
-    one_line,
-    open_store,
-    read,
-    unmatched,
-    when,
-)
+from .common import call, filters_of, label_of, one_line, open_store, read, unmatched, when
+from .options import CommandError
 from .stats import target
 from .terminal import say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    add_filter_arguments(parser)
-    parser.add_argument("--status", choices=("passed", "failed", "error", "skipped"), help="only this status")
-    parser.add_argument("-n", "--lines", type=count, default=10, metavar="N",
-                        help="print the last N records first (default 10)")
-    parser.add_argument("-f", "--follow", action=argparse.BooleanOptionalAction, default=True,
-                        help="keep printing new records until Ctrl-C (default); --no-follow prints the last N")
-    parser.add_argument("--interval", type=finite, default=1.0, metavar="SECONDS",
-                        help="seconds between polls (default 1)")
-    parser.add_argument("--lookback", type=finite, default=60.0, metavar="SECONDS",
-                        help="re-read this many seconds before the newest record seen, so records stored late "
-                             "(batched background writes, retries) are not missed (default 60)")
-    parser.add_argument("--json", action="store_true", help="one JSON record per line")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from ..stores._url import passwords, redact
+from .._base.urls import passwords, redact
 
 # C0 controls but newline, DEL, C1 controls (8-bit CSI/OSC), bidi marks, embeddings, overrides and
 # isolates, line/paragraph separators, and lone surrogates (which cannot even be encoded).

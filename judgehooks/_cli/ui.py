@@ -8,25 +8,9 @@ import os
 import socket
 from typing import Any
 
-from .common import CommandError, add_store_argument, count, open_store
+from .common import open_store
+from .options import TOKEN_ENV, CommandError
 from .terminal import say
-
-#: where the access token may also come from, so it stays out of `ps` and the shell history
-TOKEN_ENV = "JUDGEHOOKS_UI_TOKEN"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_store_argument(parser)
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1; any other needs --token)")
-    parser.add_argument("--port", type=count, default=8765, help="port (default 8765; 0 picks a free one)")
-    parser.add_argument("--read-only", action="store_true", help="no review page: nothing is written to the store")
-    parser.add_argument("--token", metavar="TOKEN",
-                        help=f"every request must show this access token (default: ${TOKEN_ENV}); needed "
-                             "to listen beyond this machine")
-    parser.add_argument("--trace-url", metavar="URL",
-                        help="link trace ids to this address, with {trace_id} in it "
-                             "(e.g. http://localhost:6006/trace/{trace_id})")
 
 
 def loopback(host: str) -> bool:

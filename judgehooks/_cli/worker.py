@@ -26,41 +26,9 @@ from .._evaluators.spec import JobRebuild
 from .._grading.redis import check_url, redacted, require_extra
 from .._grading.redis.signing import GENERATE, JOB_KEY_ENV, job_key
 from .._runtime import runtime
-from .common import CommandError, add_store_argument, finite, import_module, module_evaluators, store_at
+from .common import import_module, module_evaluators, store_at
+from .options import CommandError
 from .terminal import say
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--broker", default=os.environ.get("JUDGEHOOKS_BROKER"),
-                        help="Redis URL, e.g. redis://127.0.0.1:6379/0; default $JUDGEHOOKS_BROKER")
-
-    add_store_argument(parser)
-    parser.add_argument("--import", dest="import_", action="append", metavar="MODULE",
-                        help="import MODULE and grade with the judgehooks evaluators it defines at module level "
-                             "(their judge and callbacks); a job for any other evaluator ends as an error record")
-    parser.add_argument("--concurrency", type=int, default=32, help="jobs graded at once (default 32)")
-    parser.add_argument("--reclaim-after", type=finite, default=30.0,
-                        help="seconds a dead worker's job stays idle, and a dead worker's session lease lasts, "
-                             "before a live worker takes it (default 30)")
-    parser.add_argument("--shutdown-timeout", type=finite, default=30.0,
-                        help="on SIGTERM, seconds running jobs get to finish (default 30)")
-    parser.add_argument("--rebuild", action="append", metavar="CLASS[,CLASS]",
-                        help="also grade jobs of other evaluators of these judgehooks classes (e.g. AgentAsJudgeEval,"
-                             "Contains), rebuilt from the job's settings; LLM judges use --judge-model and "
-                             f"--judge-api-base, never the job's. Needs signed jobs (${JOB_KEY_ENV})")
-    parser.add_argument("--judge-model", default=os.environ.get("JUDGEHOOKS_MODEL"),
-                        help="the litellm model rebuilt LLM evaluators grade with; default $JUDGEHOOKS_MODEL")
-    parser.add_argument("--judge-api-base", help="the judge server rebuilt LLM evaluators call (default: litellm's "
-                                                 "provider settings, e.g. $OPENAI_API_BASE)")
-    parser.add_argument("--imported-only", action="store_true",
-                        help="grade only with --import'ed evaluators: the default (kept for existing command lines)")
-    parser.add_argument("--name", help="consumer name in the Redis group; default host:pid")
-    parser.add_argument("--requests-per-minute", type=finite, metavar="N",
-                        help="judge calls per minute per judge model, shared by every worker on this Redis, for "
-                             "evaluators that set no requests_per_minute of their own (default: no limit)")
-    parser.add_argument("--max-deliveries", type=int, default=5, metavar="N",
-                        help="a job delivered N times that no worker finished (it kills them) goes to the "
-                             "dead-letter stream judgehooks:grading:dead, with an error record (default 5)")
 
 
 def _imported_evaluators(modules: list[str]) -> dict[str, Any]:

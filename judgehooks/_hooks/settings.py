@@ -19,6 +19,7 @@ from .._base.callbacks import wrap_callback
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.sqlitefile import checked_path
+from .._base.urls import redact
 from .._base.validate import check_choice, check_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._grading.dispatcher import Dispatcher
@@ -41,7 +42,7 @@ from ..stores import (
     Store,
 )
 from ..stores._sqlite import outbox_path_for
-from ..stores._url import ENV, check_default_store_url, default_store_at, redact, store_from_url
+from ..stores._url import ENV, check_default_store_url, default_store_at, store_from_url
 from .gate import DEFAULT_FALLBACK, Gate
 from .sampling import Sampler, SampleRate
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .._base.sqlitefile import checked_path
+from .._base.urls import redact
 from ._memory import MemoryStore
 from ._sqlite import SQLiteStore
 
@@ -141,40 +140,6 @@ def store_from_url(url: str) -> Any:
     if scheme == "memory":
         return MemoryStore()
     return _agno_store(f"{scheme[5:]}://{rest}")  # agno+...: _scheme refused every other scheme
-
-
-# A password given as a parameter: `?password=...` / `&sslpassword=...` in a URL, or `password=...`
-# (quoted or not) in a libpq key=value string.
-_PASSWORD_PARAM = re.compile(r"(?i)((?:^|[?&;\s])(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
-
-
-def redact(url: str) -> str:
-    """The URL (or libpq connection string) with every password replaced by ***: the userinfo's
-    and any ``password=`` / ``sslpassword=`` parameter's. For messages and logs."""
-    text = _PASSWORD_PARAM.sub(r"\1***", url)
-    try:
-        parts = urlsplit(text)
-        password = parts.password
-    except ValueError:  # not a URL (a key=value string, or a malformed netloc)
-        return text
-    if password is None:
-        return text
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-
-
-def passwords(url: str) -> list[str]:
-    """The passwords `url` holds, as written and percent-decoded, longest first (to hide them
-    where an error message quotes them)."""
-    found = [m.group(2).strip("'") for m in _PASSWORD_PARAM.finditer(url)]
-    try:
-        if (password := urlsplit(url).password) is not None:
-            found.append(password)
-    except ValueError:
-        pass
-    every = {text for value in found for text in (value, unquote(value)) if text}
-    return sorted(every, key=len, reverse=True)
 
 
 def _path(rest: str, default: str) -> str:

@@ -21,7 +21,7 @@ from agno.models.openai.like import OpenAILike
 from agno.team import Team
 
 from judgehooks import AgentAsJudgeEval, EvalRecord, SQLiteStore
-from judgehooks._cli.common import parse_time
+from judgehooks._cli.options import parse_time
 from judgehooks._cli.stats import Report
 from judgehooks.stores import MemoryStore, iter_records, store_from_url
 
@@ -90,7 +90,8 @@ def test_report_json_counts_real_verdicts_per_agent_team_and_evaluator(graded):
 
 def test_report_filters_by_agent_and_time_window(graded):
     db, _ = graded
-    only_alice = json.loads(cli("report", "--store", str(db), "--agent", "agent-a", "--since", "1h", "--json").stdout)
+    only_alice = json.loads(cli("report", "--store", str(db), "--agent-id", "agent-a", "--since", "1h",
+                                "--json").stdout)
     assert [(g["id"], g["count"]) for g in only_alice["groups"]] == [("agent-a", 4)]
     before = (datetime.now(UTC) - timedelta(hours=2)).isoformat()
     empty = json.loads(cli("report", "--store", str(db), "--since", "all", "--until", before, "--json").stdout)
@@ -257,11 +258,11 @@ def test_grade_with_an_evaluator_defined_in_code(server, tmp_path):
                                    api_base={server.base_url!r}, api_key="k", store=SQLiteStore({str(db)!r}))
     """))
     cases = _cases(tmp_path / "cases.jsonl", {"input": "a", "output": "b"}, {"input": "c", "output": "d"})
-    done = cli("grade", "cases.jsonl", "--evaluator", "my_evals:concise", cwd=tmp_path)
+    done = cli("grade", "cases.jsonl", "--import-evaluator", "my_evals:concise", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert [r.evaluator for r in SQLiteStore(db).query_sync(limit=None)] == ["concise", "concise"]
-    clash = cli("grade", str(cases), "--evaluator", "my_evals:concise", "--model", "openai/x", cwd=tmp_path)
-    assert clash.returncode == 2 and "--model cannot be combined with --evaluator" in clash.stderr
+    clash = cli("grade", str(cases), "--import-evaluator", "my_evals:concise", "--model", "openai/x", cwd=tmp_path)
+    assert clash.returncode == 2 and "--model cannot be combined with --import-evaluator" in clash.stderr
 
 
 FLAKY_STORE = """
@@ -281,7 +282,8 @@ def test_grade_keeps_what_the_store_refused_and_stops_grading(server, tmp_path):
     db = tmp_path / "full.db"
     (tmp_path / "full_store.py").write_text(FLAKY_STORE.format(base=server.base_url, db=str(db)))
     _cases(tmp_path / "cases.jsonl", *({"input": f"q{i}", "output": "o"} for i in range(5)))
-    done = cli("grade", "cases.jsonl", "--evaluator", "full_store:judge", "--chunk-size", "2", "--json", cwd=tmp_path)
+    done = cli("grade", "cases.jsonl", "--import-evaluator", "full_store:judge", "--chunk-size", "2", "--json",
+               cwd=tmp_path)
     assert done.returncode == 1
     summary = json.loads(done.stdout)
     assert (summary["stored"], summary["not_stored"], summary["not_graded"], summary["first_line_not_graded"]) == (

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _docblocks import ROOT, Block, MarkerError, all_blocks, blocks_of, chains
+from _docblocks import ROOT, Block, MarkerError, all_blocks, blocks_of, chains, output_pattern
 from _installs import Installs, closure, imported, installs_named, provider, readme_installs, uncovered, visibility
 
 from judgehooks.testing import StubLLMServer
@@ -147,20 +147,37 @@ def run_chain(chain: list[Block], forker: Forker, server: StubLLMServer, tmp_pat
         shell_env.pop(key, None)
     i = 0
     while i < len(chain):
-        if chain[i].kind == "python":
-            # consecutive python blocks share one process and namespace, as one script
+        if chain[i].is_output:  # read once the group has run (unmatched_output)
+            i += 1
+        elif chain[i].kind == "python":
+            # consecutive python blocks share one process and namespace, as one script (the output
+            # blocks between them only show what they print)
             j = i
-            while j < len(chain) and chain[j].kind == "python":
+            while j < len(chain) and (chain[j].kind == "python" or chain[j].is_output):
                 j += 1
-            status = forker.run(chain[i:j], cwd, out, per_run, page_installs(chain[i].path))
+            code = [b for b in chain[i:j] if b.kind == "python"]
+            status = forker.run(code, cwd, out, per_run, page_installs(chain[i].path))
             if status != 0:
-                return out.read_text(), failing_block(chain[i:j], out.read_text())
+                return out.read_text(), failing_block(code, out.read_text())
             i = j
         else:
             if run_shell(chain[i], cwd, out, shell_env) != 0:
                 return out.read_text(), chain[i].where
             i += 1
     return out.read_text(), ""
+
+
+def unmatched_output(chain: list[Block], output: str) -> str | None:
+    """The first `output` block of the group whose lines the group's output does not hold, in
+    order (see _docblocks.output_pattern), with what was printed; None when every one matches."""
+    at = 0
+    for block in (b for b in chain if b.is_output):
+        found = output_pattern(block.source).search(output, at)
+        if found is None:
+            return (f"{block.where} shows output the blocks before it do not print.\nthe page shows:\n"
+                    f"{block.source}\nthey printed (after the previous output block):\n{output[at:][-4000:]}")
+        at = found.end()
+    return None
 
 
 def failing_block(blocks: list[Block], output: str) -> str:
@@ -185,13 +202,15 @@ def chain_param(chain: list[Block]) -> object:
 @pytest.mark.parametrize("chain", [chain_param(chain) for chain in CHAINS])
 def test_docs_block_runs_as_written(chain: list[Block], forker: Forker, server: StubLLMServer,
                                     tmp_path: Path) -> None:
-    assert all(b.kind in ("python", "shell") for b in chain), [(b.where, b.lang) for b in chain]
+    assert all(b.kind in ("python", "shell") or b.is_output for b in chain), [(b.where, b.lang) for b in chain]
     for block in chain:
         installs = _INSTALLS.search(block.code) if block.kind == "shell" else None
         assert not installs, (f"{block.where} runs {installs[0]!r}: it would change this machine's "
                               f"environment; mark it <!-- docs-test: skip reason=\"...\" -->")
     output, failed = run_chain(chain, forker, server, tmp_path)
     assert not failed, f"the docs block at {failed} does not run as written:\n{output[-6000:]}"
+    differs = unmatched_output(chain, output)
+    assert differs is None, differs
     # what a script can survive and still print: a traceback from a thread or an exit hook, an error log
     troubles = [line for line in output.splitlines() if "Traceback (most recent call last)" in line
                 or "level='error'" in line or line.startswith("Exception ignored")]
@@ -279,6 +298,45 @@ def test_a_broken_block_fails_naming_its_file_and_line(forker: Forker, server: S
     assert failed == f"{page}:10"
     assert "NameError: name 'Agent' is not defined" in output
     assert f'File "{ROOT / page}", line 11' in output  # the page's own line of the failing code
+
+
+def test_an_output_block_is_checked_against_what_its_group_prints(forker: Forker, server: StubLLMServer,
+                                                                   tmp_path: Path) -> None:
+    """A page's shown output is held to what the blocks print: `...` spans text within a line, a
+    `...` line spans lines, and a page that shows a pass where the block gets an error fails,
+    naming the output block (as checks.md's LabelMatch example did: its expected value was no label)."""
+    page = tmp_path / "page.md"
+    page.write_text("""# Page
+
+```python
+from judgehooks import LabelMatch
+
+result = LabelMatch(["positive", "negative"]).run(input="q", output="Positive!", expected_output=EXPECTED)
+print("noise")
+record = result.records[0]
+print(record.status, record.reason or record.error_message)
+```
+
+<!-- docs-test: output -->
+```text
+...
+passed label 'positive', ...
+```
+""")
+    for expected, status in (("positive", None), ("Paris", "error")):
+        blocks = blocks_of(page)
+        code = blocks[0].source.replace("EXPECTED", repr(expected))
+        [chain] = chains([Block(blocks[0].path, blocks[0].line, "python", code), blocks[1]])
+        run = tmp_path / expected
+        run.mkdir()
+        output, failed = run_chain(chain, forker, server, run)
+        assert not failed, output
+        differs = unmatched_output(chain, output)
+        if status is None:
+            assert differs is None
+        else:
+            assert differs is not None and f"{page}:13 shows output the blocks before it do not print" in differs
+            assert "the run's expected value 'Paris' is not one of the labels" in differs.splitlines()[-1]
 
 
 def test_the_sessions_page_worker_command_runs_as_written(redis_base: str, server: StubLLMServer,

@@ -39,11 +39,27 @@ def report_of(db_dir: Path) -> str:
     return done.stdout
 
 
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def questions_the_docs_say_the_model_answers() -> set[int]:
+    """How many questions docs/examples.md and the tutorial say the quickstart's model answers."""
+    said = set()
+    for page in ("docs/examples.md", "docs/tutorial.md"):
+        text = (EXAMPLES.parent / page).read_text()
+        found = re.findall(r"answers (\w+) questions", text)
+        assert found, f"{page} no longer says how many questions the quickstart answers"
+        said |= {NUMBERS[word] for word in found}
+    return said
+
+
 @pytest.mark.slow
 def test_quickstart_scripted_shows_a_pass_a_failure_a_gate_an_error_and_the_report(tmp_path):
     out = run("quickstart.py", "--scripted", cwd=tmp_path).stdout
     assert_the_demo_shows_the_product(out)
     assert out.count("-> passed  answers-the-question: stub judge says pass") == 3
+    answered = re.search(r"^  (\d+) runs answered in ", out, re.MULTILINE)
+    assert answered and questions_the_docs_say_the_model_answers() == {int(answered[1])}  # the docs count them right
     assert re.search(r"^  all evaluators +7 +4 +2 +1 +0 ", report_of(tmp_path), re.MULTILINE)  # 4 + 3 records
 
 

@@ -30,7 +30,7 @@ from judgehooks import (
     WindowedAlert,
     lifespan,
 )
-from judgehooks._cli.common import finite
+from judgehooks._cli.options import finite
 from judgehooks.redact import Presidio
 from judgehooks.stores import SpillingStore
 

@@ -261,9 +261,9 @@ def test_resume_with_nothing_pending(tmp_path):
 
 
 def test_a_bad_store_url_names_the_scheme():
-    from judgehooks._cli import store_from_url
+    from judgehooks.stores import store_from_url
 
-    with pytest.raises(SystemExit, match="unsupported store URL scheme 'mongodb'"):
+    with pytest.raises(ValueError, match="unsupported store URL scheme 'mongodb'"):
         store_from_url("mongodb://x")
 
 

@@ -28,6 +28,7 @@ from agno.team import Team
 
 import judgehooks
 from judgehooks import AgentAsJudgeEval as OurEval
+from judgehooks.stores._agnorows import record_of
 from judgehooks.testing import StubLLMServer
 
 BOTH = {"agno": AgnoEval, "judgehooks": OurEval}
@@ -45,6 +46,7 @@ class Seen:
     failed: list[tuple[Any, bool]] = field(default_factory=list)  # (score, passed) per on_fail call
     rows: list[dict[str, Any]] = field(default_factory=list)  # the agno db's eval runs, in agno's keys
     row_extras: set[str] = field(default_factory=set)  # keys of eval_data beyond agno's
+    ours: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (eval run id, eval_data) of each row
     metrics: list[tuple[str, str]] = field(default_factory=list)  # (provider, id) of details["eval_model"]
     files: list[str] = field(default_factory=list)  # what the working directory holds afterwards
     refused: str = ""  # a step of the example the class refused, and why
@@ -59,21 +61,22 @@ def rounded(value: Any) -> Any:
     return round(value, 9) if isinstance(value, float) else value
 
 
-def rows_of(db: Any) -> tuple[list[dict[str, Any]], set[str]]:
+def rows_of(db: Any) -> tuple[list[dict[str, Any]], set[str], list[tuple[str, dict[str, Any]]]]:
     runs = db.get_eval_runs() or []
     if asyncio.iscoroutine(runs):
         runs = asyncio.run(runs)
-    rows, extras = [], set()
+    rows, extras, ours = [], set(), []
     for run in sorted(runs, key=lambda r: [x["input"] for x in r.eval_data["results"]]):
         data = run.eval_data
         extras |= set(data) - set(AGNO_EVAL_DATA)
+        ours.append((run.run_id, data))
         rows.append({
             "name": run.name, "eval_type": run.eval_type.value, "agent_id": run.agent_id, "team_id": run.team_id,
             "model": (run.model_id, run.model_provider), "eval_input": run.eval_input,
             "eval_data": {k: rounded(data.get(k)) for k in AGNO_EVAL_DATA if k != "results"},
             "results": [{k: r.get(k) for k in AGNO_RESULT} for r in data["results"]],
         })
-    return rows, extras
+    return rows, extras, ours
 
 
 # ---- the scenarios: each builds its eval with the class given and runs it as agno's example does ---------
@@ -284,7 +287,7 @@ def observe(name: str, Eval: type, server: StubLLMServer, where: Path, capsys: p
     assert judgehooks.drain(60)
     seen.printed = capsys.readouterr().out
     if db is not None:
-        seen.rows, seen.row_extras = rows_of(db)
+        seen.rows, seen.row_extras, seen.ours = rows_of(db)
     seen.metrics = [(m.provider, m.id) for out in outputs for m in out.metrics.details.get("eval_model", [])]
     seen.files = sorted(p.name for p in where.iterdir() if not p.name.startswith("agno.db"))
     return seen
@@ -326,10 +329,20 @@ def test_a_cookbook_scenario_runs_alike_with_agnos_class_and_ours(name, server, 
         assert mine.pop("model") == ("judge", "OpenAI Chat")
         assert theirs.pop("model") == ((None, None) if name == "custom_evaluator" else ("judge", "OpenAI"))
         assert mine == theirs
-    # our additions to agno's eval_data sit under one key, "judgehooks"
+    # our additions to agno's eval_data sit under one key, "judgehooks" (nested, not beside agno's):
+    # a batch's counts and errors for run(), the whole record for a post hook (migrating.md says so)
     if ours.rows:
         assert agno.row_extras == {"run_id"}
         assert ours.row_extras - agno.row_extras == {"judgehooks"}
+    for run_id, data in ours.ours:
+        [(kind, held)] = data["judgehooks"].items()
+        if kind == "batch":
+            assert {"errors", "error_count", "graded_count", "skipped_count", "evaluator_version", "ids"} <= set(held)
+        else:
+            assert kind == "record"
+            record = record_of(run_id, data)  # the whole record: status, error_type, latency_ms, trace_id, ...
+            assert record is not None and record.id == run_id and record.status in ("passed", "failed"), held
+            assert {"status", "latency_ms", "evaluator_version"} <= set(held) and not set(held) & set(AGNO_EVAL_DATA)
 
     # with db=, agno's db is the only store: no file of ours appears in the working directory,
     # background grading's outbox included (it lives in the per-user state folder)

@@ -34,7 +34,7 @@ def test_optimize_refuses_what_is_not_an_agent_by_name(project, server):
     folder, package, _ = project
     done = run_cli("optimize", "--agent", f"{package}.app:capitals", "--cases", "failures.jsonl",
                    "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect", cwd=folder)
-    assert done.returncode == 2 and "--agent" in done.stderr and "AgentAsJudgeEval" in done.stderr
+    assert done.returncode == 2 and "--import-agent" in done.stderr and "AgentAsJudgeEval" in done.stderr
     done = run_cli("optimize", "--agent", f"{package}.app:agent", "--cases", "missing.jsonl",
                    "--evaluator", f"{package}.app:capitals", "--reflection-model", "openai/reflect", cwd=folder)
     assert done.returncode == 2 and "no file 'missing.jsonl'" in done.stderr

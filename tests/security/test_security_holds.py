@@ -113,7 +113,7 @@ def test_a_fresh_nonce_fences_every_untrusted_field():
 INJECTIONS = ["x' OR '1'='1", "x\" OR \"1\"=\"1", "'; DROP TABLE eval_records; --", "%", "_", "a' UNION SELECT * --"]
 
 
-@pytest.mark.parametrize("flag", ["--agent", "--team", "--evaluator"])
+@pytest.mark.parametrize("flag", ["--agent-id", "--team-id", "--evaluator"])
 def test_every_cli_filter_is_a_bound_parameter(tmp_path, flag, capsys):
     from judgehooks._cli import main
 
@@ -127,7 +127,7 @@ def test_every_cli_filter_is_a_bound_parameter(tmp_path, flag, capsys):
         assert capsys.readouterr().out == ""  # matched nothing
         assert main(["report", "--store", str(db), "--since", "all", "--json", flag, value]) == 0
         assert json.loads(capsys.readouterr().out)["total"]["count"] == 0, value
-    assert main(["tail", "--store", str(db), "--no-follow", "--json", flag, {"--agent": "a", "--team": "t",
+    assert main(["tail", "--store", str(db), "--no-follow", "--json", flag, {"--agent-id": "a", "--team-id": "t",
                                                                             "--evaluator": "e"}[flag]]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3  # the filter does work
     conn = sqlite3.connect(db)
