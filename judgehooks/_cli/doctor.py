@@ -20,9 +20,9 @@ from typing import Any
 
 from .._base.context import EvalContext
 from .._evaluators.base import Evaluator
+from .._judges.base import load_litellm
 from .._judges.call import JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
-from .._judges.openai_wire import load_litellm
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from ..stores._url import redact
 from .common import CommandError, add_store_argument, call, finite, import_module, label_of, module_evaluators, one_line
