@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
+
 from .._base.context import EvalContext, render_content
 from .._base.log import log
 from .._base.record import EvalRecord
@@ -84,7 +86,7 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
     """Grade every context, at most `limit` at once; with an agno db, write the batch there as one
     eval run. Raises StoreError (with `.result`) only after every case is graded, if a store could
     not take the records."""
-    outcomes = await pipeline.evaluate_many(contexts, limit)
+    outcomes = await _graded_in_case_order(pipeline, contexts, limit)
     records: list[EvalRecord] = []
     store_errors: list[StoreError] = []
     for outcome in outcomes:
@@ -113,6 +115,41 @@ async def grade(pipeline: Pipeline, contexts: Sequence[EvalContext], limit: int,
         error.result = result
         raise error
     return result
+
+
+async def _graded_in_case_order(pipeline: Pipeline, contexts: Sequence[EvalContext],
+                                limit: int) -> list[EvalRecord | StoreError]:
+    """Grade every context, at most `limit` at once, each stored as soon as it is graded; results in
+    case order (a StoreError, holding its records, for a case its store did not take). Callbacks
+    (on_fail, on_error, on_record) run in case order too, as agno calls them: a case's wait for the
+    cases before it, while grading goes on. A batch's users, and agno's own tests, read them in order."""
+    results: list[EvalRecord | StoreError | None] = [None] * len(contexts)
+    delivered = [anyio.Event() for _ in contexts]
+    records: list[EvalRecord | None] = [None] * len(contexts)
+    semaphore = anyio.Semaphore(limit)
+
+    async def one(i: int, ctx: EvalContext) -> None:
+        try:
+            async with semaphore:
+                record = await pipeline.grade(ctx)
+                records[i] = record
+                error = await pipeline.deliver([record], quiet={id(record)})  # stored now, called back below
+                results[i] = record if error is None else error
+        finally:
+            delivered[i].set()
+
+    async def call_back_in_order() -> None:
+        for i, ready in enumerate(delivered):
+            await ready.wait()
+            record = records[i]
+            if record is not None:
+                await pipeline.notify(record, stored=not isinstance(results[i], StoreError))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call_back_in_order)
+        for i, ctx in enumerate(contexts):
+            tg.start_soon(one, i, ctx)
+    return cast(list[EvalRecord | StoreError], results)
 
 
 def file_name(text: str) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
+import weakref
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -12,6 +14,7 @@ import anyio.to_thread
 from .._base.jsondata import storable
 from .._base.label import Label
 from .._base.record import EvalRecord, split_model
+from .._runtime import runtime
 from ..exceptions import StoreError
 from . import _agnorows
 from ._agnorows import KEY
@@ -126,6 +129,24 @@ def _field(row: Any, name: str) -> Any:
     return row.get(name) if isinstance(row, dict) else getattr(row, name, None)
 
 
+def _release_at_exit(ref: weakref.ref[AgnoDbStore], pid: int) -> None:
+    """At exit (a runtime closer, after the drain): close the pooled connections of a SQLite agno
+    db, so SQLite folds its WAL into the file and removes the -wal and -shm files, as agno alone
+    leaves them. (agno's SqliteDb opens its file in WAL mode; the pool keeps a connection our writes
+    used, and interpreter exit does not reliably close it.) Only in the process that used it: a
+    forked child closing inherited SQLite handles would drop the parent's locks. Async engines are
+    disposed on the judgehooks loop."""
+    store = ref()
+    engine = None if store is None or os.getpid() != pid else getattr(store.db, "db_engine", None)
+    url = getattr(engine, "url", None)
+    if engine is None or url is None or url.get_backend_name() != "sqlite":
+        return
+    if store is not None and store._async:
+        runtime.call(engine.dispose)  # an AsyncEngine: its connections close on a loop
+    else:
+        engine.dispose()
+
+
 class AgnoDbStore(BaseStore):
     """Writes each record as an agno `EvalRunRecord` (type agent_as_judge) into an agno db, so
     AgentOS lists it under `/eval-runs?agent_id=...`.
@@ -145,6 +166,7 @@ class AgnoDbStore(BaseStore):
         self.db = db
         self.name = name  # the eval runs' name, as agno's: the evaluator's `name=` (None when not given)
         self._async = inspect.iscoroutinefunction(type(db).create_eval_run)
+        self._closer_pid: int | None = None  # the process whose exit releases the db's pooled SQLite connections
 
     def __repr__(self) -> str:
         return f"AgnoDbStore({db_location(self.db)})"
@@ -162,6 +184,9 @@ class AgnoDbStore(BaseStore):
             model_id=model_id or None, model_provider=provider or None, eval_input=eval_input(record))
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self._closer_pid != os.getpid():
+            self._closer_pid = os.getpid()
+            runtime.add_closer(functools.partial(_release_at_exit, weakref.ref(self), os.getpid()), order=1)
         fn = getattr(self.db, method)
         if self._async:
             return await fn(*args, **kwargs)
