@@ -133,7 +133,7 @@ async def _graded_in_case_order(pipeline: Pipeline, contexts: Sequence[EvalConte
             async with semaphore:
                 record = await pipeline.grade(ctx)
                 records[i] = record
-                error = await pipeline.deliver([record], quiet={id(record)})  # stored now, called back below
+                _, error = await pipeline.store_batch([record])  # deliver's first half: called back below
                 results[i] = record if error is None else error
         finally:
             delivered[i].set()
