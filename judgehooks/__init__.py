@@ -72,7 +72,6 @@ if TYPE_CHECKING:
         RedactionError,
         RemoteJudgeError,
         StoreError,
-        VerdictCut,
     )
     from .stores import (
         AgnoDbStore,
@@ -127,7 +126,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
         "JudgeUnavailable", "LocalModelUnavailable", "MalformedVerdict", "MemberError", "MissingContext",
         "MissingExpected", "MissingMetrics", "NotRebuildable", "RedactionError", "RemoteJudgeError", "StoreError",
-        "VerdictCut",
     ),
     ".stores": (
         "AgnoDbStore", "BaseStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "RecordFilter",
@@ -211,7 +209,6 @@ __all__ = (
     "ToolCall",
     "ToolUse",
     "Verdict",
-    "VerdictCut",
     "WebhookNotifier",
     "WindowedAlert",
     "__version__",

@@ -6,8 +6,6 @@ which the core stores as an `error` record. `AgentAsJudgeEval` and `Rubric` both
 
 from __future__ import annotations
 
-import asyncio
-import json
 import random
 import threading
 from contextlib import nullcontext
@@ -17,13 +15,14 @@ from typing import Any, TypeVar
 import anyio
 
 from .._base.context import EvalContext
+from .._base.deadline import deadline
 from .._base.log import log
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import Mode
 from .._base.stopwatch import current_stopwatch
 from .._base.urls import without_credentials
-from ..exceptions import EvaluatorError, JudgeUnavailable, MissingContext, VerdictCut
+from ..exceptions import EvaluatorError, JudgeUnavailable, MissingContext
 from .agreement import check_agreement
 from .base import (
     BaseJudge,
@@ -36,7 +35,7 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer
+from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request
 from .verdict import Verdict, parse_verdict
 
 
@@ -116,9 +115,6 @@ class JudgeCall:
     async def ask(self, ctx: EvalContext) -> Outcome:
         """Ask the judge, with retries. Never raises: what fails ends as an error outcome.
 
-        A reply cut at the judge's token cap with no verdict in it (`VerdictCut`) is asked once more,
-        at once, with a firmer instruction (`prompt.firmer`); cut again, it is the error.
-
         Under a spend cap every attempt is admitted first (`current_meter`): a refused retry ends the
         asking with the last attempt's error, a refused first attempt with a `JudgeUnavailable`."""
         attempts = 0
@@ -139,7 +135,6 @@ class JudgeCall:
                 return Outcome(error=self.failed(exc, 0), attempts=0, judge_model=self.judge.model)
         meter = current_meter.get()
         refused: str | None = None
-        firm = False
         while True:
             if meter is not None and not await meter.admit_call():
                 refused = meter.refusal()
@@ -154,23 +149,20 @@ class JudgeCall:
             try:
                 request = self.request(ctx)  # a fresh nonce per attempt
                 cut = request.cut
-                async with asyncio.timeout(self.timeout):
-                    reply = await self.judge.complete(firmer(request) if firm else request)
+                async with deadline(self.timeout):
+                    reply = await self.judge.complete(request)
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)
                 if meter is not None:
                     await meter.add_cost(reply.cost_usd)
-                verdict, error = self.parse(reply, request.nonce), None
+                verdict, error = parse_verdict(reply.text, self.mode, nonce=request.nonce), None
                 if self.mode == "binary":  # the judge's own pass/fail; in numeric mode the threshold decides
                     check_agreement(self.decide(verdict), verdict.reason)  # a pass saying "fails" is no pass
                 break
             except Exception as exc:
                 verdict, error = None, exc
-                if isinstance(exc, VerdictCut) and not firm and attempts <= self.retry.retries:
-                    firm = True  # the same question again would run away again: once more, firmly, now
-                    continue
-                if attempts > self.retry.retries or not is_retryable(exc) or isinstance(exc, VerdictCut):
+                if attempts > self.retry.retries or not is_retryable(exc):
                     break
                 delay = self.retry.delay(attempts, exc)
                 log.info("judge_retry", evaluator=self.label, run_id=ctx.run_id, attempt=attempts,
@@ -186,17 +178,6 @@ class JudgeCall:
             kept = error if refused and attempts == 0 else self.failed(error, attempts)  # a cap is no judge error
             return Outcome(error=kept, details={**said, "spend_cap": refused} if refused else said, **usage)
         return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, details=said, **usage)
-
-    def parse(self, reply: JudgeReply, nonce: str) -> Verdict:
-        """The reply's verdict. A reply cut at the judge's token cap is unfinished (a verdict read from its
-        start would come with a runaway reason): a `VerdictCut`, unless it is a whole JSON object."""
-        if reply.finish_reason == "length" and not _whole_json(reply.text):
-            cap = self.judge.max_tokens if isinstance(self.judge, BaseJudge) else None
-            raise VerdictCut(
-                f"the judge's reply stopped at its token cap ({f'max_tokens={cap}' if cap else 'max_tokens'}, "
-                f"finish_reason 'length') after {len(reply.text)} characters, before its verdict ended: a runaway "
-                "reply. Raise max_tokens (e.g. litellm_kwargs={'max_tokens': ...}) if the verdicts need more room")
-        return parse_verdict(reply.text, self.mode, nonce=nonce)
 
     def endpoint(self) -> str | None:
         """The judge's URL without credentials (user info, query), or None for the provider's default."""
@@ -240,13 +221,6 @@ def _add(total: _N | None, value: _N | None) -> _N | None:
     if value is None:
         return total
     return value if total is None else total + value
-
-
-def _whole_json(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
 
 
 def _prepares(judge: BaseJudge) -> bool:
