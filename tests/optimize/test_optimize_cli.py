@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _project import project  # noqa: F401  (a fixture)
 from _runner import run_cli
 from _world import BETTER, INJECTED, KEYWORD, ORIGINAL, Obedient, planted_case
 

@@ -12,6 +12,7 @@ import json
 import socket
 
 import pytest
+from _project import project  # noqa: F401  (a fixture)
 from _runner import run_cli
 from _world import ORIGINAL, World
 from structlog.testing import capture_logs

@@ -1,4 +1,5 @@
-"""Fixtures of the optimize tests: a user's project for the `judgehooks optimize` command."""
+"""A fixture of the optimize command's tests: a user's project for `judgehooks optimize`. A module of its
+own, not a conftest.py: a second conftest module would shadow tests/conftest.py for `from conftest import ...`."""
 
 from __future__ import annotations
 
