@@ -38,7 +38,7 @@ from .._base.record import Mode
 from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_finite, check_name
 from .._grading.pipeline import Pipeline
-from .._hooks.hooklist import MARKER, RunInBackground
+from .._hooks.agno_compat import MARKER, RunInBackground, SharedAcrossCopies
 from .._hooks.settings import Deployment, HookSettings
 from .._hooks.shell import HookShell
 from ..stores import Store
@@ -83,7 +83,7 @@ else:
 
 
 @dataclass(eq=False, kw_only=True)
-class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
+class Evaluator(SharedAcrossCopies, BaseEval, _Deployment, metaclass=EvaluatorType):
     """Base of every judgehooks evaluator; put instances in an agno Agent's or Team's ``post_hooks``.
 
     Subclasses override ``evaluate(ctx)`` returning a bool, a number (held to ``threshold``), a
@@ -223,7 +223,8 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         """Deployment settings this class declares as its own fields (agno's on_fail, db, ...)."""
         if not dataclasses.is_dataclass(self):
             return {}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if deploys(type(self), f.name)}
+        return {f.name: RunInBackground.given(self) if f.name == "run_in_background" else getattr(self, f.name)
+                for f in dataclasses.fields(self) if deploys(type(self), f.name)}
 
     def _prepare(self, settings: HookSettings) -> None:
         """Called once the settings are known, before the shell: LLM evaluators build their judge
@@ -297,13 +298,6 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.evaluator_name!r})"
-
-    # agno deep-copies hooks per run: an evaluator is shared configuration, so copies are itself.
-    def __copy__(self) -> Evaluator:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Evaluator:
-        return self
 
     # ---- what the hook shell owns -------------------------------------------------------------
 

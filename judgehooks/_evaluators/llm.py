@@ -17,8 +17,8 @@ from .._base.outcome import Outcome
 from .._base.record import EvalRecord
 from .._base.validate import check_number, check_optional_number
 from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
+from .._hooks.agno_compat import RunInBackground
 from .._hooks.gate import DEFAULT_FALLBACK
-from .._hooks.hooklist import RunInBackground
 from .._hooks.sampling import SampleRate
 from .._hooks.settings import HookSettings
 from .._judges.agno import AgnoJudge, evaluator_agent
@@ -350,6 +350,6 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
 _OWN_AGENT_CODE = AgentAsJudgeEval.get_evaluator_agent.__code__
 
 
-# agno's field, read as agno reads it, except by agno's hook normaliser: see RunInBackground. Set after the
-# class is built, so the dataclass keeps the plain field (default False) that agno's signature has.
+# agno's field, as agno's hook normaliser reads it: see agno_compat.RunInBackground. Set after the class
+# is built, so the dataclass keeps the plain field (default False) that agno's signature has.
 AgentAsJudgeEval.run_in_background = RunInBackground()  # type: ignore[assignment]

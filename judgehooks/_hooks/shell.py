@@ -39,8 +39,7 @@ from .._grading.pipeline import CALLBACKS, Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
 from . import offline, scoring
-from .hooklist import ensure_dual_hooks
-from .metrics import fold_judge_usage
+from .agno_compat import ensure_dual_hooks, fold_judge_usage
 from .redaction import redact_context
 from .sampling import Sampler
 from .settings import DISPATCH_SETTINGS, LIVE_SETTINGS, HookSettings, Wiring
