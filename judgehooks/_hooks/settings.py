@@ -13,7 +13,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from .._base.callbacks import wrap_callback
 from .._base.context import EvalContext
@@ -50,43 +50,99 @@ Callback = Callable[[EvalRecord], Any]
 PathSetting = str | os.PathLike[str] | bool | None
 
 
+def setting(default: Any) -> Any:
+    """One deployment setting's field: its default (not in a repr: an evaluator's repr shows its own
+    fields, and a store's repr may hold a URL)."""
+    return field(default=default, repr=False)
+
+
 @dataclass(kw_only=True)
 class Deployment:
-    """The deployment keywords every evaluator takes, declared once: `HookSettings` is these,
-    validated; type checkers also read them as part of every evaluator's constructor."""
+    """The deployment keywords every evaluator takes, declared once. Every evaluator inherits them
+    as keyword-only fields (so its constructor, `inspect.signature` and type checkers take them
+    natively), and keeps them in its `HookSettings`: these, validated."""
 
-    store: Store | str | None = None  # a string is a store URL or path: judgehooks.stores.store_from_url
-    db: Any = None  # an agno db: records also go to its eval table (AgentOS shows them)
-    on_fail: Callback | None = None
-    on_error: Callback | None = None
-    on_record: Callback | None = None
-    on_drop: Callback | None = None
-    run_in_background: bool = False
-    sample_rate: SampleRate = 1.0
-    when: Callable[[EvalContext], bool] | None = None
-    max_concurrency: int = 32
-    max_queue: int = 10_000
-    max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES  # bytes of queued jobs; beyond: shed, a `skipped` record
-    overload: str = "drop_newest"  # a full queue sheds at once: a hanging judge never stalls the runs
-    block_timeout: float = 5.0
-    outbox: PathSetting = None
-    spill: PathSetting = None
-    requests_per_minute: float | None = None
-    broker: str | None = None
-    gate: bool = False
-    fallback: str = DEFAULT_FALLBACK
-    repair: int = 0
-    gate_on_error: str = "block"  # a gate with no verdict (judge error): "block" shows the fallback, "allow" the answer
-    gate_on_skip: str = "block"  # a gate over a spend cap or with a shed job (`skipped`): as gate_on_error
-    print_summary: bool = False
-    print_results: bool = False
-    file_path_to_save_results: str | None = None
-    redact: Callable[[str], str] | None = None  # text -> text before anything leaves the process: judgehooks.redact
-    max_cost_usd: float | None = None  # judge spend per window `per`; over it: a `skipped` record, reason "budget"
-    max_calls: int | None = None  # judge calls per window `per`
-    per: str = "hour"  # the cap's window: "minute", "hour" or "day" (fixed, in UTC)
-    budget: str | None = None  # a name: evaluators naming the same budget share its counts (per judge model)
-    spend_ledger: str | os.PathLike[str] | None = None  # a SQLite file of the caps' counts, shared across processes
+    store: Store | str | None = setting(None)  # a string is a store URL or path: judgehooks.stores.store_from_url
+    db: Any = setting(None)  # an agno db: records also go to its eval table (AgentOS shows them)
+    on_fail: Callback | None = setting(None)
+    on_error: Callback | None = setting(None)
+    on_record: Callback | None = setting(None)
+    on_drop: Callback | None = setting(None)
+    run_in_background: bool = setting(False)
+    sample_rate: SampleRate = setting(1.0)
+    when: Callable[[EvalContext], bool] | None = setting(None)
+    max_concurrency: int = setting(32)
+    max_queue: int = setting(10_000)
+    max_queue_bytes: int = setting(DEFAULT_MAX_QUEUE_BYTES)  # bytes of queued jobs; beyond: shed, a `skipped` record
+    overload: str = setting("drop_newest")  # a full queue sheds at once: a hanging judge never stalls the runs
+    block_timeout: float = setting(5.0)
+    outbox: PathSetting = setting(None)
+    spill: PathSetting = setting(None)
+    requests_per_minute: float | None = setting(None)
+    broker: str | None = setting(None)
+    gate: bool = setting(False)
+    fallback: str = setting(DEFAULT_FALLBACK)
+    repair: int = setting(0)
+    # a gate with no verdict (judge error): "block" shows the fallback, "allow" the answer
+    gate_on_error: str = setting("block")
+    gate_on_skip: str = setting("block")  # a gate over a spend cap or with a shed job (`skipped`): as gate_on_error
+    print_summary: bool = setting(False)
+    print_results: bool = setting(False)
+    file_path_to_save_results: str | None = setting(None)
+    # text -> text before anything leaves the process: judgehooks.redact
+    redact: Callable[[str], str] | None = setting(None)
+    # judge spend per window `per`; over it: a `skipped` record, reason "budget"
+    max_cost_usd: float | None = setting(None)
+    max_calls: int | None = setting(None)  # judge calls per window `per`
+    per: str = setting("hour")  # the cap's window: "minute", "hour" or "day" (fixed, in UTC)
+    budget: str | None = setting(None)  # a name: evaluators naming the same budget share its counts (per judge model)
+    # a SQLite file of the caps' counts, shared across processes
+    spend_ledger: str | os.PathLike[str] | None = setting(None)
+
+
+class OwnKeywords(TypedDict, total=False):
+    """The deployment keywords beyond agno's own, for a hand-written ``__init__`` (PEP 692,
+    ``**hook: Unpack[OwnKeywords]``): `Deployment`'s names and types (a test holds them equal)."""
+
+    store: Store | str | None
+    on_error: Callback | None
+    on_record: Callback | None
+    on_drop: Callback | None
+    sample_rate: SampleRate
+    when: Callable[[EvalContext], bool] | None
+    max_concurrency: int
+    max_queue: int
+    max_queue_bytes: int
+    overload: str
+    block_timeout: float
+    outbox: PathSetting
+    spill: PathSetting
+    requests_per_minute: float | None
+    broker: str | None
+    gate: bool
+    fallback: str
+    repair: int
+    gate_on_error: str
+    gate_on_skip: str
+    redact: Callable[[str], str] | None
+    max_cost_usd: float | None
+    max_calls: int | None
+    per: str
+    budget: str | None
+    spend_ledger: str | os.PathLike[str] | None
+
+
+class DeploymentKeywords(OwnKeywords, total=False):
+    """Every deployment keyword: `OwnKeywords` and those agno's `AgentAsJudgeEval` names in its own
+    signature (a hand-written ``__init__(self, ..., **hook: Unpack[DeploymentKeywords])``)."""
+
+    db: Any
+    on_fail: Callback | None
+    run_in_background: bool
+    print_summary: bool
+    print_results: bool
+    file_path_to_save_results: str | None
+
 
 
 #: Settings an assignment changes from the next run on, whatever was built: they are read per run.
@@ -170,6 +226,11 @@ class HookSettings(Deployment):
                               on_skip=self.gate_on_skip)
         self.gate_config = gate
         self._sealed = True
+
+    def __repr__(self) -> str:
+        given = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(Deployment)
+                 if getattr(self, f.name) is not f.default and getattr(self, f.name) != f.default]
+        return f"HookSettings({', '.join(given)})"
 
     def replace(self, name: str, value: Any) -> HookSettings:
         """These settings with one changed, validated as at construction."""
