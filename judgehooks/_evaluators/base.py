@@ -39,7 +39,8 @@ from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_finite, check_name
 from .._grading.pipeline import Pipeline
 from .._hooks.agno_compat import MARKER, SharedAcrossCopies
-from .._hooks.settings import Deployment, DeploymentKeywords, HookSettings
+from .._hooks.deployment import Deployment, DeploymentKeywords
+from .._hooks.settings import HookSettings
 from .._hooks.shell import HookShell
 from . import spec as _spec
 from .fields import DeploymentField, deploys, own_fields, plain, stable_name

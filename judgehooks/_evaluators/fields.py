@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._hooks.agno_compat import AGNO_SCHEDULES_US
-from .._hooks.settings import Deployment
+from .._hooks.deployment import Deployment
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(Deployment)}
 

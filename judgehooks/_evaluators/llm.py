@@ -16,7 +16,8 @@ from .._base.context import EvalContext
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord
 from .._base.validate import check_number, check_optional_number
-from .._hooks.settings import HookSettings, OwnKeywords
+from .._hooks.deployment import OwnKeywords
+from .._hooks.settings import HookSettings
 from .._judges.agno import AgnoJudge, evaluator_agent
 from .._judges.base import Judge
 from .._judges.call import FirstErrors, JudgeCall, RetryPolicy

@@ -24,7 +24,8 @@ from judgehooks import (
 )
 from judgehooks._evaluators.function import FunctionEvaluator
 from judgehooks._evaluators.spec import rebuild
-from judgehooks._hooks.settings import Deployment, DeploymentKeywords, HookSettings, OwnKeywords
+from judgehooks._hooks.deployment import Deployment, DeploymentKeywords, OwnKeywords
+from judgehooks._hooks.settings import HookSettings
 
 HOOK = HookSettings.names()
 
