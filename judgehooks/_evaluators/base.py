@@ -122,13 +122,15 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
         self._shell = self.shell_type(self, settings, needs_tools=self.needs_tools, spec=self.spec())
 
     def configure(self, **changes: Unpack[DeploymentKeywords]) -> None:
-        """Change deployment settings after construction: each is checked as at construction and
-        takes effect from the next run; one that can no longer take effect (``store`` once records
-        were written, the queue settings once background grading started) raises, naming it."""
-        for name, value in changes.items():
+        """Change deployment settings after construction, together: they are checked as at
+        construction and take effect from the next run, or none of them does when one can no longer
+        take effect (``store`` once the store was built, the queue settings once background grading
+        started; each setting's `changes` says when), raising and naming it."""
+        for name in changes:
             if not deploys(type(self), name):
-                raise TypeError(f"{type(self).__name__}.configure() takes deployment settings; {name!r} is not one")
-            self._shell.reconfigure(name, value, self._rebuild_judge)
+                raise TypeError(f"{type(self).__name__}.configure() takes deployment settings; {name!r} is not one "
+                                f"(assign the evaluator's own settings: ev.{name} = ...)")
+        self._shell.reconfigure(changes, self._rebuild_judge)
 
     def _check_common(self) -> None:
         check_name(self.name)

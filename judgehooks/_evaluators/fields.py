@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .._hooks.agno_compat import AGNO_SCHEDULES_US
+from .._hooks.agno_compat import AGNO_ASSIGNED, AGNO_SCHEDULES_US
 from .._hooks.deployment import Deployment
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(Deployment)}
@@ -21,7 +21,8 @@ class DeploymentField:
     """An evaluator's deployment setting as an attribute (one per `Deployment` field, set on
     `Evaluator`). The constructor's value is kept for the hook settings; once they exist, a read is
     theirs (``store``: the store built; ``run_in_background``: agno's scheduling answer, see
-    `agno_compat`) and an assignment reconfigures them (`Evaluator.configure`)."""
+    `agno_compat`). Assigning one is refused, naming `Evaluator.configure`, except agno's own
+    fields (`agno_compat.AGNO_ASSIGNED`), assigned as agno's users assign them, through it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -41,8 +42,13 @@ class DeploymentField:
     def __set__(self, obj: Any, value: Any) -> None:
         if "_shell" not in obj.__dict__:  # constructing: the settings are validated together, once
             obj.__dict__.setdefault("_deployment", {})[self.name] = value
-        else:
+        elif self.name in AGNO_ASSIGNED:  # agno's own fields, assigned as agno's users assign them
             obj.configure(**{self.name: value})
+        else:
+            raise AttributeError(
+                f"{self.name!r} is a deployment setting: change it with "
+                f"{type(obj).__name__}.configure({self.name}=...), which checks it and says whether it can still "
+                f"take effect (assignment is kept for agno's own fields: {', '.join(sorted(AGNO_ASSIGNED))})")
 
 
 def deploys(cls: type[object], name: str) -> bool:

@@ -9,6 +9,7 @@ the workaround can go (or change) with it:
    whether AgentOS runs it after the response.
 3. `fold_judge_usage`: agno's own evaluator folds the judge's usage into the judged run's metrics.
 4. `SharedAcrossCopies`: agno deep-copies an agent's hooks with the agent.
+5. `AGNO_ASSIGNED`: agno's users assign its evaluator's fields after construction.
 
 The one frame read left (`DualHookList.__iter__`) has no alternative; ``docs/design.md`` ("What
 judgehooks works around in agno") says why, as a request agno could take upstream.
@@ -168,3 +169,16 @@ class SharedAcrossCopies:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return self
+
+
+# ---- 5. agno's fields assigned after construction --------------------------------------------------
+# agno 3.1.10, eval/agent_as_judge.py: `AgentAsJudgeEval` is a plain dataclass and reads its fields at
+# every run, so agno's users (its tests, its cookbook: AgentOS's background_evals_example.py sets
+# `run_in_background = True` after construction) assign them. The deployment settings among those
+# fields stay assignable on every judgehooks evaluator, each assignment going through
+# `Evaluator.configure`; our other deployment settings are changed with `configure` only.
+
+#: the deployment settings that are agno `AgentAsJudgeEval` fields: assignable as agno's users assign them
+AGNO_ASSIGNED = frozenset({"on_fail", "print_summary", "print_results", "file_path_to_save_results", "db",
+                           "run_in_background"})
+

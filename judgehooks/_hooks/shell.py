@@ -77,18 +77,21 @@ class HookShell:
             runtime.add_counted(self)
         return wiring
 
-    def reconfigure(self, name: str, value: Any, prepare: Callable[[HookSettings], None]) -> HookSettings:
-        """Assign one deployment setting: it takes effect from the next run, or, when what it
-        decides is already built (a store, a running background queue), raises naming it (when it
-        can change is the setting's own `changes`). `prepare` gets the new settings first (an LLM
+    def reconfigure(self, changes: Mapping[str, Any], prepare: Callable[[HookSettings], None]) -> HookSettings:
+        """Change deployment settings together (`Evaluator.configure`): from the next run; or, when
+        what one decides is already built (a store, a running background queue: its definition's
+        `changes`), none, raising and naming it. `prepare` gets the new settings first (an LLM
         evaluator rebuilds its judge there)."""
-        settings = self.settings.replace(name, value)  # validated as at construction
+        settings = dataclasses.replace(self.settings, **changes)  # validated as at construction
         wiring = self._wiring
-        changes = SETTINGS[name].metadata["changes"]
-        starts_background = (name == "run_in_background" and value is True and wiring is not None
-                             and wiring.dispatcher is None)  # agno's AgentOS example turns it on after construction
-        if wiring is not None and changes != "live" and not starts_background and (
-                changes == "build" or wiring.dispatcher is not None):
+        # agno's AgentOS example turns run_in_background on after construction: a queue starts on what was built
+        starts_background = (changes.get("run_in_background") is True and wiring is not None
+                             and wiring.dispatcher is None)
+        for name in changes:
+            rule = SETTINGS[name].metadata["changes"]
+            if wiring is None or rule == "live" or (name == "run_in_background" and starts_background) or (
+                    rule == "dispatch" and wiring.dispatcher is None):
+                continue
             built = "background grading started" if wiring.dispatcher is not None else "its store was built"
             raise dataclasses.FrozenInstanceError(
                 f"cannot change {name!r} after {built} (the first run or run_in_background builds it): "
@@ -99,10 +102,11 @@ class HookShell:
             self.settings = settings
             self.sampler = Sampler(settings.sample_rate, settings.when, counts=self.sampler.counts)
             self.gate = settings.gate_config
-            if wiring is not None and name in CALLBACKS:  # the one holder every copy of the pipeline reads
-                setattr(wiring.pipeline.callbacks, name, wrap_callback(name, value))
+            if wiring is not None:  # the one holder every copy of the pipeline reads
+                for name in CALLBACKS:
+                    setattr(wiring.pipeline.callbacks, name, wrap_callback(name, getattr(settings, name)))
             self._spec = job_spec(self._spec, settings)  # jobs queued from now on carry the settings that travel
-            if starts_background and wiring is not None:  # the built store and pipeline stay; a queue starts on them
+            if starts_background and wiring is not None:
                 self._wiring = dataclasses.replace(wiring, dispatcher=settings.dispatcher(
                     wiring.pipeline, wiring.store, sampler=self.sampler, spec=self._spec))
         if settings.builds_at_once:

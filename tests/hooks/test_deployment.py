@@ -11,7 +11,7 @@ import json
 import pytest
 
 import judgehooks
-from judgehooks import AgentAsJudgeEval, MemoryStore, Regex
+from judgehooks import Budget, MemoryStore, Regex
 from judgehooks._hooks.deployment import SETTINGS, Deployment, decode_deployment, job_spec
 from judgehooks._hooks.settings import HookSettings
 
@@ -74,7 +74,7 @@ def test_rebuild_and_a_worker_decode_with_the_one_decoder(tmp_path):
     ("max_calls", 5, "build"),  # the pipeline's caps were built with the store
 ])
 def test_when_a_setting_can_change_is_its_definitions(name, value, changes):
-    judge = AgentAsJudgeEval(criteria="c", model="openai/m", api_key="k", store=MemoryStore())
+    judge = Regex("a", store=MemoryStore())
     judge.run(input="q", output="a")  # builds the store and pipeline
     assert SETTINGS[name].metadata["changes"] == changes
     if changes == "build":
@@ -83,3 +83,44 @@ def test_when_a_setting_can_change_is_its_definitions(name, value, changes):
     else:
         judge.configure(**{name: value})
         assert getattr(judge.hook_settings, name) == value
+
+
+# ---- assignment is explicit ----------------------------------------------------------------------
+
+
+def test_assigning_a_deployment_setting_is_refused_naming_configure():
+    check = Regex("x", store=MemoryStore(), max_calls=3)
+    with pytest.raises(AttributeError, match=r"'max_calls' is a deployment setting: change it with "
+                                             r"Regex\.configure\(max_calls=\.\.\.\)"):
+        check.max_calls = 5
+    assert check.max_calls == check.hook_settings.max_calls == 3
+    check.configure(max_calls=5)
+    assert check.max_calls == check.hook_settings.max_calls == 5
+
+
+def test_agnos_own_fields_stay_assignable_on_every_evaluator():
+    """agno's users assign its evaluator's fields (on_fail, db, print_*, run_in_background): those
+    stay assignments, through configure, on a check as on the judge."""
+    failed: list[object] = []
+    check = Regex("x", store=MemoryStore())
+    check.on_fail = failed.append
+    check.run(input="q", output="no match")
+    assert check.hook_settings.on_fail == failed.append and len(failed) == 1
+
+
+def test_configure_changes_settings_together_or_not_at_all():
+    judge = Regex("a", store=MemoryStore())
+    judge.run(input="q", output="a")  # the store is built
+    with pytest.raises(AttributeError, match="cannot change 'store'"):
+        judge.configure(on_error=print, store=MemoryStore())
+    assert judge.hook_settings.on_error is None
+    with pytest.raises(ValueError, match="sample_rate"):
+        judge.configure(on_error=print, sample_rate=3)
+    assert judge.hook_settings.on_error is None
+
+
+def test_configure_takes_deployment_settings_only():
+    with pytest.raises(TypeError, match="'pattern' is not one"):
+        Regex("x", store=MemoryStore()).configure(pattern="y")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'max_cost_usd' is not one"):  # a Budget's own limit, not a spend cap
+        Budget(max_cost_usd=1.0, store=MemoryStore()).configure(max_cost_usd=2.0)
