@@ -145,3 +145,18 @@ def test_agno_deep_copies_hooks_with_the_agent_and_ours_stay_themselves(make_age
     plain, ours = PlainEval(), make_judge()
     copy = make_agent(plain, ours).deep_copy()
     assert copy.post_hooks[0] is not plain and copy.post_hooks[1] is ours
+
+
+# ---- 5. agno's fields assigned after construction ------------------------------------------------
+
+
+def test_the_assignable_deployment_settings_are_exactly_agnos_own_fields():
+    """agno's `AgentAsJudgeEval` is a dataclass whose fields its users assign; those among our
+    deployment settings stay assignable (`AGNO_ASSIGNED`), the others change through configure."""
+    import dataclasses
+
+    from agno.eval.agent_as_judge import AgentAsJudgeEval as AgnoEval
+
+    from judgehooks._hooks.deployment import SETTINGS
+
+    assert agno_compat.AGNO_ASSIGNED == {f.name for f in dataclasses.fields(AgnoEval)} & set(SETTINGS)
