@@ -99,24 +99,9 @@ def ensure_dual_hooks(owner: Any) -> None:
 # inline, and "in the background" means our queue (the job is in the outbox before the response
 # leaves). Whether an evaluator grades in the background is `hook_settings.run_in_background`.
 
-#: what a judgehooks evaluator's ``run_in_background`` attribute reads: agno never schedules our hooks
+#: what a judgehooks evaluator's ``run_in_background`` attribute reads (`fields.DeploymentField`);
+#: assigning it still turns our background grading on or off: agno never schedules our hooks
 AGNO_SCHEDULES_US = False
-
-
-class RunInBackground:
-    """An evaluator's ``run_in_background``: assigned as agno's field is (it turns our background
-    grading on or off); read, by anyone, as `AGNO_SCHEDULES_US`."""
-
-    def __get__(self, obj: Any, objtype: type[Any] | None = None) -> bool:
-        return AGNO_SCHEDULES_US
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__["_run_in_background"] = value  # until the hook's settings are built from it
-
-    @staticmethod
-    def given(obj: Any) -> Any:
-        """What was assigned, before the hook's settings were built from it."""
-        return obj.__dict__.get("_run_in_background", False)
 
 
 # ---- 3. the judge's usage folded into the judged run -----------------------------------------------
