@@ -12,23 +12,23 @@ evaluators are (and agno's own `AgentAsJudgeEval`):
 
     MaxWords(50, name="short", store=SQLiteStore("evals.db"), on_fail=page, run_in_background=True)
 
-The deployment settings every evaluator also takes (`name` and `threshold` aside: store, callbacks,
-background grading, sampling, gates; see `HookSettings`) are split from the evaluator's own
-arguments when it is constructed, validated once, and kept apart in its hook shell
-(`judgehooks._hooks`), which answers agno's `post_check` / `async_post_check` and offline
-`run()` / `arun()`. A hand-written `__init__(self, ..., **hook)` that ends with
-`super().__init__(**hook)` works too.
+The deployment settings every evaluator also takes (store, callbacks, background grading,
+sampling, gates: `Deployment`) are keyword-only fields it inherits, so its constructor, help(),
+IDEs and type checkers take them as they take its own. Construction ends with one step,
+`_deploy`: the settings are validated together into a `HookSettings`, kept apart in the hook
+shell (`judgehooks._hooks`), which answers agno's `post_check` / `async_post_check` and offline
+`run()` / `arun()`; from then on the evaluator's deployment attributes read the settings, and
+`configure` changes them. A hand-written `__init__(self, ..., **hook)` that ends with
+`super().__init__(**hook)` works too (type its keywords with ``Unpack[DeploymentKeywords]``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import typing
-from abc import ABCMeta
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from agno.eval.base import BaseEval
 
@@ -38,52 +38,35 @@ from .._base.record import Mode
 from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_finite, check_name
 from .._grading.pipeline import Pipeline
-from .._hooks.hooklist import MARKER, RunInBackground
-from .._hooks.settings import Deployment, HookSettings
+from .._hooks.agno_compat import MARKER, SharedAcrossCopies
+from .._hooks.deployment import Deployment, DeploymentKeywords
+from .._hooks.settings import HookSettings
 from .._hooks.shell import HookShell
-from ..stores import Store
 from . import spec as _spec
-from .fields import deploys, field_names, own_parameters, plain, stable_name
+from .fields import DeploymentField, deploys, own_fields, plain, stable_name
 from .version import NOT_VERDICT, Version
 
 
-class EvaluatorType(ABCMeta):
-    """Constructs an evaluator in two steps: its own arguments go to its __init__ (a dataclass's
-    generated one, or a hand-written one), the deployment settings to `HookSettings`."""
+def _then_deploy(method: Callable[..., None]) -> Callable[..., None]:
+    """A subclass's own ``__init__`` or ``__post_init__``, followed by the deployment step when it is
+    the instance's outermost one (a subclass calling ``super().__post_init__()`` deploys once, last)."""
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        own = own_parameters(cls)
-        hook = {k: kwargs.pop(k) for k in list(kwargs) if deploys(cls, k) and k not in own}
-        evaluator = super().__call__(*args, **kwargs)
-        if "name" not in vars(evaluator):  # a hand-written __init__ that never reached Evaluator's
-            raise TypeError(f"{cls.__name__}.__init__ must call super().__init__(**hook) after setting its "
-                            "own settings (it sets up the store, callbacks and background grading)")
-        evaluator._deploy(hook)
-        return evaluator
+    @functools.wraps(method)
+    def then_deploy(self: Evaluator, *args: Any, **kwargs: Any) -> None:
+        method(self, *args, **kwargs)
+        if getattr(type(self), method.__name__) is not then_deploy or "_shell" in self.__dict__:
+            return
+        if method.__name__ == "__post_init__":
+            self._deploy()
+        else:  # a hand-written __init__ that never reached Evaluator's
+            raise TypeError(f"{type(self).__name__}.__init__ must call super().__init__(**hook) after setting "
+                            "its own settings (it sets up the store, callbacks and background grading)")
 
-    @property
-    def __signature__(cls) -> inspect.Signature:
-        """What `help()`, IDEs and `inspect.signature` show: the class's own parameters, then every
-        deployment setting it takes as a keyword (the metaclass's own ``__call__`` would hide both)."""
-        own = [p for p in list(inspect.signature(typing.cast(Any, cls).__init__).parameters.values())[1:]
-               if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        names = {p.name for p in own}
-        hints = typing.get_type_hints(HookSettings)
-        hook = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
-                for f in dataclasses.fields(HookSettings) if f.init and f.name not in names]
-        return inspect.Signature([*own, *hook])
-
-
-if TYPE_CHECKING:
-    # Type checkers see every evaluator's constructor take the deployment keywords (at run time
-    # the metaclass splits them off into `hook_settings`; they are not fields of the evaluator).
-    _Deployment = Deployment
-else:
-    _Deployment = object
+    return then_deploy
 
 
 @dataclass(eq=False, kw_only=True)
-class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
+class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
     """Base of every judgehooks evaluator; put instances in an agno Agent's or Team's ``post_hooks``.
 
     Subclasses override ``evaluate(ctx)`` returning a bool, a number (held to ``threshold``), a
@@ -96,7 +79,6 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     #: what numeric scores are held to; setting it makes the evaluator numeric
     threshold: float | None = None
 
-
     # mode, scale and needs_tools are class defaults that an instance may set for itself when its
     # settings decide them (type checkers forbid that on a ClassVar: a narrow type: ignore[misc] there)
     #: "binary" or "numeric" (with a threshold)
@@ -108,36 +90,47 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     needs_tools: ClassVar[bool] = True
     #: what answers agno's hooks (a session evaluator's records turns instead of grading runs)
     shell_type: ClassVar[type[HookShell]] = HookShell
-    #: fields of the class that share a deployment setting's name but mean the evaluator's own
-    #: setting (never a HookSettings one): `Budget.max_cost_usd`
-    own_settings: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, *, name: str | None = None, threshold: float | None = None, **hook: Any) -> None:
-        """For hand-written subclasses: ``super().__init__(**hook)`` after their own settings."""
-        self.name = name
-        self.threshold = threshold
-        self._init_hook = hook
+    def __post_init__(self) -> None:
+        """A dataclass evaluator validates its own fields here; construction ends with `_deploy`."""
+        if type(self).__post_init__ is Evaluator.__post_init__ and "_shell" not in self.__dict__:
+            self._deploy()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _spec.register(cls)
+        for method in ("__init__", "__post_init__"):  # construction ends with the deployment step
+            if method in cls.__dict__:
+                setattr(cls, method, _then_deploy(cls.__dict__[method]))
         # Evaluators are configuration plus shared resources: identity, not field, equality (a
         # dataclass would otherwise compare fields and make instances unhashable).
         for method in ("__eq__", "__hash__"):
             if method not in cls.__dict__:
                 setattr(cls, method, getattr(object, method))
 
-    def _deploy(self, hook: Mapping[str, Any]) -> None:
-        """Step two of construction: validate the settings once, then the hook shell (the store,
-        pipeline and dispatcher it builds come on first use, or now for background grading)."""
+    def _deploy(self) -> None:
+        """The last step of construction: validate the deployment settings together, then the hook
+        shell (the store, pipeline and dispatcher it builds come on first use, or now for background
+        grading)."""
         self._check_common()
-        settings = HookSettings(**{**self.__dict__.pop("_init_hook", {}), **self._hook_fields(), **hook})
+        settings = HookSettings(**self.__dict__.pop("_deployment", {}))
         self._prepare(settings)
         self._threshold_mode = type(self).mode == "binary" and "mode" not in vars(self)
         self._derive_mode()
         self.evaluator_name: str = self.name or self.default_name()
         self._new_version()
         self._shell = self.shell_type(self, settings, needs_tools=self.needs_tools, spec=self.spec())
+
+    def configure(self, **changes: Unpack[DeploymentKeywords]) -> None:
+        """Change deployment settings after construction, together: they are checked as at
+        construction and take effect from the next run, or none of them does when one can no longer
+        take effect (``store`` once the store was built, the queue settings once background grading
+        started; each setting's `changes` says when), raising and naming it."""
+        for name in changes:
+            if not deploys(type(self), name):
+                raise TypeError(f"{type(self).__name__}.configure() takes deployment settings; {name!r} is not one "
+                                f"(assign the evaluator's own settings: ev.{name} = ...)")
+        self._shell.reconfigure(changes, self._rebuild_judge)
 
     def _check_common(self) -> None:
         check_name(self.name)
@@ -154,17 +147,11 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     # ---- settings assigned after construction (agno reads its fields at every run) ------------
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """An assigned setting takes effect from the next run: it is checked as at construction,
-        and what derives from it (the judge, the name, the hook's wiring) follows. One that can no
-        longer take effect (e.g. ``store`` once records were written) raises, naming it."""
+        """An own setting assigned after construction takes effect from the next run: it is checked
+        as at construction, and what derives from it (the judge, the name, the version) follows.
+        (A deployment setting's attribute is a `DeploymentField`: `configure`.)"""
         shell: HookShell | None = self.__dict__.get("_shell")
-        if shell is None or name.startswith("_") or self.__dict__.get("_rebuilding"):
-            object.__setattr__(self, name, value)
-        elif deploys(type(self), name):
-            shell.reconfigure(name, value, self._rebuild_judge)
-            if name in field_names(type(self)):
-                object.__setattr__(self, name, value)
-        elif name in field_names(type(self)) or name in ("name", "threshold"):
+        if shell is not None and not self.__dict__.get("_rebuilding") and name in own_fields(type(self)):
             self._assign_setting(shell, name, value)
         else:
             object.__setattr__(self, name, value)
@@ -218,12 +205,6 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
         post_init = getattr(self, "__post_init__", None)
         if post_init is not None:
             post_init()
-
-    def _hook_fields(self) -> dict[str, Any]:
-        """Deployment settings this class declares as its own fields (agno's on_fail, db, ...)."""
-        if not dataclasses.is_dataclass(self):
-            return {}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if deploys(type(self), f.name)}
 
     def _prepare(self, settings: HookSettings) -> None:
         """Called once the settings are known, before the shell: LLM evaluators build their judge
@@ -298,23 +279,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.evaluator_name!r})"
 
-    # agno deep-copies hooks per run: an evaluator is shared configuration, so copies are itself.
-    def __copy__(self) -> Evaluator:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Evaluator:
-        return self
-
     # ---- what the hook shell owns -------------------------------------------------------------
-
-    if not TYPE_CHECKING:  # type checkers see these two as the constructor's keywords above
-
-        @property
-        def store(self) -> Store:
-            """Where this evaluator's records go (the default SQLite store when none was given)."""
-            return self._shell.wiring.store
-
-        run_in_background = RunInBackground()
 
     @property
     def _pipeline(self) -> Pipeline:
@@ -322,7 +287,7 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
 
     @property
     def hook_settings(self) -> HookSettings:
-        """The deployment settings, validated."""
+        """The deployment settings, validated (`configure` changes them)."""
         return self._shell.settings
 
     def stats(self) -> dict[str, Any]:
@@ -377,3 +342,6 @@ class Evaluator(BaseEval, _Deployment, metaclass=EvaluatorType):
 
 
 setattr(Evaluator, MARKER, True)
+# Each deployment setting, an attribute that reads and reconfigures the hook settings once they exist.
+for _field in dataclasses.fields(Deployment):
+    setattr(Evaluator, _field.name, DeploymentField(_field.name))

@@ -388,7 +388,6 @@ class Budget(Evaluator):
     max_cost_usd: float | None = None
 
     needs_tools = False
-    own_settings = frozenset({"max_cost_usd"})
 
     def __post_init__(self) -> None:
         limits = {"latency_ms": self.max_latency_ms, "total_tokens": self.max_tokens, "cost_usd": self.max_cost_usd}

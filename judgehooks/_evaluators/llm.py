@@ -10,23 +10,19 @@ import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from .._base.context import EvalContext
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord
 from .._base.validate import check_number, check_optional_number
-from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
-from .._hooks.gate import DEFAULT_FALLBACK
-from .._hooks.hooklist import RunInBackground
-from .._hooks.sampling import SampleRate
+from .._hooks.deployment import OwnKeywords
 from .._hooks.settings import HookSettings
 from .._judges.agno import AgnoJudge, evaluator_agent
 from .._judges.base import Judge
 from .._judges.call import FirstErrors, JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
-from ..stores import Store
 from .base import Evaluator
 from .version import judge_inputs
 
@@ -163,23 +159,18 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
     ``on_error`` error records, sync or async, from ``run()`` and ``arun()`` alike.
     """
 
-    # agno's fields, in agno's order
+    # agno's fields but the deployment settings agno names (on_fail, print_summary, print_results,
+    # file_path_to_save_results, db, run_in_background: fields every evaluator inherits), in agno's order
     criteria: str = ""
     scoring_strategy: Literal["numeric", "binary"] = "binary"
     threshold: float = 7  # agno's: used in numeric mode only (any number 1-10)
-    on_fail: Callable[[EvalRecord], Any] | None = None
     additional_guidelines: str | Sequence[str] | None = None
     name: str | None = None
     model: Any = None
     evaluator_agent: Any = None
-    print_summary: bool = False
-    print_results: bool = False
     show_spinner: bool = True
-    file_path_to_save_results: str | None = None
     debug_mode: bool = False
-    db: Any = None
     telemetry: bool = True  # accepted for compatibility; judgehooks never sends telemetry
-    run_in_background: bool = False
     # the judge's own, beyond JudgeConnection's
     context_key: str | None = None
     judge_processes: int | None = None
@@ -205,8 +196,6 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         telemetry: bool = True,
         run_in_background: bool = False,
         *,
-        on_error: Callable[[EvalRecord], Any] | None = None,
-        store: Store | None = None,
         api_base: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,
@@ -216,48 +205,26 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
         structured_output: bool = True,
         litellm_kwargs: Mapping[str, Any] | None = None,
         include_tool_calls: bool = False,
-        max_concurrency: int = 32,
         judge: Judge | None = None,
-        sample_rate: SampleRate = 1.0,
-        when: Callable[[EvalContext], bool] | None = None,
-        max_queue: int = 10_000,
-        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-        overload: str = "drop_newest",
-        block_timeout: float = 5.0,
-        on_drop: Callable[[EvalRecord], Any] | None = None,
-        outbox: str | os.PathLike[str] | bool | None = None,
-        requests_per_minute: float | None = None,
         judge_process: bool | None = None,
         judge_processes: int | None = None,
-        gate: bool = False,
-        fallback: str = DEFAULT_FALLBACK,
-        repair: int = 0,
-        gate_on_error: str = "block",
-        gate_on_skip: str = "block",
-        on_record: Callable[[EvalRecord], Any] | None = None,
         context_key: str | None = None,
-        spill: str | os.PathLike[str] | bool | None = None,
-        broker: str | None = None,
+        **deployment: Unpack[OwnKeywords],
     ) -> None:
-        # agno's flat signature, mapped in this one place: the fields above are this evaluator's,
-        # the rest is how it is deployed (HookSettings, validated once by the base class).
+        # agno's flat signature, mapped in this one place: the fields above are this evaluator's; the
+        # deployment settings (agno's six, and judgehooks' own as keywords) go to Evaluator's fields.
         self.criteria, self.scoring_strategy, self.threshold = criteria, scoring_strategy, threshold
-        self.on_fail, self.additional_guidelines, self.name = on_fail, additional_guidelines, name
+        self.additional_guidelines, self.name = additional_guidelines, name
         self.model, self.evaluator_agent = model, evaluator_agent
-        self.print_summary, self.print_results, self.show_spinner = print_summary, print_results, show_spinner
-        self.file_path_to_save_results, self.debug_mode, self.db = file_path_to_save_results, debug_mode, db
-        self.telemetry, self.run_in_background = telemetry, run_in_background
+        self.show_spinner, self.debug_mode, self.telemetry = show_spinner, debug_mode, telemetry
         self.api_base, self.api_key, self.timeout, self.retries = api_base, api_key, timeout, retries
         self.retry_backoff, self.temperature, self.structured_output = retry_backoff, temperature, structured_output
         self.litellm_kwargs, self.include_tool_calls, self.judge = litellm_kwargs, include_tool_calls, judge
         self.context_key, self.judge_process, self.judge_processes = context_key, judge_process, judge_processes
         self.check()
-        self._init_hook = dict(
-            on_error=on_error, store=store, max_concurrency=max_concurrency, sample_rate=sample_rate, when=when,
-            max_queue=max_queue, max_queue_bytes=max_queue_bytes, overload=overload, block_timeout=block_timeout,
-            on_drop=on_drop, outbox=outbox,
-            requests_per_minute=requests_per_minute, gate=gate, fallback=fallback, repair=repair,
-            gate_on_error=gate_on_error, gate_on_skip=gate_on_skip, on_record=on_record, spill=spill, broker=broker)
+        super().__init__(name=name, threshold=threshold, on_fail=on_fail, print_summary=print_summary,
+                         print_results=print_results, file_path_to_save_results=file_path_to_save_results, db=db,
+                         run_in_background=run_in_background, **deployment)
 
     def check(self) -> None:
         """agno's checks, with agno's messages, and the judge connection's: at construction and
@@ -348,8 +315,3 @@ class AgentAsJudgeEval(Evaluator, JudgeConnection):
 
 
 _OWN_AGENT_CODE = AgentAsJudgeEval.get_evaluator_agent.__code__
-
-
-# agno's field, read as agno reads it, except by agno's hook normaliser: see RunInBackground. Set after the
-# class is built, so the dataclass keeps the plain field (default False) that agno's signature has.
-AgentAsJudgeEval.run_in_background = RunInBackground()  # type: ignore[assignment]

@@ -13,7 +13,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from .._hooks.shell import CONTROLS  # the deployment settings a spec carries: how its jobs are capped and paced
+from .._hooks.deployment import decode_deployment
 from ..exceptions import NotRebuildable
 
 _classes: dict[str, type[Any]] = {}
@@ -40,19 +40,18 @@ def register(cls: type[Any]) -> None:
         _classes[cls.__name__] = cls
 
 
-def rebuild(spec: dict[str, Any] | None, **hook: Any) -> Any:
+def rebuild(spec: dict[str, Any] | None, *, same_machine: bool = True, **hook: Any) -> Any:
     """An evaluator from the spec its process stored with its jobs: AgentAsJudgeEval settings, or
     {"class": <a judgehooks evaluator>, "settings": {...}}. Evaluators made from user code (functions,
     pydantic models, composites, custom judges) store no spec: they need --import (NotRebuildable).
     Background grading unless `hook` says otherwise (a worker grades in the foreground). The spec's
-    `deployment` (the spend caps and rate its process graded under) applies to the rebuilt evaluator
-    too, unless `hook` names one of them."""
+    `deployment` (the spend caps and rate its process graded under: `decode_deployment`, a file path
+    only on the machine that queued the job) applies to the rebuilt evaluator too, unless `hook`
+    names one of them."""
     if spec is None:
         raise NotRebuildable("it was built from user code (a function, a model, a composite or a custom judge)")
     spec = dict(spec)
-    deployment = spec.pop("deployment", None)
-    controls = {k: v for k, v in deployment.items() if k in CONTROLS} if isinstance(deployment, dict) else {}
-    hook = {**controls, **hook}
+    hook = {**decode_deployment(spec.pop("deployment", None), same_machine=same_machine), **hook}
     settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)
     if "class" in spec:
         cls = _registered().get(spec["class"]) if isinstance(spec["class"], str) else None
@@ -104,10 +103,8 @@ class JobRebuild:
         if not isinstance(spec, dict):
             return rebuild(None, **hook)
         spec = dict(spec)
-        deployment = spec.pop("deployment", None)
-        if isinstance(deployment, dict):
-            # The job's caps and rate hold (counted in Redis for the fleet); never a file path on this worker.
-            hook = {**{k: v for k, v in deployment.items() if k in CONTROLS and k != "spend_ledger"}, **hook}
+        # The job's caps and rate hold (counted in Redis for the fleet); never a file path on this worker.
+        hook = {**decode_deployment(spec.pop("deployment", None), same_machine=False), **hook}
         name = spec.get("class", "AgentAsJudgeEval")
         if not isinstance(name, str) or name not in self.allow:
             raise NotRebuildable(f"its spec names {name!r}, which this worker does not rebuild (it rebuilds "

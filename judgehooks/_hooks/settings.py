@@ -1,36 +1,29 @@
-"""HookSettings: how an evaluator is deployed, apart from what it grades.
+"""HookSettings: one evaluator's deployment settings (`Deployment`, where each is defined), validated.
 
-Every evaluator takes the same deployment settings (store, callbacks, background grading,
-sampling, gates). They live here, in one frozen value validated once, which builds the
-`Pipeline` and, for background grading, the `Dispatcher`. An evaluator declares only its own
-fields (`judgehooks._evaluators`), as pydantic_evals keeps `OnlineEvaluator` settings apart from
-the evaluator.
+A frozen value, checked once (each setting by its own check, then the rules between settings),
+which builds the `Pipeline` and, for background grading, the `Dispatcher`. An evaluator's own
+fields say what it grades (`judgehooks._evaluators`); these, how it is deployed, as pydantic_evals
+keeps `OnlineEvaluator` settings apart from the evaluator.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .._base.callbacks import wrap_callback
-from .._base.context import EvalContext
 from .._base.record import EvalRecord
-from .._base.sqlitefile import checked_path
-from .._base.urls import redact
-from .._base.validate import check_choice, check_number
-from .._grading.budget import DEFAULT_MAX_QUEUE_BYTES
 from .._grading.dispatcher import Dispatcher
 from .._grading.outbox import Outbox
 from .._grading.pipeline import CALLBACKS, Callbacks, Graded, Pipeline
 from .._grading.ratelimit import Pace
-from .._grading.redis import check_url, require_extra
-from .._grading.spend import LOCAL, PERIODS, SpendCap
+from .._grading.spend import LOCAL, SpendCap
 from .._grading.spend_file import SQLiteLedger
 from .._grading.step import Step
-from .._grading.work import OVERLOAD_POLICIES, Overload
+from .._grading.work import Overload
 from ..stores import (
     AgnoDbStore,
     BaseStore,
@@ -42,60 +35,10 @@ from ..stores import (
     Store,
 )
 from ..stores._sqlite import outbox_path_for
-from ..stores._url import ENV, check_default_store_url, default_store_at, store_from_url
-from .gate import DEFAULT_FALLBACK, Gate
-from .sampling import Sampler, SampleRate
-
-Callback = Callable[[EvalRecord], Any]
-PathSetting = str | os.PathLike[str] | bool | None
-
-
-@dataclass(kw_only=True)
-class Deployment:
-    """The deployment keywords every evaluator takes, declared once: `HookSettings` is these,
-    validated; type checkers also read them as part of every evaluator's constructor."""
-
-    store: Store | str | None = None  # a string is a store URL or path: judgehooks.stores.store_from_url
-    db: Any = None  # an agno db: records also go to its eval table (AgentOS shows them)
-    on_fail: Callback | None = None
-    on_error: Callback | None = None
-    on_record: Callback | None = None
-    on_drop: Callback | None = None
-    run_in_background: bool = False
-    sample_rate: SampleRate = 1.0
-    when: Callable[[EvalContext], bool] | None = None
-    max_concurrency: int = 32
-    max_queue: int = 10_000
-    max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES  # bytes of queued jobs; beyond: shed, a `skipped` record
-    overload: str = "drop_newest"  # a full queue sheds at once: a hanging judge never stalls the runs
-    block_timeout: float = 5.0
-    outbox: PathSetting = None
-    spill: PathSetting = None
-    requests_per_minute: float | None = None
-    broker: str | None = None
-    gate: bool = False
-    fallback: str = DEFAULT_FALLBACK
-    repair: int = 0
-    gate_on_error: str = "block"  # a gate with no verdict (judge error): "block" shows the fallback, "allow" the answer
-    gate_on_skip: str = "block"  # a gate over a spend cap or with a shed job (`skipped`): as gate_on_error
-    print_summary: bool = False
-    print_results: bool = False
-    file_path_to_save_results: str | None = None
-    redact: Callable[[str], str] | None = None  # text -> text before anything leaves the process: judgehooks.redact
-    max_cost_usd: float | None = None  # judge spend per window `per`; over it: a `skipped` record, reason "budget"
-    max_calls: int | None = None  # judge calls per window `per`
-    per: str = "hour"  # the cap's window: "minute", "hour" or "day" (fixed, in UTC)
-    budget: str | None = None  # a name: evaluators naming the same budget share its counts (per judge model)
-    spend_ledger: str | os.PathLike[str] | None = None  # a SQLite file of the caps' counts, shared across processes
-
-
-#: Settings an assignment changes from the next run on, whatever was built: they are read per run.
-LIVE_SETTINGS = frozenset({*CALLBACKS, "sample_rate", "when", "gate", "fallback", "repair",
-                           "gate_on_error", "gate_on_skip", "print_summary", "print_results",
-                           "file_path_to_save_results", "redact"})
-#: Settings only a background dispatcher reads: they change until one runs. The others (store, db,
-#: spill, outbox, broker, run_in_background) decide what is built, and change until it is.
-DISPATCH_SETTINGS = frozenset({"max_queue", "overload", "block_timeout", "max_concurrency"})
+from ..stores._url import ENV, check_default_store_url, default_store_at
+from .deployment import SETTINGS, Deployment
+from .gate import Gate
+from .sampling import Sampler
 
 
 @dataclass(kw_only=True)
@@ -115,61 +58,27 @@ class HookSettings(Deployment):
         object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
-        if isinstance(self.store, str):
-            self.store = _store_named(self.store)
-        if self.store is not None and not (hasattr(self.store, "write") and hasattr(self.store, "query")):
-            raise TypeError(f"store must implement judgehooks.stores.Store (write, query), "
-                            f"got {type(self.store).__name__}")
+        for name, definition in SETTINGS.items():  # each setting's own check, in order
+            check = definition.metadata["check"]
+            if check is not None:
+                object.__setattr__(self, name, check(name, getattr(self, name)))
+        # the rules between settings
         if self.store is None and (self.db is None or os.environ.get(ENV, "").strip()):
             # a $JUDGEHOOKS_DB no store answers to, or whose folder is missing, fails here, naming it:
             # an inline evaluator builds its store on first use, inside a hook whose errors agno swallows
             self.default_url = check_default_store_url()
-        if self.db is not None:
-            AgnoDbStore(self.db)  # refuses, by name, a db that cannot hold agno eval runs
-        Sampler.validate(self.sample_rate, self.when)
-        check_number("max_concurrency", self.max_concurrency, minimum=1, allow_equal=True, integer=True)
-        check_number("max_queue", self.max_queue, minimum=1, allow_equal=True, integer=True)
-        check_number("max_queue_bytes", self.max_queue_bytes, minimum=1, allow_equal=True, integer=True)
-        check_number("block_timeout", self.block_timeout, minimum=0, allow_equal=True)
-        check_choice("overload", self.overload, OVERLOAD_POLICIES)
-        if self.requests_per_minute is not None:
-            check_number("requests_per_minute", self.requests_per_minute, minimum=0, allow_equal=False)
-        if self.outbox is not None and not isinstance(self.outbox, (bool, str, os.PathLike)):
-            raise TypeError(f"outbox must be a path, True/None (next to the store) or False (no outbox), "
-                            f"got {type(self.outbox).__name__}")
-        if self.spill is not None and not isinstance(self.spill, (bool, str, os.PathLike)):
-            raise TypeError(f"spill must be a path, True (in the outbox file), False (off) or None (on for "
-                            f"stores that are not local files), got {type(self.spill).__name__}")
-        if self.broker is not None:
-            check_url(self.broker, "broker")
-            if not self.run_in_background:
-                raise ValueError("broker= hands grading to `judgehooks worker` processes, which is background "
-                                 "grading: set run_in_background=True as well")
-            require_extra("broker")
-        if self.max_cost_usd is not None:
-            check_number("max_cost_usd", self.max_cost_usd, minimum=0, allow_equal=False)
-        if self.max_calls is not None:
-            check_number("max_calls", self.max_calls, minimum=1, allow_equal=True, integer=True)
-        check_choice("per", self.per, tuple(PERIODS))
-        if self.budget is not None and (not isinstance(self.budget, str) or not self.budget.strip()):
-            raise ValueError(f"budget must be a non-empty name shared by the evaluators that spend it, "
-                             f"got {self.budget!r}")
-        if self.spend_ledger is not None and (not isinstance(self.spend_ledger, (str, os.PathLike))
-                                              or not os.fspath(self.spend_ledger)):
-            raise TypeError(f"spend_ledger must be the path of a SQLite file that the processes sharing the caps "
-                            f"name, got {self.spend_ledger!r}")
-        if self.spend_ledger is not None:  # else every call would be admitted uncounted: the caps off
-            checked_path(self.spend_ledger, "spend_ledger")
-        if self.redact is not None and not callable(self.redact):
-            raise TypeError(f"redact must be a function from text to text (e.g. judgehooks.redact.PII), "
-                            f"got {type(self.redact).__name__}")
-        for name in ("on_fail", "on_error", "on_record", "on_drop"):
-            wrap_callback(name, getattr(self, name))  # validates: a callback that is not callable fails here
-        gate = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
-                              run_in_background=self.run_in_background, on_error=self.gate_on_error,
-                              on_skip=self.gate_on_skip)
-        self.gate_config = gate
+        if self.broker is not None and not self.run_in_background:
+            raise ValueError("broker= hands grading to `judgehooks worker` processes, which is background "
+                             "grading: set run_in_background=True as well")
+        self.gate_config = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
+                                          run_in_background=self.run_in_background, on_error=self.gate_on_error,
+                                          on_skip=self.gate_on_skip)
         self._sealed = True
+
+    def __repr__(self) -> str:
+        given = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(Deployment)
+                 if getattr(self, f.name) is not f.default and getattr(self, f.name) != f.default]
+        return f"HookSettings({', '.join(given)})"
 
     def replace(self, name: str, value: Any) -> HookSettings:
         """These settings with one changed, validated as at construction."""
@@ -310,13 +219,3 @@ class Wiring:
     dispatcher: Dispatcher | None
     offline: Pipeline  # run()/arun(): the pipeline without the agno db, which gets one eval run per batch
     agno: AgnoDbStore | None = None
-
-
-def _store_named(url: str) -> Store:
-    """store="postgresql://...", "sqlite:///evals.db" or a path, read by `store_from_url`."""
-    try:
-        store: Store = store_from_url(url)
-    except (ValueError, ImportError) as exc:
-        raise type(exc)(f"store={redact(url)!r}: {exc} (a store given as a string is read by "
-                        "judgehooks.stores.store_from_url)") from exc
-    return store

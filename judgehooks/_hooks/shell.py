@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,18 +31,17 @@ from .._base.caller import as_sync_caller
 from .._base.context import EvalContext
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
-from .._base.urls import spec_without_credentials
 from .._grading import tracing
 from .._grading.counters import Counters
 from .._grading.pipeline import CALLBACKS, Graded
 from .._runtime import runtime
 from ..exceptions import StoreError
 from . import offline, scoring
-from .hooklist import ensure_dual_hooks
-from .metrics import fold_judge_usage
+from .agno_compat import ensure_dual_hooks, fold_judge_usage
+from .deployment import SETTINGS, job_spec
 from .redaction import redact_context
 from .sampling import Sampler
-from .settings import DISPATCH_SETTINGS, LIVE_SETTINGS, HookSettings, Wiring
+from .settings import HookSettings, Wiring
 from .snapshot import snapshot_run
 
 
@@ -57,7 +55,7 @@ class HookShell:
         self.sampler = settings.sampler()
         self.gate = settings.gate_config
         self.needs_tools = needs_tools
-        self._spec = with_controls(spec, settings)  # it travels with jobs: outbox rows, Redis
+        self._spec = job_spec(spec, settings)  # it travels with jobs: outbox rows, Redis
         self._wiring: Wiring | None = None
         self._lock = threading.Lock()
         self._counters = Counters()  # inline grading's (background grading counts in its dispatcher)
@@ -79,16 +77,21 @@ class HookShell:
             runtime.add_counted(self)
         return wiring
 
-    def reconfigure(self, name: str, value: Any, prepare: Callable[[HookSettings], None]) -> HookSettings:
-        """Assign one deployment setting: it takes effect from the next run, or, when what it
-        decides is already built (a store, a running background queue), raises naming it.
-        `prepare` gets the new settings first (an LLM evaluator rebuilds its judge there)."""
-        settings = self.settings.replace(name, value)  # validated as at construction
+    def reconfigure(self, changes: Mapping[str, Any], prepare: Callable[[HookSettings], None]) -> HookSettings:
+        """Change deployment settings together (`Evaluator.configure`): from the next run; or, when
+        what one decides is already built (a store, a running background queue: its definition's
+        `changes`), none, raising and naming it. `prepare` gets the new settings first (an LLM
+        evaluator rebuilds its judge there)."""
+        settings = dataclasses.replace(self.settings, **changes)  # validated as at construction
         wiring = self._wiring
-        starts_background = (name == "run_in_background" and value is True and wiring is not None
-                             and wiring.dispatcher is None)  # agno's AgentOS example turns it on after construction
-        if wiring is not None and name not in LIVE_SETTINGS and not starts_background and (
-                name not in DISPATCH_SETTINGS or wiring.dispatcher is not None):
+        # agno's AgentOS example turns run_in_background on after construction: a queue starts on what was built
+        starts_background = (changes.get("run_in_background") is True and wiring is not None
+                             and wiring.dispatcher is None)
+        for name in changes:
+            rule = SETTINGS[name].metadata["changes"]
+            if wiring is None or rule == "live" or (name == "run_in_background" and starts_background) or (
+                    rule == "dispatch" and wiring.dispatcher is None):
+                continue
             built = "background grading started" if wiring.dispatcher is not None else "its store was built"
             raise dataclasses.FrozenInstanceError(
                 f"cannot change {name!r} after {built} (the first run or run_in_background builds it): "
@@ -99,11 +102,11 @@ class HookShell:
             self.settings = settings
             self.sampler = Sampler(settings.sample_rate, settings.when, counts=self.sampler.counts)
             self.gate = settings.gate_config
-            if wiring is not None and name in CALLBACKS:  # the one holder every copy of the pipeline reads
-                setattr(wiring.pipeline.callbacks, name, wrap_callback(name, value))
-            if name in CONTROLS:  # before anything was built (after, it raised above): jobs carry the new ones
-                self._spec = with_controls(self._spec, settings)
-            if starts_background and wiring is not None:  # the built store and pipeline stay; a queue starts on them
+            if wiring is not None:  # the one holder every copy of the pipeline reads
+                for name in CALLBACKS:
+                    setattr(wiring.pipeline.callbacks, name, wrap_callback(name, getattr(settings, name)))
+            self._spec = job_spec(self._spec, settings)  # jobs queued from now on carry the settings that travel
+            if starts_background and wiring is not None:
                 self._wiring = dataclasses.replace(wiring, dispatcher=settings.dispatcher(
                     wiring.pipeline, wiring.store, sampler=self.sampler, spec=self._spec))
         if settings.builds_at_once:
@@ -117,7 +120,7 @@ class HookShell:
 
     def respec(self, spec: Mapping[str, Any] | None) -> None:
         """The evaluator's own settings changed: jobs queued from now on carry the new spec."""
-        self._spec = with_controls(spec, self.settings)
+        self._spec = job_spec(spec, self.settings)
         if self._wiring is not None and self._wiring.dispatcher is not None:
             self._wiring.dispatcher.spec = None if self._spec is None else json.dumps(self._spec)
 
@@ -274,23 +277,3 @@ class HookShell:
         return {"evaluator": self.evaluator.evaluator_name, "inline": True, **graded,
                 "in_flight": graded["submitted"] - graded["done"], "sampled_out": counts.sampled_out,
                 "filtered_out": counts.filtered_out, **({} if spend is None else spend.stats())}
-
-
-#: The deployment settings that decide how a job is graded (spend caps, their ledger, the rate): they
-#: travel in its spec (`deployment`), so an evaluator rebuilt from it (`judgehooks resume`,
-#: `judgehooks worker --rebuild`) grades under the same controls as the process that queued it.
-CONTROLS = ("max_cost_usd", "max_calls", "per", "budget", "spend_ledger", "requests_per_minute")
-
-
-def with_controls(spec: Mapping[str, Any] | None, settings: HookSettings) -> dict[str, Any] | None:
-    """The spec jobs carry: the evaluator's own (no credentials) and the grading controls set."""
-    clean = spec_without_credentials(spec)
-    if clean is None:
-        return None
-    clean.pop("deployment", None)
-    controls = {name: getattr(settings, name) for name in CONTROLS if getattr(settings, name) is not None}
-    if "spend_ledger" in controls:
-        controls["spend_ledger"] = os.fspath(controls["spend_ledger"])
-    if set(controls) - {"per"}:  # `per` alone (its default) caps nothing
-        clean["deployment"] = controls
-    return clean

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 
 import pytest
@@ -19,8 +20,11 @@ from judgehooks import (
     Ordered,
     Regex,
     Rubric,
+    SessionJudge,
 )
+from judgehooks._evaluators.function import FunctionEvaluator
 from judgehooks._evaluators.spec import rebuild
+from judgehooks._hooks.deployment import Deployment, DeploymentKeywords, OwnKeywords
 from judgehooks._hooks.settings import HookSettings
 
 HOOK = HookSettings.names()
@@ -59,10 +63,13 @@ def test_a_dataclass_subclass_validates_its_fields_and_the_settings_once():
         Regex("x", on_fail="page me")
 
 
-@pytest.mark.parametrize("cls", [Regex, Contains, MaxChars, Group, Ordered, Rubric])
+@pytest.mark.parametrize("cls", [Regex, Contains, MaxChars, Group, Ordered, Rubric, AgentAsJudgeEval])
 def test_built_in_evaluators_declare_only_their_own_fields(cls):
-    names = {f.name for f in dataclasses.fields(cls)}
-    assert not names & HOOK, f"{cls.__name__} declares deployment settings {sorted(names & HOOK)}"
+    """The deployment settings are declared once, by `Deployment`, and every evaluator inherits them."""
+    declared = {name for klass in cls.__mro__ if klass not in (Deployment, object)
+                for name in vars(klass).get("__annotations__", {})}
+    assert not declared & HOOK, f"{cls.__name__} declares deployment settings {sorted(declared & HOOK)}"
+    assert {f.name for f in dataclasses.fields(cls)} >= HOOK
 
 
 def test_agent_as_judge_eval_keeps_agnos_fields_and_maps_the_rest_onto_hook_settings():
@@ -123,39 +130,48 @@ def test_a_hand_written_init_still_works_and_forgetting_super_init_is_named():
     assert judgehooks.drain(10)
 
 
-def test_help_and_ides_see_the_own_fields_then_every_deployment_keyword():
+@pytest.mark.parametrize("cls", [Regex, Contains, MaxChars, Group, Ordered, Rubric, SessionJudge, FunctionEvaluator])
+def test_help_and_ides_see_the_own_fields_and_every_deployment_keyword_natively(cls):
+    """No synthesised signature: a dataclass evaluator's generated __init__ names every deployment
+    keyword with its type, as help(), IDEs and type checkers read it. (A user's mypy then sees them
+    too, and a misspelled one is its error: tests/typing/users_keywords.py, checked by `.ci/run`.)"""
     import inspect
 
-    params = inspect.signature(Regex).parameters
-    assert list(params)[:5] == ["pattern", "name", "threshold", "flags", "must_match"]
-    assert {"store", "on_fail", "run_in_background", "sample_rate", "gate"} <= set(params)
-    assert all(params[n].kind is inspect.Parameter.KEYWORD_ONLY for n in HOOK)
+    assert "__signature__" not in vars(type(cls)) and "__signature__" not in vars(cls)
+    assert type(cls) is abc.ABCMeta  # agno's BaseEval's; nothing of ours between a call and __init__
+    params = inspect.signature(cls).parameters
+    hints = {f.name: f.type for f in dataclasses.fields(Deployment)}
+    assert {n: (params[n].kind, params[n].annotation) for n in HOOK} == {
+        n: (inspect.Parameter.KEYWORD_ONLY, hints[n]) for n in HOOK}
+    assert {"name", "threshold"} <= set(params)
 
 
-def test_a_users_type_checker_accepts_the_deployment_keywords_and_catches_a_typo(tmp_path):
-    """Every public name is annotated, so users' type checkers see the real signatures: mypy
-    accepts store/on_fail/... on a check and on the judge, and names the misspelled keyword."""
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
+def test_agent_as_judge_eval_takes_agnos_signature_then_the_rest_as_typed_keywords():
+    """agno's flat signature, in agno's order, then judgehooks' deployment keywords as PEP 692
+    `**deployment: Unpack[OwnKeywords]`: the TypedDict holds Deployment's other names and types."""
+    import inspect
 
-    if shutil.which("mypy", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("mypy is not installed (it is in the dev extra)")
-    user = tmp_path / "user.py"
-    user.write_text(
-        "from judgehooks import AgentAsJudgeEval, EvalRecord, MemoryStore, Regex\n"
-        "def page(record: EvalRecord) -> None: ...\n"
-        "check = Regex('^ok', flags='i', store=MemoryStore(), on_fail=page, run_in_background=False)\n"
-        "judge = AgentAsJudgeEval(criteria='c', store=MemoryStore(), on_error=page, max_queue=10)\n"
-        "bad = Regex('^ok', stor=MemoryStore())\n")
-    repo = Path(__file__).resolve().parents[2]
-    out = subprocess.run([str(Path(sys.executable).parent / "mypy"), "--cache-dir", str(tmp_path / "cache"),
-                          "--follow-imports=silent", str(user)], capture_output=True, text=True,
-                         env={**__import__("os").environ, "MYPYPATH": str(repo)})
-    errors = [line for line in out.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and "user.py:5:" in errors[0] and 'Unexpected keyword argument "stor"' in errors[0], \
-        out.stdout
+    params = inspect.signature(AgentAsJudgeEval).parameters
+    rest = params["deployment"]
+    assert rest.kind is inspect.Parameter.VAR_KEYWORD and rest.annotation == "Unpack[OwnKeywords]"
+    hints = {f.name: f.type for f in dataclasses.fields(Deployment)}
+    agnos = {n for n in HOOK if n in params}
+    assert agnos == {"on_fail", "print_summary", "print_results", "file_path_to_save_results", "db",
+                     "run_in_background"}
+    assert spelled(OwnKeywords) == {n: t for n, t in hints.items() if n not in agnos}
+    assert spelled(DeploymentKeywords) == hints
+
+
+def spelled(typed: type) -> dict[str, str]:
+    """A TypedDict's annotations as written (they are forward references under `from __future__`)."""
+    return {n: getattr(t, "__forward_arg__", t) for n, t in typed.__annotations__.items()}
+
+
+def test_a_misspelled_keyword_is_refused_by_the_constructor_itself():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stor'"):
+        Regex("^ok", stor=MemoryStore())
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stor'"):
+        AgentAsJudgeEval(criteria="c", stor=MemoryStore())
 
 
 def test_hook_settings_are_read_only_once_validated():

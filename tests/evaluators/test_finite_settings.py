@@ -123,7 +123,10 @@ def test_a_non_finite_setting_is_refused_when_assigned_later_and_the_old_value_s
     holder = evaluator.hook_settings if deployment else evaluator
     before = getattr(holder, attribute)
     with pytest.raises(ValueError, match=rf"^{attribute} must be"):
-        setattr(evaluator, attribute, value)
+        if deployment:
+            evaluator.configure(**{attribute: value})
+        else:
+            setattr(evaluator, attribute, value)
     assert getattr(evaluator.hook_settings if deployment else evaluator, attribute) == before
 
 

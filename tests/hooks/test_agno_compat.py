@@ -172,7 +172,7 @@ def test_an_assignment_that_cannot_take_effect_raises_naming_the_setting(server,
     ev = make_eval(OurEval, server, run_in_background=True, outbox=str(tmp_path / "o.db"),
                    store=judgehooks.MemoryStore())
     with pytest.raises(AttributeError, match="cannot change 'store' after background grading started"):
-        ev.store = judgehooks.MemoryStore()
+        ev.configure(store=judgehooks.MemoryStore())
     with pytest.raises(AttributeError, match="cannot change 'run_in_background'"):
         ev.run_in_background = False
     with pytest.raises(AttributeError, match="cannot change 'name'"):
@@ -194,11 +194,11 @@ def test_documented_difference_an_invalid_assignment_raises_and_keeps_the_old_va
 def test_store_and_db_can_change_until_the_first_run_builds_the_store(server, tmp_path):
     first, second = judgehooks.MemoryStore(), judgehooks.MemoryStore()
     ev = make_eval(OurEval, server, store=first)
-    ev.store = second
+    ev.configure(store=second)
     ev.run(input="q", output="a")
     assert (len(first.records), len(second.records)) == (0, 1)
     with pytest.raises(AttributeError, match="cannot change 'store' after its store was built"):
-        ev.store = first
+        ev.configure(store=first)
     with pytest.raises(AttributeError, match="cannot change 'db'"):
         ev.db = SqliteDb(db_file=str(tmp_path / "late.db"))
 

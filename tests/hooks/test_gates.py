@@ -145,14 +145,14 @@ def test_a_repair_attempt_over_the_spend_cap_is_shown_only_when_allowed(make_jud
         assert out.content == store.records[1].output and out.status == RunStatus.completed
 
 
-def test_gate_on_skip_can_be_assigned_later_and_is_checked_then(make_judge, make_agent, store):
+def test_gate_on_skip_can_be_configured_later_and_is_checked_then(make_judge, make_agent, store):
     judge = make_judge(name="gate-capped-assigned", gate=True, fallback=FALLBACK, max_calls=1)
     agent = make_agent(judge)
     agent.run("q0")
     with pytest.raises(ValueError, match="gate_on_skip must be one of 'block', 'allow'"):
-        judge.gate_on_skip = "open"
+        judge.configure(gate_on_skip="open")
     assert agent.run("q1").content == FALLBACK
-    judge.gate_on_skip = "allow"
+    judge.configure(gate_on_skip="allow")
     assert agent.run("q2").content == "ECHO: q2"
 
 

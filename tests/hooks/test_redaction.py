@@ -298,11 +298,11 @@ def test_a_failing_redactor_in_the_background_keeps_nothing_in_the_outbox(make_j
     assert leaks("".join(journaled)) == []
 
 
-def test_redact_can_be_assigned_and_takes_effect_from_the_next_run(make_judge, make_agent, store):
+def test_redact_can_be_configured_and_takes_effect_from_the_next_run(make_judge, make_agent, store):
     judge = make_judge()
     agent = make_agent(judge)
     agent.run(f"first {EMAIL}")
-    judge.redact = PII
+    judge.configure(redact=PII)
     agent.run(f"second {EMAIL}")
     first, second = sorted(store.records, key=lambda r: r.input)
     assert EMAIL in first.input and first.redacted_by is None
