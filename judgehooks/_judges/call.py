@@ -6,6 +6,7 @@ which the core stores as an `error` record. `AgentAsJudgeEval` and `Rubric` both
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from contextlib import nullcontext
@@ -15,7 +16,6 @@ from typing import Any, TypeVar
 import anyio
 
 from .._base.context import EvalContext
-from .._base.deadline import deadline
 from .._base.log import log
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
@@ -149,7 +149,7 @@ class JudgeCall:
             try:
                 request = self.request(ctx)  # a fresh nonce per attempt
                 cut = request.cut
-                async with deadline(self.timeout):
+                async with asyncio.timeout(self.timeout):
                     reply = await self.judge.complete(request)
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
