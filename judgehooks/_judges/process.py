@@ -189,10 +189,11 @@ class ProcessJudge(BaseJudge):
         self.model = judge.model
         self.processes = processes
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
-                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
+                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
+                        "max_reply_bytes": judge.max_reply_bytes}
         self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
-        #: Whether the helper process sent its last answered call through the fast judge client
-        #: (None before the first answer): the helper says so in each reply.
+        #: Whether the helper process sent its last answered call through the wire client (None
+        #: before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
 
     def __getstate__(self) -> dict[str, Any]:
