@@ -30,6 +30,7 @@ class JudgeReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
+    finish_reason: str | None = None  # "length": the reply stopped at the judge's max_tokens
 
 
 _import_lock = threading.Lock()  # litellm imported by one thread at a time: its lazy submodules race
@@ -66,6 +67,8 @@ class BaseJudge(ABC):
     """
 
     model: str
+    #: the reply's token cap, when the judge sets one: named by the error of a reply cut there
+    max_tokens: int | None = None
 
     @abstractmethod
     async def complete(self, request: JudgeRequest) -> JudgeReply:

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 
@@ -24,8 +25,8 @@ from .._base.urls import without_credentials
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, load_litellm, refuses_structured_output
-from .prompt import JudgeRequest, verdict_schema
-from .wire import MAX_REPLY_BYTES, WireClient, wire_client
+from .prompt import REPLY_TOKENS, JudgeRequest, verdict_schema
+from .wire import MAX_REPLY_BYTES, WireClient, reasoning_model, wire_client
 
 
 class LiteLLMClient:
@@ -33,14 +34,14 @@ class LiteLLMClient:
 
     name = "litellm"
 
-    def __init__(self, model: str, kwargs: Mapping[str, Any], *, max_reply_bytes: int) -> None:
-        self.model, self.kwargs, self.max_reply_bytes = model, kwargs, max_reply_bytes
+    def __init__(self, model: str, kwargs: Mapping[str, Any], *, cap_reason: bool, max_reply_bytes: int) -> None:
+        self.model, self.kwargs, self.cap_reason, self.max_reply_bytes = model, kwargs, cap_reason, max_reply_bytes
 
     def __repr__(self) -> str:
         return f"LiteLLMClient(model={self.model!r})"
 
     async def send(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> JudgeReply:
-        schema = {"response_format": verdict_schema(mode)} if structured else {}
+        schema = {"response_format": verdict_schema(mode, cap_reason=self.cap_reason)} if structured else {}
         response = await load_litellm().acompletion(model=self.model, messages=messages, **schema, **self.kwargs)
         choices = getattr(response, "choices", None) or []
         if not choices:
@@ -50,10 +51,12 @@ class LiteLLMClient:
             raise JudgeUnavailable(f"the judge reply is longer than max_reply_bytes={self.max_reply_bytes}")
         usage = getattr(response, "usage", None)
         cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        finish = getattr(choices[0], "finish_reason", None)
         return JudgeReply(text=text, model=getattr(response, "model", None) or self.model,
                           prompt_tokens=getattr(usage, "prompt_tokens", None),
                           completion_tokens=getattr(usage, "completion_tokens", None),
-                          cost_usd=float(cost) if isinstance(cost, (int, float)) else None)
+                          cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
+                          finish_reason=finish if isinstance(finish, str) else None)
 
 
 class LiteLLMJudge(BaseJudge):
@@ -68,7 +71,8 @@ class LiteLLMJudge(BaseJudge):
     about a third of the client CPU, and litellm is not imported unless a call fails.
     `fast_path=False` (or ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through ``litellm.acompletion``.
 
-    `max_reply_bytes` (4 MiB by default) caps a reply's size: a longer one is a
+    `max_tokens` caps the reply (default 1,024 tokens; none for a reasoning model, whose thinking
+    counts against it). `max_reply_bytes` (4 MiB by default) caps a reply's size: a longer one is a
     `JudgeUnavailable` error. The wire client stops reading there and follows no redirect; through
     litellm, which reads the whole reply itself, a reply text longer than the cap is refused once read.
     """
@@ -76,10 +80,11 @@ class LiteLLMJudge(BaseJudge):
     def __init__(self, model: str, *, api_base: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, temperature: float | None = None, structured_output: bool = True,
                  litellm_kwargs: Mapping[str, Any] | None = None, fast_path: bool = True,
-                 max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+                 max_reply_bytes: int = MAX_REPLY_BYTES, max_tokens: int | None = None) -> None:
         check_number("timeout", timeout, minimum=0, allow_equal=False)
         check_number("max_reply_bytes", max_reply_bytes, minimum=1, integer=True)
         check_optional_number("temperature", temperature, minimum=0)
+        check_optional_number("max_tokens", max_tokens, minimum=1, integer=True)
         self.model = model
         self.structured_output = structured_output
         self.fast_path = fast_path
@@ -93,8 +98,13 @@ class LiteLLMJudge(BaseJudge):
         remember_environment()  # the provider key variables litellm reads when no api_key is given
         if temperature is not None:
             kwargs["temperature"] = temperature
+        if max_tokens is None and not reasoning_model(model):
+            max_tokens = REPLY_TOKENS
+        if max_tokens is not None:
+            kwargs["max_tokens"] = int(max_tokens)
         kwargs.update(litellm_kwargs or {})
         self._kwargs = kwargs
+        self.max_tokens = kwargs.get("max_tokens")
         self.client = self._init_client()
         where = self.endpoint
         log.info("judge_client", model=model, client=self.client.name,
@@ -102,9 +112,16 @@ class LiteLLMJudge(BaseJudge):
 
     def _init_client(self) -> WireClient | LiteLLMClient:
         """The one way this judge calls: the wire client if it serves the model, else litellm's."""
+        base = str(self._kwargs.get("api_base") or os.environ.get("OPENAI_BASE_URL")
+                   or os.environ.get("OPENAI_API_BASE") or "")
+        # maxLength on the reason for an OpenAI-compatible server of one's own, which enforces it while
+        # decoding; OpenAI's strict mode refuses the keyword
+        cap_reason = self.model.startswith("openai/") and bool(base) and urlsplit(base).hostname != "api.openai.com"
         fast = os.environ.get("JUDGEHOOKS_FAST_JUDGE", "1").strip().lower() not in ("0", "false", "no", "off")
-        wire = wire_client(self.model, self._kwargs, self.max_reply_bytes) if self.fast_path and fast else None
-        return wire or LiteLLMClient(self.model, self._kwargs, max_reply_bytes=self.max_reply_bytes)
+        wire = wire_client(self.model, self._kwargs, cap_reason=cap_reason,
+                           max_reply_bytes=self.max_reply_bytes) if self.fast_path and fast else None
+        return wire or LiteLLMClient(self.model, self._kwargs, cap_reason=cap_reason,
+                                     max_reply_bytes=self.max_reply_bytes)
 
     def __repr__(self) -> str:
         return f"LiteLLMJudge(model={self.model!r}, client={self.client!r})"

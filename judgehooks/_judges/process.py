@@ -188,6 +188,7 @@ class ProcessJudge(BaseJudge):
     def __init__(self, judge: LiteLLMJudge, processes: int = 1) -> None:
         self.model = judge.model
         self.processes = processes
+        self.max_tokens = judge.max_tokens
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
                         "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
                         "max_reply_bytes": judge.max_reply_bytes}
@@ -228,4 +229,5 @@ class ProcessJudge(BaseJudge):
             raise RemoteJudgeError(error["type"], error["message"], error.get("status"), error.get("retry_after"))
         self.fast_path_taken = reply.get("fast") is True
         return JudgeReply(text=reply["text"], model=reply.get("model"), prompt_tokens=reply.get("prompt_tokens"),
-                          completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"))
+                          completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"),
+                          finish_reason=reply.get("finish_reason"))

@@ -35,8 +35,9 @@ class TextModel:
                             f"Model, got {type(model).__name__}")
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
+        # no reply cap: the reply is instructions or criteria (cut to MAX_TEXT_CHARS), not a verdict
         self._judge: BaseJudge = (LiteLLMJudge(model, api_base=api_base, api_key=api_key, timeout=timeout,
-                                               structured_output=False)
+                                               structured_output=False, litellm_kwargs={"max_tokens": None})
                                   if isinstance(model, str) else AgnoJudge(model=model))
         self.model = self._judge.model
 

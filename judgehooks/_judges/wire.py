@@ -3,7 +3,7 @@
 `wire_client` decides once, when a `LiteLLMJudge` is built, whether its calls take this client: for
 ``openai/<any id>`` and for OpenAI's chat models litellm's price table lists under a bare name, when
 litellm would send the request unchanged. Not for a model litellm rewrites (the Responses API,
-fine-tunes, ``-latest`` aliases, a reasoning model given a temperature), nor with
+fine-tunes, ``-latest`` aliases, a reasoning model given a temperature or a ``max_tokens``), nor with
 ``litellm_kwargs`` beyond the judge's own, a litellm callback or module setting, ``$OPENAI_ORGANIZATION``
 or no API key, all as they stand when the judge is built: those calls go through litellm.
 ``tests/judges/test_light_route.py`` checks the body and the price against litellm's own answer for
@@ -43,7 +43,7 @@ from .transport import poster, proxied
 #: the largest judge reply read, in bytes, unless a judge is given another `max_reply_bytes`
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 # What LiteLLMJudge itself puts in its call kwargs; anything else is a litellm option left to litellm.
-OWN_KWARGS = frozenset({"timeout", "max_retries", "num_retries", "api_base", "api_key", "temperature"})
+OWN_KWARGS = frozenset({"timeout", "max_retries", "num_retries", "api_base", "api_key", "temperature", "max_tokens"})
 # litellm's module-level settings that change what a call sends or does besides sending it.
 _LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organization", "callbacks",
                     "success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback",
@@ -51,6 +51,7 @@ _LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organizatio
                     "route_all_chat_openai_to_responses", "enable_preview_features")
 # Model families whose parameters litellm rewrites or refuses (reasoning and audio models).
 _SPECIAL = re.compile(r"^(?:o\d|gpt-5|gpt-audio|gpt-4o-audio|gpt-4o-mini-audio|gpt-realtime)|audio|realtime", re.I)
+_REASONING = re.compile(r"^(?:o\d|gpt-5)", re.I)
 _table: dict[str, Any] | None = None
 _mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIError, once imported
 
@@ -79,6 +80,14 @@ def price_table() -> Mapping[str, Any] | None:
             return None
         _table = loaded if isinstance(loaded, dict) else {}
     return _table
+
+
+def reasoning_model(model: str) -> bool:
+    """A model that thinks before it answers (its thinking counts against ``max_tokens``), by name or
+    by litellm's table."""
+    bare = model.rsplit("/", 1)[-1]
+    row = next((r for r in ((price_table() or {}).get(k) for k in (model, bare)) if isinstance(r, Mapping)), {})
+    return bool(_REASONING.search(bare) or row.get("supports_reasoning"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +119,8 @@ def price_of_row(info: Mapping[str, Any] | None) -> Price | None:
     return Price(float(prompt), float(completion), float(cached) if isinstance(cached, (int, float)) else None)
 
 
-def wire_client(model: str, kwargs: Mapping[str, Any], max_reply_bytes: int = MAX_REPLY_BYTES) -> WireClient | None:
+def wire_client(model: str, kwargs: Mapping[str, Any], *, cap_reason: bool,
+                max_reply_bytes: int = MAX_REPLY_BYTES) -> WireClient | None:
     """This client for a judge of `model` with these call kwargs, or None when litellm makes its calls."""
     table = price_table()
     if set(kwargs) - OWN_KWARGS or litellm_configured() or os.environ.get("OPENAI_ORGANIZATION") or table is None:
@@ -128,9 +138,9 @@ def wire_client(model: str, kwargs: Mapping[str, Any], max_reply_bytes: int = MA
                               or price_of_row(entry) is None):
         return None  # another API, no JSON schema (litellm refuses it), or no price in the row
     rewritten = _SPECIAL.search(wire_model) or (entry or {}).get("supports_reasoning")
-    extra = {"temperature": kwargs["temperature"]} if kwargs.get("temperature") is not None else {}
+    extra = {k: kwargs[k] for k in ("temperature", "max_tokens") if kwargs.get(k) is not None}
     if rewritten and (extra or entry is None):
-        return None  # litellm refuses a temperature for such a model: its rules
+        return None  # litellm renames or refuses these parameters for such a model: its rules
     api_key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
     if not api_key:
         return None  # litellm's path says which key is missing
@@ -138,7 +148,7 @@ def wire_client(model: str, kwargs: Mapping[str, Any], max_reply_bytes: int = MA
     base_url = str(kwargs.get("api_base") or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
                    or "https://api.openai.com/v1")
     params = {(mode, structured): {**extra, **(
-        {"response_format": verdict_schema(mode)} if structured else {})}
+        {"response_format": verdict_schema(mode, cap_reason=cap_reason)} if structured else {})}
         for mode in ("binary", "numeric") for structured in (True, False)}
     return WireClient(model=model, wire_model=wire_model, base_url=base_url, api_key=str(api_key),
                       timeout=float(kwargs.get("timeout") or 600.0), params=params, price=price_of_row(entry),
@@ -227,7 +237,7 @@ class WireClient:
         message = choices[0].get("message") if isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
             _refuse(f"Invalid response object: choice 0 has no message ({str(choices[0])[:200]})")
-        text, model = message.get("content"), data.get("model")
+        text, model, finish = message.get("content"), data.get("model"), choices[0].get("finish_reason")
         found = data.get("usage")
         usage: dict[str, Any] = found if isinstance(found, dict) else {}
         return JudgeReply(
@@ -236,6 +246,7 @@ class WireClient:
             prompt_tokens=_int(usage.get("prompt_tokens")),
             completion_tokens=_int(usage.get("completion_tokens")),
             cost_usd=self.price.cost(usage) if self.price is not None and usage else None,
+            finish_reason=finish if isinstance(finish, str) else None,
         )
 
 

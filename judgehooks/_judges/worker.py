@@ -101,7 +101,8 @@ class _Server:
             r = await judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                                     "cost_usd": r.cost_usd, "fast": judge.client.name == "wire"}
+                                     "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,
+                                     "fast": judge.client.name == "wire"}
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}

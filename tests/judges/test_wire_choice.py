@@ -1,6 +1,6 @@
 """The wire client takes only models whose request litellm would send unchanged: for every OpenAI chat
-model in litellm's price table (with and without the ``openai/`` prefix, with and without a temperature)
-and for OpenAI-compatible servers' own model names, the wire client it builds
+model in litellm's price table (with and without the ``openai/`` prefix, with and without a temperature
+or a ``max_tokens``) and for OpenAI-compatible servers' own model names, the wire client it builds
 without importing litellm has the wire model, URL, body and price litellm's own rules give, or there
 is none (litellm then makes the calls)."""
 
@@ -20,7 +20,7 @@ KWARGS = {"timeout": 60.0, "max_retries": 0, "num_retries": 0, "api_key": "k"}
 
 
 def _wire(model: str, kwargs: dict[str, Any]) -> WireClient | None:
-    return wire_client(model, kwargs)
+    return wire_client(model, kwargs, cap_reason=False)
 
 
 def _models() -> list[str]:
@@ -46,7 +46,7 @@ def _litellms(litellm: Any, model: str, kwargs: dict[str, Any]) -> tuple[str, di
 
     def params(mode: Mode, structured: bool) -> dict[str, Any]:
         found = litellm.get_optional_params(model=wire_model, custom_llm_provider="openai",
-                                            temperature=kwargs.get("temperature"),
+                                            temperature=kwargs.get("temperature"), max_tokens=kwargs.get("max_tokens"),
                                             response_format=verdict_schema(mode) if structured else None)
         return {k: v for k, v in found.items()
                 if v is not None and k not in ("max_retries", "extra_body") and not (k == "stream" and v is False)}
@@ -59,9 +59,10 @@ def _litellms(litellm: Any, model: str, kwargs: dict[str, Any]) -> tuple[str, di
 
 
 @pytest.mark.parametrize("temperature", [None, 0.0, 0.7])
-def test_the_wire_client_sends_what_litellm_would_send_or_is_not_chosen(temperature):
+@pytest.mark.parametrize("max_tokens", [None, 1024])
+def test_the_wire_client_sends_what_litellm_would_send_or_is_not_chosen(temperature, max_tokens):
     litellm = load_litellm()
-    extra = {} if temperature is None else {"temperature": temperature}
+    extra = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None}
     served = 0
     for model in _models():
         for base in ({}, {"api_base": "http://127.0.0.1:9/v1"}):
@@ -80,6 +81,7 @@ def test_the_default_model_and_a_local_server_are_served():
     assert _wire("openai/judge", {**KWARGS, "api_base": "http://127.0.0.1:9/v1", "temperature": 0.0})
     assert _wire("anthropic/claude-3-5-haiku-latest", KWARGS) is None  # another wire format: litellm
     assert _wire("openai/gpt-4o", {**KWARGS, "extra_headers": {"x": "y"}}) is None  # litellm options
+    assert _wire("openai/gpt-5-mini", {**KWARGS, "max_tokens": 300}) is None  # litellm renames it for this model
 
 
 def test_prices_from_the_shipped_table_are_litellms(monkeypatch):
