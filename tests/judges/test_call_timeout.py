@@ -23,43 +23,63 @@ def _call(judge: FakeJudge, timeout: float) -> JudgeCall:
                      retry=RetryPolicy(retries=0))
 
 
+#: the two timeouts in flight together: long enough that a loaded machine never times out a call that
+#: answers (every call's prompt is built before the first answer is read), a second apart so that the
+#: hanging calls of the shorter one are due first by a wide margin
+SHORT_S, LONG_S = 2.0, 3.0
+
+
 def test_many_calls_in_flight_time_out_exactly_the_ones_that_hang():
-    """200 calls of two timeouts at once; every third hangs. Those, and only those, are timeout records."""
+    """200 calls of two timeouts at once; every third hangs. Those, and only those, are timeout records,
+    and the hanging calls of the shorter timeout end before those of the longer one (an order, not a time)."""
 
     async def answer(request: JudgeRequest) -> str:
-        text = request.messages[-1]["content"]
-        if "hang" in text:
-            await asyncio.sleep(3600)
-        await asyncio.sleep(0.001 * (len(text) % 7))
+        if "hang" in request.messages[-1]["content"]:
+            await asyncio.Event().wait()  # never set: only the timeout ends this call
+        await asyncio.sleep(0)
         return VERDICT
 
-    async def main() -> list[str]:
+    async def main() -> tuple[list[str], list[int]]:
         judge = FakeJudge(answer)
-        fast, slow = _call(judge, 0.05), _call(judge, 0.1)
-        outcomes = await asyncio.gather(*((fast if i % 2 else slow).ask(
-            EvalContext(input=f"q{i}", output="hang" if i % 3 == 0 else f"a{i}")) for i in range(200)))
-        return [error_name(o.error) if o.error is not None else "answered" for o in outcomes]
+        short, long = _call(judge, SHORT_S), _call(judge, LONG_S)
+        ended: list[int] = []
 
-    assert asyncio.run(main()) == ["TimeoutError" if i % 3 == 0 else "answered" for i in range(200)]
+        async def ask(i: int) -> str:
+            outcome = await (short if i % 2 else long).ask(
+                EvalContext(input=f"q{i}", output="hang" if i % 3 == 0 else f"a{i}"))
+            ended.append(i)
+            return error_name(outcome.error) if outcome.error is not None else "answered"
+
+        return list(await asyncio.gather(*(ask(i) for i in range(200)))), ended
+
+    outcomes, ended = asyncio.run(main())
+    assert outcomes == ["TimeoutError" if i % 3 == 0 else "answered" for i in range(200)]
+    hung = [i for i in ended if i % 3 == 0]  # in the order they ended
+    assert hung == sorted(hung, key=lambda i: i % 2 == 0), hung  # every shorter-timeout one (odd i) first
 
 
 def test_a_call_that_answered_in_time_is_never_cancelled_later():
+    timeout = 1.0
+
     async def main() -> str:
-        outcome = await _call(FakeJudge(VERDICT), 0.05).ask(EvalContext(input="q", output="a"))
-        await asyncio.sleep(0.15)  # past the timeout: nothing left may cancel this task
+        outcome = await _call(FakeJudge(VERDICT), timeout).ask(EvalContext(input="q", output="a"))
+        await asyncio.sleep(timeout + 0.5)  # past the call's timeout: nothing left may cancel this task
         return "passed" if outcome.passed else "not passed"
 
     assert asyncio.run(main()) == "passed"
 
 
 def test_a_cancellation_from_outside_the_call_stays_a_cancellation():
-    async def hang(request: JudgeRequest) -> str:
-        await asyncio.sleep(3600)
-        return VERDICT
-
     async def main() -> None:
-        task = asyncio.ensure_future(_call(FakeJudge(hang), 10).ask(EvalContext(input="q", output="a")))
-        await asyncio.sleep(0.01)
+        asked = asyncio.Event()
+
+        async def hang(request: JudgeRequest) -> str:
+            asked.set()
+            await asyncio.Event().wait()
+            return VERDICT
+
+        task = asyncio.ensure_future(_call(FakeJudge(hang), 60).ask(EvalContext(input="q", output="a")))
+        await asyncio.wait_for(asked.wait(), 60)  # cancelled inside the judge call, within its timeout
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
