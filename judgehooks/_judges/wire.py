@@ -6,14 +6,14 @@ litellm would send the request unchanged. Not for a model litellm rewrites (the 
 fine-tunes, ``-latest`` aliases, a reasoning model given a temperature or a ``max_tokens``), nor with
 ``litellm_kwargs`` beyond the judge's own, a litellm callback or module setting, ``$OPENAI_ORGANIZATION``
 or no API key, all as they stand when the judge is built: those calls go through litellm.
-``tests/judges/test_light_route.py`` checks the body and the price against litellm's own answer for
+``tests/judges/test_wire_choice.py`` checks the body and the price against litellm's own answer for
 every OpenAI chat model in that table. The table is litellm's live ``litellm.model_cost`` once the
 application has imported litellm (so `litellm.register_model` counts), else the copy it ships.
 
 How a post goes is decided inside the client too, once per base URL (`transport.proxied`): the
 OpenAI SDK's own client where the environment proxies the URL, else an aiohttp session of its own
 posting what the SDK would post. An error keeps the name and message litellm gives it: litellm's own
-mapping (`exception_type`) is applied, imported on a worker thread at the first failure.
+mapping (`exception_type`) is applied (`wire_errors`), imported on a worker thread at the first failure.
 
 Two limits hold that litellm's path does not have: no redirect is followed (a 3xx is a
 `JudgeUnavailable` naming where it pointed), and a reply is read up to ``max_reply_bytes``.
@@ -21,7 +21,6 @@ Two limits hold that litellm's path does not have: no redirect is followed (a 3x
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import os
@@ -36,9 +35,10 @@ from urllib.parse import urljoin, urlsplit
 from .._base.record import Mode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import JudgeReply, _import_lock, load_litellm
+from .base import JudgeReply
 from .prompt import verdict_schema
 from .transport import poster, proxied
+from .wire_errors import mapping_ready, raise_mapped
 
 #: the largest judge reply read, in bytes, unless a judge is given another `max_reply_bytes`
 MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -53,7 +53,6 @@ _LITELLM_GLOBALS = ("api_key", "openai_key", "api_base", "headers", "organizatio
 _SPECIAL = re.compile(r"^(?:o\d|gpt-5|gpt-audio|gpt-4o-audio|gpt-4o-mini-audio|gpt-realtime)|audio|realtime", re.I)
 _REASONING = re.compile(r"^(?:o\d|gpt-5)", re.I)
 _table: dict[str, Any] | None = None
-_mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIError, once imported
 
 
 def litellm_configured() -> bool:
@@ -192,15 +191,15 @@ class WireClient:
             raise
         except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
             self._refuse_redirect(exc)
-            await _mapping_ready()
-            _raise_mapped(self.wire_model, exc)
+            await mapping_ready()
+            raise_mapped(self.wire_model, exc)
             raise
         try:
             return self.reply(content)
         except _BadReply as exc:  # what litellm raises for a body that is no chat completion
-            await _mapping_ready()
+            await mapping_ready()
             error = ValueError(str(exc))
-            _raise_mapped(self.wire_model, error)
+            raise_mapped(self.wire_model, error)
             raise error from None
 
     def _refuse_redirect(self, exc: BaseException) -> None:
@@ -256,58 +255,6 @@ class _BadReply(ValueError):
 
 def _refuse(message: str) -> NoReturn:
     raise _BadReply(message)
-
-
-def _load_mapping() -> tuple[Any, Any]:
-    """litellm's error mapping, imported once (by one thread)."""
-    global _mapping
-    load_litellm()
-    with _import_lock:
-        if _mapping is None:
-            from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-            from litellm.llms.openai.common_utils import OpenAIError
-
-            _mapping = (exception_type, OpenAIError)
-        return _mapping
-
-
-async def _mapping_ready() -> None:
-    """litellm's error mapping imported, on a worker thread the first time a call fails: an import
-    of seconds must not stall the event loop."""
-    if _mapping is None:
-        await asyncio.to_thread(_load_mapping)
-
-
-def _raise_mapped(wire_model: str, exc: BaseException) -> None:
-    """Raise the exception litellm's openai handler raises for `exc` (`_mapping_ready` first)."""
-    import openai
-
-    exception_type, OpenAIError = _mapping or _load_mapping()  # noqa: N806 (litellm's class)
-    original: BaseException = exc
-    upstream = _bare(getattr(exc, "response", None))
-    if not isinstance(exc, openai.APITimeoutError):
-        original = OpenAIError(status_code=getattr(exc, "status_code", 500),
-                               message=getattr(exc, "message", str(exc)), response=upstream,
-                               headers=getattr(upstream, "headers", None), body=getattr(exc, "body", None))
-    try:
-        exception_type(model=wire_model, original_exception=original, custom_llm_provider="openai")
-    except Exception as mapped:
-        if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
-            mapped.response = upstream  # type: ignore[attr-defined]
-        raise
-
-
-def _bare(upstream: Any) -> Any:
-    """The provider's error response (the SDK's, an httpx or httpx2 Response) as an httpx Response with
-    its status, headers (Retry-After) and body, and a request without the SDK's credentials."""
-    import httpx
-
-    status, headers = getattr(upstream, "status_code", None), getattr(upstream, "headers", None)
-    if not isinstance(status, int) or headers is None:
-        return None
-    request = getattr(upstream, "_request", None)
-    bare = httpx.Request(str(request.method), str(request.url)) if request is not None else None
-    return httpx.Response(status, headers=list(headers.items()), content=bytes(upstream.content), request=bare)
 
 
 def _origin(url: str) -> str:
