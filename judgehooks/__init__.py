@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         RedactionError,
         RemoteJudgeError,
         StoreError,
+        VerdictCut,
     )
     from .stores import (
         AgnoDbStore,
@@ -126,6 +127,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
         "JudgeUnavailable", "LocalModelUnavailable", "MalformedVerdict", "MemberError", "MissingContext",
         "MissingExpected", "MissingMetrics", "NotRebuildable", "RedactionError", "RemoteJudgeError", "StoreError",
+        "VerdictCut",
     ),
     ".stores": (
         "AgnoDbStore", "BaseStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "RecordFilter",
@@ -209,6 +211,7 @@ __all__ = (
     "ToolCall",
     "ToolUse",
     "Verdict",
+    "VerdictCut",
     "WebhookNotifier",
     "WindowedAlert",
     "__version__",

@@ -8,6 +8,7 @@ parameter), `NotRebuildable` and `LocalModelUnavailable`.
     JudgehooksError
     ├── JudgeError                  the model that grades could not give a verdict
     │   ├── MalformedVerdict        it answered, but not with a verdict we can read
+    │   │   └── VerdictCut          its reply stopped at max_tokens before the verdict ended
     │   ├── JudgeUnavailable        it could not be reached or refused the request
     │   │   └── JudgeProcessDied    the helper judge process exited with calls in flight
     │   └── RemoteJudgeError        raised in the judge process; keeps the original's type and status
@@ -39,6 +40,11 @@ class JudgeError(JudgehooksError):
 
 class MalformedVerdict(JudgeError):
     """The judge answered, but not with a verdict we can read."""
+
+
+class VerdictCut(MalformedVerdict):
+    """The judge's reply stopped at its token cap (``max_tokens``, finish_reason "length") before
+    the verdict ended, e.g. a small model repeating its reason: asked once more, firmly, then an error."""
 
 
 class JudgeUnavailable(JudgeError):

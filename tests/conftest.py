@@ -216,22 +216,15 @@ def private_postgres():
         server.close()
 
 
-@pytest.fixture(params=["direct", "sdk-aiohttp", "httpx"])
+@pytest.fixture(params=["direct", "sdk"])
 def transport(request, monkeypatch) -> str:
-    """The fast client's transport: its own aiohttp session (what judgehooks picks), the SDK's client
-    on the SDK's aiohttp transport (what a proxied base URL takes), or the SDK's default httpx one
-    (what that falls back to where the SDK has no aiohttp transport). Clients built earlier on a
-    loop that outlives the test (the judgehooks loop) are set aside for the test's duration."""
-    from judgehooks._judges import direct_wire, openai_wire
+    """The wire client's poster: its own aiohttp session (what judgehooks picks), or the OpenAI SDK's
+    client on the SDK's aiohttp transport (what a base URL the environment proxies takes; here every
+    base URL, with no proxy set). Posters built earlier on a loop that outlives the test (the
+    judgehooks loop) are set aside for the test's duration."""
+    from judgehooks._judges import transport, wire
 
-    monkeypatch.setattr(openai_wire, "_CLIENTS", weakref.WeakKeyDictionary())
-    if request.param != "direct":
-        monkeypatch.setattr(direct_wire, "enabled", False)
-    if request.param == "httpx":
-        import openai
-
-        def no_aiohttp(**_: Any) -> Any:
-            raise RuntimeError("no aiohttp transport")
-
-        monkeypatch.setattr(openai, "DefaultAioHttpClient", no_aiohttp)
+    monkeypatch.setattr(transport, "_POSTERS", weakref.WeakKeyDictionary())
+    if request.param == "sdk":
+        monkeypatch.setattr(wire, "proxied", lambda base_url: True)
     return request.param

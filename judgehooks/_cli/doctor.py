@@ -23,9 +23,9 @@ from typing import Any
 from .._base.context import EvalContext
 from .._base.urls import redact
 from .._evaluators.base import Evaluator
+from .._judges.base import load_litellm
 from .._judges.call import JudgeCall, RetryPolicy
 from .._judges.litellm import LiteLLMJudge
-from .._judges.openai_wire import load_litellm
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .common import call, import_module, label_of, module_evaluators, one_line
 from .common import store_at as open_store_at

@@ -14,7 +14,7 @@ from typing import Any
 from .._evaluators.spec import rebuild
 from .._grading.outbox import pending_jobs
 from .._grading.sessionbook import SessionBook
-from .._judges.openai_wire import load_litellm
+from .._judges.base import load_litellm
 from .._runtime import runtime
 from ..stores._base import store_key
 from ..stores._spill import SpillFile, SpillingStore

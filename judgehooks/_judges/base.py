@@ -10,10 +10,13 @@ there are no hidden SDK retries on top of ours.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .._base.text import lazy_pattern
 from ..exceptions import MalformedVerdict
@@ -27,6 +30,23 @@ class JudgeReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
+    finish_reason: str | None = None  # "length": the reply stopped at the judge's max_tokens
+
+
+_import_lock = threading.Lock()  # litellm imported by one thread at a time: its lazy submodules race
+
+
+def load_litellm() -> Any:
+    """Import litellm on first use (it takes seconds) with its remote price-list fetch turned off."""
+    with _import_lock:
+        loaded: Any = sys.modules.get("litellm")
+        if loaded is None or not getattr(loaded, "suppress_debug_info", False):
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm as loaded
+
+            # litellm prints a "Give Feedback" banner on every error; a hook must never print.
+            loaded.suppress_debug_info = True
+        return loaded
 
 
 @runtime_checkable
@@ -47,6 +67,8 @@ class BaseJudge(ABC):
     """
 
     model: str
+    #: the reply's token cap, when the judge sets one: named by the error of a reply cut there
+    max_tokens: int | None = None
 
     @abstractmethod
     async def complete(self, request: JudgeRequest) -> JudgeReply:

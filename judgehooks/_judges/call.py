@@ -6,6 +6,7 @@ which the core stores as an `error` record. `AgentAsJudgeEval` and `Rubric` both
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from contextlib import nullcontext
@@ -15,14 +16,13 @@ from typing import Any, TypeVar
 import anyio
 
 from .._base.context import EvalContext
-from .._base.deadline import deadline
 from .._base.log import log
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import Mode
 from .._base.stopwatch import current_stopwatch
 from .._base.urls import without_credentials
-from ..exceptions import EvaluatorError, JudgeUnavailable, MissingContext
+from ..exceptions import EvaluatorError, JudgeUnavailable, MalformedVerdict, MissingContext, VerdictCut
 from .agreement import check_agreement
 from .base import (
     BaseJudge,
@@ -35,7 +35,7 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request
+from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer
 from .verdict import Verdict, parse_verdict
 
 
@@ -115,6 +115,9 @@ class JudgeCall:
     async def ask(self, ctx: EvalContext) -> Outcome:
         """Ask the judge, with retries. Never raises: what fails ends as an error outcome.
 
+        A reply cut at the judge's token cap with no verdict in it (`VerdictCut`) is asked once more,
+        at once, with a firmer instruction (`prompt.firmer`); cut again, it is the error.
+
         Under a spend cap every attempt is admitted first (`current_meter`): a refused retry ends the
         asking with the last attempt's error, a refused first attempt with a `JudgeUnavailable`."""
         attempts = 0
@@ -135,6 +138,7 @@ class JudgeCall:
                 return Outcome(error=self.failed(exc, 0), attempts=0, judge_model=self.judge.model)
         meter = current_meter.get()
         refused: str | None = None
+        firm = False
         while True:
             if meter is not None and not await meter.admit_call():
                 refused = meter.refusal()
@@ -149,20 +153,23 @@ class JudgeCall:
             try:
                 request = self.request(ctx)  # a fresh nonce per attempt
                 cut = request.cut
-                async with deadline(self.timeout):
-                    reply = await self.judge.complete(request)
+                async with asyncio.timeout(self.timeout):
+                    reply = await self.judge.complete(firmer(request) if firm else request)
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)
                 if meter is not None:
                     await meter.add_cost(reply.cost_usd)
-                verdict, error = parse_verdict(reply.text, self.mode, nonce=request.nonce), None
+                verdict, error = self.parse(reply, request.nonce), None
                 if self.mode == "binary":  # the judge's own pass/fail; in numeric mode the threshold decides
                     check_agreement(self.decide(verdict), verdict.reason)  # a pass saying "fails" is no pass
                 break
             except Exception as exc:
                 verdict, error = None, exc
-                if attempts > self.retry.retries or not is_retryable(exc):
+                if isinstance(exc, VerdictCut) and not firm and attempts <= self.retry.retries:
+                    firm = True  # the same question again would run away again: once more, firmly, now
+                    continue
+                if attempts > self.retry.retries or not is_retryable(exc) or isinstance(exc, VerdictCut):
                     break
                 delay = self.retry.delay(attempts, exc)
                 log.info("judge_retry", evaluator=self.label, run_id=ctx.run_id, attempt=attempts,
@@ -173,11 +180,30 @@ class JudgeCall:
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
         said: dict[str, Any] = {} if cut is None else {"prompt": cut.details()}  # cut to its budget: the record says so
+        if verdict is not None and reply is not None and reply.finish_reason == "length":
+            said["reply"] = f"cut at the judge's token cap ({self._cap()})"  # a verdict before a runaway reason
         if verdict is None:  # a refused call says so: the record's details["spend_cap"]
             assert error is not None
             kept = error if refused and attempts == 0 else self.failed(error, attempts)  # a cap is no judge error
             return Outcome(error=kept, details={**said, "spend_cap": refused} if refused else said, **usage)
         return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, details=said, **usage)
+
+    def parse(self, reply: JudgeReply, nonce: str) -> Verdict:
+        """The reply's verdict. A reply cut at the judge's token cap is read like any other (a JSON
+        schema puts the verdict before the reason); one with no verdict yet is a `VerdictCut`."""
+        try:
+            return parse_verdict(reply.text, self.mode, nonce=nonce)
+        except MalformedVerdict as exc:
+            if reply.finish_reason != "length":
+                raise
+            raise VerdictCut(
+                f"the judge's reply stopped at its token cap ({self._cap()}, finish_reason 'length') after "
+                f"{len(reply.text)} characters, before its verdict: a runaway reply. Raise max_tokens (e.g. "
+                "litellm_kwargs={'max_tokens': ...}) if the verdicts need more room") from exc
+
+    def _cap(self) -> str:
+        cap = self.judge.max_tokens if isinstance(self.judge, BaseJudge) else None
+        return f"max_tokens={cap}" if cap else "max_tokens"
 
     def endpoint(self) -> str | None:
         """The judge's URL without credentials (user info, query), or None for the provider's default."""

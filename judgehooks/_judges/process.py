@@ -188,11 +188,13 @@ class ProcessJudge(BaseJudge):
     def __init__(self, judge: LiteLLMJudge, processes: int = 1) -> None:
         self.model = judge.model
         self.processes = processes
+        self.max_tokens = judge.max_tokens
         self._config = {"model": judge.model, "structured_output": judge.structured_output,
-                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path}
+                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
+                        "max_reply_bytes": judge.max_reply_bytes}
         self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
-        #: Whether the helper process sent its last answered call through the fast judge client
-        #: (None before the first answer): the helper says so in each reply.
+        #: Whether the helper process sent its last answered call through the wire client (None
+        #: before the first answer): the helper says so in each reply.
         self.fast_path_taken: bool | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -227,4 +229,5 @@ class ProcessJudge(BaseJudge):
             raise RemoteJudgeError(error["type"], error["message"], error.get("status"), error.get("retry_after"))
         self.fast_path_taken = reply.get("fast") is True
         return JudgeReply(text=reply["text"], model=reply.get("model"), prompt_tokens=reply.get("prompt_tokens"),
-                          completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"))
+                          completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"),
+                          finish_reason=reply.get("finish_reason"))

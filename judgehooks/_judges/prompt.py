@@ -18,7 +18,7 @@ import os
 import secrets
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.context import EvalContext
@@ -46,14 +46,29 @@ _REPLY_FORMAT: dict[str, str] = {
 }
 
 
-def verdict_schema(mode: Mode) -> dict[str, Any]:
-    """The JSON schema response format asked of providers that support structured output."""
+#: the longest reason asked for, in characters: the verdict schema's ``maxLength`` (where the server
+#: enforces it) and its description, and the firmer instruction after a reply cut at its token cap
+REASON_CHARS = 1000
+#: a judge's default ``max_tokens``: room for a verdict with a reason of REASON_CHARS, and more
+#: (none by default for a reasoning model, whose thinking counts against the cap)
+REPLY_TOKENS = 1024
+FIRMER = ("Your last reply ran past its length limit before the verdict ended. Reply with the JSON object only, "
+          f"the reason under {REASON_CHARS} characters.")
+
+
+def verdict_schema(mode: Mode, *, cap_reason: bool = False) -> dict[str, Any]:
+    """The JSON schema response format asked of providers that support structured output.
+
+    `cap_reason` adds ``maxLength`` to the reason, for servers that enforce it while decoding
+    (llama.cpp, vLLM); OpenAI's strict mode refuses the keyword, so the description says it too."""
+    reason: dict[str, Any] = {"type": "string", "description": f"why, in at most {REASON_CHARS} characters"}
+    if cap_reason:
+        reason["maxLength"] = REASON_CHARS
     if mode == "numeric":
-        props: dict[str, Any] = {"score": {"type": "integer", "minimum": 1, "maximum": 10},
-                                 "reason": {"type": "string"}}
+        props: dict[str, Any] = {"score": {"type": "integer", "minimum": 1, "maximum": 10}, "reason": reason}
         required = ["score", "reason"]
     else:
-        props = {"passed": {"type": "boolean"}, "reason": {"type": "string"}}
+        props = {"passed": {"type": "boolean"}, "reason": reason}
         required = ["passed", "reason"]
     return {"type": "json_schema", "json_schema": {
         "name": f"{mode}_verdict", "strict": True,
@@ -83,6 +98,13 @@ class JudgeRequest:
     mode: Mode
     nonce: str
     cut: PromptCut | None = None  # set when the prompt was cut to its budget
+
+
+def firmer(request: JudgeRequest) -> JudgeRequest:
+    """The request again, its last message ending with `FIRMER` (after the fenced data): the one retry a
+    reply cut at the judge's token cap gets."""
+    *head, last = request.messages
+    return replace(request, messages=(*head, {**last, "content": f"{last['content']}\n\n{FIRMER}"}))
 
 
 #: renders a prompt's (system, user) messages from its untrusted texts, in order, and a cut note

@@ -7,12 +7,12 @@ format, the agno Model's ``aresponse``), with the judges' retry policy and error
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
-from .._base.deadline import deadline
 from .._base.secrets import scrub
 from .._base.urls import without_credentials
 from .agno import AgnoJudge
@@ -35,8 +35,9 @@ class TextModel:
                             f"Model, got {type(model).__name__}")
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
+        # no reply cap: the reply is instructions or criteria (cut to MAX_TEXT_CHARS), not a verdict
         self._judge: BaseJudge = (LiteLLMJudge(model, api_base=api_base, api_key=api_key, timeout=timeout,
-                                               structured_output=False)
+                                               structured_output=False, litellm_kwargs={"max_tokens": None})
                                   if isinstance(model, str) else AgnoJudge(model=model))
         self.model = self._judge.model
 
@@ -61,7 +62,7 @@ class TextModel:
         while True:
             attempt += 1
             try:
-                async with deadline(self.timeout):
+                async with asyncio.timeout(self.timeout):
                     reply = await self._once(messages)
                 return JudgeReply(text=reply.text[:MAX_TEXT_CHARS], model=reply.model, cost_usd=reply.cost_usd,
                                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)

@@ -20,6 +20,7 @@ from .base import _status_of, retry_after_seconds
 from .lines import CHUNK, LineSplitter, json_line, read_json_line, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
+from .wire import MAX_REPLY_BYTES
 
 
 class _Replies:
@@ -100,7 +101,8 @@ class _Server:
             r = await judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                                     "cost_usd": r.cost_usd, "fast": judge.route is not None}
+                                     "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,
+                                     "fast": judge.client.name == "wire"}
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
@@ -139,7 +141,8 @@ def _main() -> None:  # pragma: no cover - runs in the child process
         first = lines.feed(chunk)
     config = json.loads(first[0])
     judge = LiteLLMJudge(config["model"], structured_output=config["structured_output"],
-                         litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True))
+                         litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True),
+                         max_reply_bytes=config.get("max_reply_bytes", MAX_REPLY_BYTES))
     judge.warm_up()
     loop = asyncio.new_event_loop()
 

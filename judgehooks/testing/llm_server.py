@@ -36,6 +36,10 @@ request's ``Authorization`` header (as some gateways do); ``[[judge_redirect=URL
 answers ``307`` to that URL; ``[[judge_reply_bytes=N]]`` gives a verdict padded to an N-byte body,
 written in 64 KiB pieces (``counts["judge_bytes_sent"]`` says how many bytes the client took before it
 hung up). ``counts["judge_redirected"]`` counts requests that got a redirect.
+``[[judge_runaway]]`` makes the judge repeat its reason until the request's token cap (``max_tokens`` or
+``max_completion_tokens``; without one, 8,192 tokens: its context) and stop there, mid-verdict, with
+finish_reason ``"length"``, as a small model sometimes does; ``[[judge_runaway=until_told]]`` does so
+unless the request's last message says to reply with "the JSON object only".
 ``[[half_emoji]]`` ends its answer with a lone UTF-16 surrogate (``"\\ud83d"`` in the JSON body).
 A ``handler`` (`StubSettings.handler`, set with ``configure(handler=fn)``) answers any request
 itself: ``fn(request_body) -> str | None`` (None: the behaviour above; ``[[cost=...]]`` still applies).
@@ -281,6 +285,14 @@ class _StubApp:
                        else f"Sure. REASONING: {reason}\nPASSED: {'true' if passed else 'false'}")
         if "judge_quote" in d and "response_format" not in request:
             content = _quoting(messages, d, content)
+        finish = "stop"
+        if "judge_runaway" in d and not (d["judge_runaway"] == "until_told" and messages
+                                         and "JSON object only" in _text_of(messages[-1])):
+            cap = int(request.get("max_completion_tokens") or request.get("max_tokens") or 8192)
+            marker = '"reason": "' if content.startswith("{") else "REASONING: "
+            content = (content[:content.find(marker) + len(marker)] + "the answer restates the question and " * cap)
+            content = content[:cap * 4]
+            finish = "length"
         message: dict[str, Any] = {"role": "assistant", "content": content}
         output_tool = next((t["function"] for t in request.get("tools") or ()
                             if str((t.get("function") or {}).get("name", "")).startswith("final_result")), None)
@@ -299,7 +311,7 @@ class _StubApp:
             usage["prompt_tokens"] = int(d["judge_tokens"])
         if d.get("judge_cached_tokens"):  # OpenAI's prompt caching: part of the prompt read from the cache
             usage["prompt_tokens_details"] = {"cached_tokens": int(d["judge_cached_tokens"])}
-        finish = "tool_calls" if output_tool is not None else "stop"
+        finish = "tool_calls" if output_tool is not None else finish
         reply = _completion(request.get("model", "judge"), message, usage, finish)
         if d.get("judge_reply_bytes"):  # a huge reply: the verdict, then padding to N bytes
             raw = json.dumps(reply).encode()

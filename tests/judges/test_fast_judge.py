@@ -135,24 +135,24 @@ _TRANSPORT_OWN = frozenset({"host", "content-length", "accept-encoding", "connec
 
 @pytest.mark.anyio
 async def test_the_direct_client_sends_what_the_sdks_own_client_sends(server, monkeypatch):
-    """The same call through the fast client's own session and through the OpenAI SDK's client: the
+    """The same call through the wire client's own session and through the OpenAI SDK's client: the
     server receives the same headers (the SDK's user agent, key, X-Stainless fields, timeout) and the
     same body."""
-    from judgehooks._judges import direct_wire, openai_wire
+    from judgehooks._judges import transport, wire
 
     monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-test")  # a header the SDK adds from the environment
     request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
     seen = []
     for direct in (True, False):
-        monkeypatch.setattr(direct_wire, "enabled", direct)
+        monkeypatch.setattr(wire, "proxied", lambda base_url, direct=direct: not direct)
         judge = _judge(server, True, timeout=17)
         await judge.prepare()
         reply = await judge.complete(request)
         assert reply.text and judge.route is not None
-        client = openai_wire._client(judge.route)
-        assert isinstance(client, direct_wire.DirectClient) is direct
-        openai_wire._CLIENTS.pop(asyncio.get_running_loop())  # the next path builds its own client
-        await client.close()
+        poster = transport.poster(server.base_url, "test-key", 17, judge.route.proxied)
+        assert isinstance(poster, transport.DirectPoster) is direct
+        transport._POSTERS.pop(asyncio.get_running_loop())  # the next path builds its own poster
+        await poster.close()
         headers = {k: v for k, v in server.settings.judge_headers[-1].items() if k not in _TRANSPORT_OWN}
         seen.append((headers, _masked(server.settings.judge_requests[-1]), server.settings.judge_paths[-1]))
     assert seen[0][2] == seen[1][2] == "/v1/chat/completions"
@@ -165,7 +165,7 @@ async def test_the_direct_client_sends_what_the_sdks_own_client_sends(server, mo
 
 @pytest.mark.anyio
 async def test_the_direct_clients_pool_timeouts_and_certificates_are_the_sdks(monkeypatch):
-    """What docs/how-to/judge.md says the direct client keeps from the SDK: the SDK's pool size and
+    """What docs/how-to/judge.md says the wire client's own session keeps from the SDK: the SDK's pool size and
     keep-alive, the SDK aiohttp transport's timeouts (connect, pool, each read; no total), and TLS
     verification from the same `httpx.create_ssl_context` with the environment's certificates."""
     import ssl
@@ -173,7 +173,7 @@ async def test_the_direct_clients_pool_timeouts_and_certificates_are_the_sdks(mo
     import httpx
     import openai
 
-    from judgehooks._judges import direct_wire
+    from judgehooks._judges import transport
 
     made = []
 
@@ -184,11 +184,11 @@ async def test_the_direct_clients_pool_timeouts_and_certificates_are_the_sdks(mo
     monkeypatch.setattr(httpx, "create_ssl_context", create_ssl_context)
     base_url = "https://judge.example/v1"
     sdk = openai.AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
-    client = direct_wire.DirectClient(sdk, base_url)
+    client = transport.DirectPoster(sdk, base_url)
     try:
         limits = openai.DEFAULT_CONNECTION_LIMITS
         connector = client._session.connector
-        assert (connector.limit, direct_wire.KEEPALIVE_S) == (limits.max_connections, limits.keepalive_expiry)
+        assert (connector.limit, transport.KEEPALIVE_S) == (limits.max_connections, limits.keepalive_expiry)
         assert made == [{"trust_env": True}]
         _, timeouts = client._settings(17.0)
         assert (timeouts.total, timeouts.connect, timeouts.sock_connect, timeouts.sock_read) == (None, 17.0, 17.0, 17.0)
@@ -201,7 +201,7 @@ async def test_a_base_url_the_environment_proxies_goes_through_the_sdk_and_reach
     """HTTP_PROXY names a proxy (here a second stub, which answers the proxied request itself): the
     call goes to the proxy, with the judge's URL as its target, as the SDK's client sends it. A host
     NO_PROXY names is not proxied."""
-    from judgehooks._judges import direct_wire, openai_wire
+    from judgehooks._judges import transport
     from judgehooks.testing import StubLLMServer
 
     base_url = "http://judge.invalid:9/v1"  # never resolved: the proxy is asked for it
@@ -209,15 +209,14 @@ async def test_a_base_url_the_environment_proxies_goes_through_the_sdk_and_reach
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
-        assert direct_wire.proxied(base_url) and not direct_wire.usable(base_url)
         judge = LiteLLMJudge("openai/judge", api_base=base_url, api_key="test-key", timeout=10)
+        assert judge.route is not None and judge.route.proxied  # decided when the judge is built
         await judge.prepare()
         reply = await judge.complete(build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary"))
-        assert reply.text and judge.route is not None
-        assert not isinstance(openai_wire._client(judge.route), direct_wire.DirectClient)
+        assert reply.text and isinstance(transport.poster(base_url, "test-key", 10, True), transport.SdkPoster)
         assert proxy.settings.judge_paths == [f"{base_url}/chat/completions"]
         monkeypatch.setenv("NO_PROXY", "judge.invalid")
-        assert not direct_wire.proxied(base_url) and direct_wire.usable(base_url)
+        assert not transport.proxied(base_url)
 
 
 @pytest.mark.anyio
@@ -342,11 +341,18 @@ def test_a_missing_key_goes_through_litellm_and_names_the_variable(server, monke
 
 
 @pytest.mark.anyio
-async def test_a_litellm_callback_set_after_the_first_call_sends_later_calls_through_litellm(server, monkeypatch):
+async def test_the_client_is_chosen_once_when_the_judge_is_built_and_named_in_its_repr(server, monkeypatch, caplog):
+    """Nothing is checked again per call: a litellm callback set after a judge is built leaves that
+    judge on the client it has (its repr and its `judge_client` log line say which); a judge built
+    after it goes through litellm, so the callback sees its calls (docs/how-to/judge.md)."""
+    import logging
+
     import litellm
 
-    judge = _judge(server, True)
-    await judge.prepare()
+    caplog.set_level(logging.INFO, logger="judgehooks")
+    before = _judge(server, True)
+    assert "client=WireClient(" in repr(before) and "test-key" not in repr(before)
+    assert any("judge_client" in r.getMessage() and "client='wire'" in r.getMessage() for r in caplog.records)
     request = build_request(EvalContext(input="q", output="a"), criteria="c", mode="binary")
     through_litellm: list[str] = []
     acompletion = litellm.acompletion
@@ -356,11 +362,12 @@ async def test_a_litellm_callback_set_after_the_first_call_sends_later_calls_thr
         return await acompletion(*args, **kwargs)
 
     monkeypatch.setattr(litellm, "acompletion", counted)
-    await judge.complete(request)
-    assert through_litellm == []  # the fast path
     monkeypatch.setattr(litellm, "success_callback", [lambda *args: None])  # e.g. a user's logging
-    reply = await judge.complete(request)
-    assert through_litellm == ["openai/judge"] and reply.text
+    assert (await before.complete(request)).text and through_litellm == []
+    after = _judge(server, True)
+    assert "client=LiteLLMClient(" in repr(after)
+    await after.prepare()
+    assert (await after.complete(request)).text and through_litellm == ["openai/judge"]
 
 
 def test_each_loops_clients_close_on_that_loop_as_it_shuts_down(server):
@@ -375,7 +382,7 @@ import asyncio, gc, os
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 from judgehooks import LiteLLMJudge
 from judgehooks._base.context import EvalContext
-from judgehooks._judges import openai_wire
+from judgehooks._judges import transport
 from judgehooks._judges.prompt import build_request
 
 judge = LiteLLMJudge("openai/judge", api_base={server.base_url!r}, api_key="test-key")
@@ -386,7 +393,7 @@ async def one():
     await judge.prepare()
     reply = await judge.complete(request)
     assert reply.text and judge.route is not None
-    clients.extend(openai_wire._CLIENTS[asyncio.get_running_loop()].values())
+    clients.extend(transport._POSTERS[asyncio.get_running_loop()].values())
 
 for _ in range(3):
     asyncio.run(one())

@@ -64,7 +64,7 @@ def test_public_names_are_pinned():
         "OptimizeResult", "Ordered", "Outcome",
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
-        "StoreError", "ToolCall", "ToolUse", "Verdict", "WebhookNotifier", "WindowedAlert", "__version__",
+        "StoreError", "ToolCall", "ToolUse", "Verdict", "VerdictCut", "WebhookNotifier", "WindowedAlert", "__version__",
         "aalign_judge", "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "align_judge",
         "aoptimize", "calibrate",
         "consistency", "drain", "end_session",

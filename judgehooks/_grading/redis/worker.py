@@ -38,7 +38,7 @@ from ..._base.context import EvalContext, context_from_dict
 from ..._base.log import log
 from ..._base.outcome import Outcome
 from ..._base.record import Mode
-from ..._judges.openai_wire import load_litellm
+from ..._judges.base import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
 from ...stores import Store
 from ..pipeline import Pipeline
