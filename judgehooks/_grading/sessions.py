@@ -1,11 +1,12 @@
 """SessionGrader: grades one session evaluator's conversations once they go quiet.
 
-A clock task on the judgehooks loop sleeps until the earliest due time in the session book (or a
-poll interval, so sessions that other processes sharing the file left are seen), claims the due
-sessions under a lease, and grades each window once through the ordinary `Pipeline` (grade, then
-deliver: store, callbacks, log). The record is a session record: `scope="session"`, the window's
-`run_ids` in order, and an id derived from the session and the window's first run, so a window
-graded twice (a crash between storing and forgetting it) is still one stored record.
+A clock (`step.Clock`) on the judgehooks loop sleeps until the earliest due time in the session
+book (or a poll interval, so sessions that other processes sharing the file left are seen), claims
+the due sessions under a lease, and grades each window once through the ordinary `Pipeline` and
+`settle` (grade, deliver: store, callbacks, log; then the turns are forgotten). The record is a
+session record: `scope="session"`, the window's `run_ids` in order, and an id derived from the
+session and the window's first run, so a window graded twice (a crash between storing and
+forgetting it) is still one stored record.
 
 `drain()` and exit grade what is due now and leave the rest in the book; `end_session` makes a
 session due at once and waits for its record.
