@@ -230,15 +230,6 @@ class Outbox:
         """Once a round (the dispatcher's upkeep): the outbox file's checkpoint and heartbeat."""
         self.file.upkeep()
 
-    def wal_size(self) -> int:
-        return self.file.wal_size()
-
-    def checkpoint(self) -> None:
-        self.file.checkpoint()
-
-    def heartbeat(self) -> None:
-        self.file.heartbeat()
-
     def reset_after_fork(self) -> None:
         self.file.reset_after_fork()
 

@@ -125,9 +125,6 @@ class SessionBook:
     def owner(self) -> str:
         return self.file.owner
 
-    def checkpoint(self) -> None:
-        self.file.checkpoint()
-
     def upkeep(self) -> None:
         """Once a round of the session clock: the file's checkpoint and this owner's heartbeat (a
         lease lapses when its holder stops beating, as a job's owner is gone)."""

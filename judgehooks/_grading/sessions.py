@@ -81,13 +81,13 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
         read = [Turn.from_dict(t) for t in turns]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         ctx = SessionContext(input="", output="", session_id=session_id)
-        if await _stored(pipeline, session_record_id(pipeline.name, session_id, [last_key], version)):
+        if await pipeline.stored([session_record_id(pipeline.name, session_id, [last_key], version)]):
             return None
         record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
         return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
                                    scope="session")
     ctx = SessionContext.of(read)
-    if await _stored(pipeline, session_record_id(pipeline.name, session_id, ctx.run_ids, version)):
+    if await pipeline.stored([session_record_id(pipeline.name, session_id, ctx.run_ids, version)]):
         return None
     return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
 
@@ -98,13 +98,8 @@ async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Map
                for t in turns]
     if not run_ids:
         return False
-    return await _stored(pipeline, session_record_id(pipeline.name, session_id, run_ids,
-                                                     pipeline.evaluator.evaluator_version))
-
-
-async def _stored(pipeline: Pipeline, key: str) -> bool:
-    """Whether the store already holds record `key` (`Pipeline.stored`, the one duplicate check)."""
-    return bool(await pipeline.stored([key]))
+    return bool(await pipeline.stored([session_record_id(pipeline.name, session_id, run_ids,
+                                                         pipeline.evaluator.evaluator_version)]))
 
 
 class SessionGrader:
