@@ -3,9 +3,11 @@ private (0600: they hold users' inputs and answers), WAL connections and locked 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -90,3 +92,15 @@ def append_lines(fd: int, data: bytes, *, end_torn_line: bool, fsync: bool = Fal
             os.fsync(fd)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction on an autocommit connection: BEGIN IMMEDIATE, then COMMIT (ROLLBACK on any error)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

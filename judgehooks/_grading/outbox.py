@@ -170,7 +170,7 @@ class Outbox:
         text = json_text(job.context) if context is None else context
         try:
             with self.file.lock:
-                conn = self.file.connect()
+                conn = self.file.connect()  # first: in a forked child it gives the child its own owner id
                 conn.execute(_PUT, (job.id, job.evaluator, job.spec, text, job.sample_rate,
                                     job.created_at or time.time(), self.file.owner))
         except (sqlite3.Error, OSError, ValueError) as exc:
@@ -190,15 +190,8 @@ class Outbox:
         """Forget finished jobs, in one transaction."""
         if not ids:
             return
-        with self.file.lock:
-            conn = self.file.connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(i,) for i in ids])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.file.transaction() as conn:
+            conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(i,) for i in ids])
 
     def _dead(self, conn: sqlite3.Connection) -> list[str]:
         """The owners that are gone: registered and dead, or never registered (their rows outlived them)."""
@@ -212,25 +205,17 @@ class Outbox:
         with self.file.maint_lock:  # a read-only look first: most of the time nobody has died
             if not self._dead(self.file.maintenance()):
                 return []
-        with self.file.lock:
-            conn = self.file.connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                dead = self._dead(conn)
-                if not dead:
-                    conn.execute("COMMIT")
-                    return []
-                marks = ",".join("?" * len(dead))
-                rows = conn.execute(claim_sql(len(dead), None if names is None else len(names), limit),
-                                    [*dead, *(names or ())]).fetchall()
-                conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
-                remaining = {r[0] for r in conn.execute(
-                    f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
-                conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.file.transaction() as conn:
+            dead = self._dead(conn)
+            if not dead:
+                return []
+            marks = ",".join("?" * len(dead))
+            rows = conn.execute(claim_sql(len(dead), None if names is None else len(names), limit),
+                                [*dead, *(names or ())]).fetchall()
+            conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
+            remaining = {r[0] for r in conn.execute(
+                f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
+            conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
         return [Job(id=r[0], evaluator=r[1], spec=r[2],
                     context=json.loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
 
@@ -238,21 +223,12 @@ class Outbox:
         """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its
         own) was put. Reads only."""
         with self.file.lock:
-            row = self.file.connect().execute(OLDEST, (self.owner, evaluator)).fetchone()
+            row = self.file.connect().execute(OLDEST, (self.owner, evaluator)).fetchone()  # the owner after connect()
         return None if row is None else max(0.0, time.time() - row[0])
 
     def upkeep(self) -> None:
         """Once a round (the dispatcher's upkeep): the outbox file's checkpoint and heartbeat."""
         self.file.upkeep()
-
-    def wal_size(self) -> int:
-        return self.file.wal_size()
-
-    def checkpoint(self) -> None:
-        self.file.checkpoint()
-
-    def heartbeat(self) -> None:
-        self.file.heartbeat()
 
     def reset_after_fork(self) -> None:
         self.file.reset_after_fork()

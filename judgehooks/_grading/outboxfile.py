@@ -9,15 +9,17 @@ The file's tenants (jobs, sessions, spilled records) keep tables of their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-from .._base.sqlitefile import checked_path, connect_wal
+from .._base.sqlitefile import checked_path, connect_wal, immediate
 
 HOST = socket.gethostname()
 #: the WAL is cut back to this size after a checkpoint, and truncated when it outgrows it
@@ -94,6 +96,22 @@ class OutboxFile:
             self._conn = conn
         return self._conn
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (`immediate`) on the connection, holding `lock`."""
+        with self.lock, immediate(self.connect()) as conn:
+            yield conn
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """One statement's rows, read holding `lock` (`args` never name this owner: read before connecting)."""
+        with self.lock:
+            return self.connect().execute(sql, args).fetchall()
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """One statement (its own transaction), holding `lock`: the rows it changed."""
+        with self.lock:
+            return self.connect().execute(sql, args).rowcount
+
     @property
     def open(self) -> bool:
         """Whether this process has opened the file (nothing to release or give back otherwise)."""
@@ -113,7 +131,7 @@ class OutboxFile:
 
     def heartbeat(self) -> None:
         """This owner is alive (registered again if a process that took it for dead removed it)."""
-        with self.lock:
+        with self.lock:  # the owner and pid read after connect(): a forked child's are its own
             self.connect().execute("INSERT OR REPLACE INTO eval_owners VALUES (?, ?, ?, ?)",
                                    (self.owner, HOST, self._pid, time.time()))
 

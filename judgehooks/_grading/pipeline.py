@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import anyio
-
 from .._base.context import EvalContext
 from .._base.log import log
 from .._base.metering import current_meter
@@ -277,20 +275,3 @@ class Pipeline:
                  agent_id=record.agent_id, team_id=record.team_id, run_id=record.run_id,
                  session_id=record.session_id, user_id=record.user_id, latency_ms=record.latency_ms,
                  attempts=record.attempts, error_type=record.error_type, record_id=record.id, stored=stored)
-
-    async def evaluate_many(self, contexts: Sequence[EvalContext], limit: int) -> list[EvalRecord | StoreError]:
-        """Grade many contexts, at most `limit` at once; results in input order (StoreErrors as values)."""
-        results: list[Any] = [None] * len(contexts)
-        semaphore = anyio.Semaphore(limit)
-
-        async def one(i: int, ctx: EvalContext) -> None:
-            async with semaphore:
-                try:
-                    results[i] = await self.evaluate(ctx)
-                except StoreError as exc:
-                    results[i] = exc
-
-        async with anyio.create_task_group() as tg:
-            for i, ctx in enumerate(contexts):
-                tg.start_soon(one, i, ctx)
-        return results

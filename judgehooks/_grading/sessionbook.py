@@ -125,9 +125,6 @@ class SessionBook:
     def owner(self) -> str:
         return self.file.owner
 
-    def checkpoint(self) -> None:
-        self.file.checkpoint()
-
     def upkeep(self) -> None:
         """Once a round of the session clock: the file's checkpoint and this owner's heartbeat (a
         lease lapses when its holder stops beating, as a job's owner is gone)."""
@@ -144,28 +141,20 @@ class SessionBook:
         """Record one turn and (re)arm the session's due time (the hook path). Idempotent on the run
         id: False when this run was recorded already."""
         now = time.time()
-        with self.file.lock:
-            conn = self.file.connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? AND run_id = ?",
-                                (evaluator, session_id, run_id)).fetchone() is not None:
-                    conn.execute("ROLLBACK")
-                    return False
-                (seq,) = conn.execute(_ARM, (evaluator, session_id, spec, sample_rate, due_at)).fetchone()
-                at = turn.get("at") if isinstance(turn, Mapping) else None
-                at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else now
-                chain, pos, at = conn.execute(_POSITION, (evaluator, session_id, os.urandom(8).hex(), at)).fetchone()
-                if isinstance(turn, Mapping) and "at" in turn:
-                    turn = {**turn, "at": at}
-                text = turn if isinstance(turn, str) else json_text(turn)
-                conn.execute("INSERT INTO session_turns (evaluator, session_id, seq, run_id, turn, created_at, chain, "
-                             "pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                             (evaluator, session_id, seq, run_id, text, now, chain, pos))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.file.transaction() as conn:
+            if conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? AND run_id = ?",
+                            (evaluator, session_id, run_id)).fetchone() is not None:
+                return False  # nothing written: the transaction commits nothing
+            (seq,) = conn.execute(_ARM, (evaluator, session_id, spec, sample_rate, due_at)).fetchone()
+            at = turn.get("at") if isinstance(turn, Mapping) else None
+            at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else now
+            chain, pos, at = conn.execute(_POSITION, (evaluator, session_id, os.urandom(8).hex(), at)).fetchone()
+            if isinstance(turn, Mapping) and "at" in turn:
+                turn = {**turn, "at": at}
+            text = turn if isinstance(turn, str) else json_text(turn)
+            conn.execute("INSERT INTO session_turns (evaluator, session_id, seq, run_id, turn, created_at, chain, "
+                         "pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (evaluator, session_id, seq, run_id, text, now, chain, pos))
         return True
 
     def end(self, evaluator: str | None, session_id: str) -> int:
@@ -174,8 +163,7 @@ class SessionBook:
         args: list[Any] = [session_id]
         if evaluator is not None:
             sql, args = sql + " AND evaluator = ?", [*args, evaluator]
-        with self.file.lock:
-            return self.file.connect().execute(sql, args).rowcount
+        return self.file.run(sql, args)
 
     def _lapsed(self, owner: str | None, until: float | None, now: float, gone: Collection[str]) -> bool:
         """Whether a lease no longer holds: none, run out, or its holder is gone by the outbox file's
@@ -200,58 +188,44 @@ class SessionBook:
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", [*args, session_id]
         claims: list[Claim] = []
-        with self.file.lock:
-            conn = self.file.connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                gone: list[str] | None = None
-                for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
-                    if len(claims) >= limit:
-                        break
-                    if gone is None and owner is not None and owner != self.owner:  # read once, when needed
-                        gone = self.file.owners(conn)[0]
-                    if sid in busy or not self._lapsed(owner, until, now, gone or ()):
-                        continue
-                    rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
-                                        "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()
-                    if not rows:  # nothing left to grade (e.g. its turns were graded by a process that then died)
-                        conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
-                        continue
-                    conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
-                                 "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
-                    claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
-                                        turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
-                                        owner=self.owner, positions=tuple(
-                                            None if r[2] is None or r[3] is None
-                                            else (str(r[2]), int(r[3])) for r in rows)))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.file.transaction() as conn:
+            gone: list[str] | None = None
+            for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
+                if len(claims) >= limit:
+                    break
+                if gone is None and owner is not None and owner != self.owner:  # read once, when needed
+                    gone = self.file.owners(conn)[0]
+                if sid in busy or not self._lapsed(owner, until, now, gone or ()):
+                    continue
+                rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
+                                    "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()
+                if not rows:  # nothing left to grade (e.g. its turns were graded by a process that then died)
+                    conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
+                    continue
+                conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
+                             "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
+                claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
+                                    turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
+                                    owner=self.owner, positions=tuple(
+                                        None if r[2] is None or r[3] is None
+                                        else (str(r[2]), int(r[3])) for r in rows)))
         return claims
 
     def finish(self, claim: Claim) -> None:
         """The window's record is stored: forget its turns; the session stays open only when turns
         arrived meanwhile (their due time stands)."""
         key = (claim.evaluator, claim.session_id)
-        with self.file.lock:
-            conn = self.file.connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("DELETE FROM session_turns WHERE evaluator = ? AND session_id = ? AND seq <= ?",
-                             (*key, claim.last_seq))
-                left = conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? LIMIT 1",
-                                    key).fetchone()
-                if left is None:
-                    conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", key)
-                else:
-                    conn.execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
-                                 "WHERE evaluator = ? AND session_id = ?", key)
-                conn.execute("DELETE FROM session_chain WHERE last_at < ?", (time.time() - CHAIN_KEEP_S,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.file.transaction() as conn:
+            conn.execute("DELETE FROM session_turns WHERE evaluator = ? AND session_id = ? AND seq <= ?",
+                         (*key, claim.last_seq))
+            left = conn.execute("SELECT 1 FROM session_turns WHERE evaluator = ? AND session_id = ? LIMIT 1",
+                                key).fetchone()
+            if left is None:
+                conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", key)
+            else:
+                conn.execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
+                             "WHERE evaluator = ? AND session_id = ?", key)
+            conn.execute("DELETE FROM session_chain WHERE last_at < ?", (time.time() - CHAIN_KEEP_S,))
 
     def give_back(self, claim: Claim, *, retry_at: float | None = None) -> None:
         """Give a claim back ungraded (the store was down, or this process is exiting): due again at
@@ -260,9 +234,8 @@ class SessionBook:
         args: list[Any] = []
         if retry_at is not None:
             sql, args = sql + ", due_at = MAX(due_at, ?)", [retry_at]
-        with self.file.lock:
-            self.file.connect().execute(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
-                                    [*args, claim.evaluator, claim.session_id, claim.owner])
+        self.file.run(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
+                      [*args, claim.evaluator, claim.session_id, claim.owner])
 
     def release_mine(self) -> None:
         """At exit: give back every lease this process holds, so the next process need not wait for it."""
@@ -275,24 +248,16 @@ class SessionBook:
         """The earliest time a session of `evaluator` (or any) may need grading: a due time, or a lease running out."""
         where = "" if evaluator is None else " AND evaluator = ?"
         args = () if evaluator is None else (evaluator,)
-        with self.file.lock:
-            row = self.file.connect().execute(
-                "SELECT MIN(CASE WHEN lease_until IS NOT NULL AND lease_until > due_at THEN lease_until "
-                f"ELSE due_at END) FROM session_state WHERE due_at IS NOT NULL{where}", args).fetchone()
-        return None if row[0] is None else float(row[0])
+        [(due,)] = self.file.rows("SELECT MIN(CASE WHEN lease_until > due_at THEN lease_until ELSE due_at END) "
+                                  f"FROM session_state WHERE due_at IS NOT NULL{where}", args)
+        return None if due is None else float(due)
 
     def turns_waiting(self, evaluator: str | None = None) -> dict[str, int]:
         """Turns waiting to be graded, per evaluator with open sessions (or of one)."""
         where = "" if evaluator is None else " WHERE evaluator = ?"
         args = () if evaluator is None else (evaluator,)
-        with self.file.lock:
-            rows = self.file.connect().execute(
-                f"SELECT evaluator, COUNT(*) FROM session_turns{where} GROUP BY evaluator", args).fetchall()
-        return {name: count for name, count in rows}
+        return dict(self.file.rows(f"SELECT evaluator, COUNT(*) FROM session_turns{where} GROUP BY evaluator", args))
 
     def specs(self) -> dict[str, str | None]:
         """Each evaluator with open sessions, and the spec its process stored (for `judgehooks resume`)."""
-        with self.file.lock:
-            rows = self.file.connect().execute(
-                "SELECT evaluator, MAX(spec) FROM session_state GROUP BY evaluator").fetchall()
-        return {name: spec for name, spec in rows}
+        return dict(self.file.rows("SELECT evaluator, MAX(spec) FROM session_state GROUP BY evaluator"))

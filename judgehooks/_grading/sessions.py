@@ -1,11 +1,12 @@
 """SessionGrader: grades one session evaluator's conversations once they go quiet.
 
-A clock task on the judgehooks loop sleeps until the earliest due time in the session book (or a
-poll interval, so sessions that other processes sharing the file left are seen), claims the due
-sessions under a lease, and grades each window once through the ordinary `Pipeline` (grade, then
-deliver: store, callbacks, log). The record is a session record: `scope="session"`, the window's
-`run_ids` in order, and an id derived from the session and the window's first run, so a window
-graded twice (a crash between storing and forgetting it) is still one stored record.
+A clock (`step.Clock`) on the judgehooks loop sleeps until the earliest due time in the session
+book (or a poll interval, so sessions that other processes sharing the file left are seen), claims
+the due sessions under a lease, and grades each window once through the ordinary `Pipeline` and
+`settle` (grade, deliver: store, callbacks, log; then the turns are forgotten). The record is a
+session record: `scope="session"`, the window's `run_ids` in order, and an id derived from the
+session and the window's first run, so a window graded twice (a crash between storing and
+forgetting it) is still one stored record.
 
 `drain()` and exit grade what is due now and leave the rest in the book; `end_session` makes a
 session due at once and waits for its record.
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio.to_thread
@@ -33,6 +33,7 @@ from .._base.session import SessionContext, Turn
 from .._runtime import runtime
 from .pipeline import Pipeline, make_record
 from .sessionbook import Claim, SessionBook
+from .step import Clock, settle
 
 #: seconds before a window whose record the store refused is tried again
 STORE_RETRY_S = 30.0
@@ -80,13 +81,13 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
         read = [Turn.from_dict(t) for t in turns]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         ctx = SessionContext(input="", output="", session_id=session_id)
-        if await _stored(pipeline, session_record_id(pipeline.name, session_id, [last_key], version)):
+        if await pipeline.stored([session_record_id(pipeline.name, session_id, [last_key], version)]):
             return None
         record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
         return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
                                    scope="session")
     ctx = SessionContext.of(read)
-    if await _stored(pipeline, session_record_id(pipeline.name, session_id, ctx.run_ids, version)):
+    if await pipeline.stored([session_record_id(pipeline.name, session_id, ctx.run_ids, version)]):
         return None
     return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
 
@@ -97,18 +98,20 @@ async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Map
                for t in turns]
     if not run_ids:
         return False
-    return await _stored(pipeline, session_record_id(pipeline.name, session_id, run_ids,
-                                                     pipeline.evaluator.evaluator_version))
-
-
-async def _stored(pipeline: Pipeline, key: str) -> bool:
-    """Whether the store already holds record `key` (`Pipeline.stored`, the one duplicate check)."""
-    return bool(await pipeline.stored([key]))
+    return bool(await pipeline.stored([session_record_id(pipeline.name, session_id, run_ids,
+                                                         pipeline.evaluator.evaluator_version)]))
 
 
 class SessionGrader:
     """The clock and the grading of one session evaluator (registered with the runtime for drain,
     exit and stats, and here for `end_session`)."""
+
+    clock: Clock
+    _loop: asyncio.AbstractEventLoop | None
+    _wake_at: float | None  # when the clock wakes (None: not looked yet, nobody wakes it)
+    _started: bool
+    _lock: threading.Lock
+    _checkpointed: float
 
     def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
                  lease: float = 120.0, relay: Relay | None = None) -> None:
@@ -119,14 +122,9 @@ class SessionGrader:
         self.idle_after = idle_after
         self.max_concurrency = max_concurrency
         self.poll = min(max(idle_after, 0.05), 10.0)
-        self._lock = threading.Lock()
-        self._started = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._event: asyncio.Event | None = None
-        self._wake_at: float | None = None
-        self._grading: dict[str, asyncio.Task[EvalRecord | None]] = {}
         self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0,
                         "turns_lost": 0, "already_stored": 0}
+        self.reset_after_fork(book=False)
         _graders.add(self)
 
     @property
@@ -148,7 +146,7 @@ class SessionGrader:
                 return
             self._loop = loop = runtime.loop()
             self._wake_at = 0.0  # until the clock has looked, nobody needs to wake it
-            asyncio.run_coroutine_threadsafe(self._clock(), loop)
+            asyncio.run_coroutine_threadsafe(self.clock.serve(self._round), loop)
             self._started = True
         runtime.add_drainable(self)
 
@@ -159,54 +157,30 @@ class SessionGrader:
         wake = self._wake_at
         if wake is not None and due_at < wake and self._loop is not None:
             self._wake_at = due_at
-            self._loop.call_soon_threadsafe(self._poke)
+            self._loop.call_soon_threadsafe(self.clock.wake)
 
-    def _poke(self) -> None:
-        if self._event is not None:
-            self._event.set()
+    async def _round(self) -> float:
+        """One round of the clock: grade what is due, checkpoint now and then; how long to sleep."""
+        try:
+            await self.clock.look()
+            upcoming = self.book.next_due(self.name)
+            if time.monotonic() - self._checkpointed >= CHECKPOINT_EVERY_S:
+                self._checkpointed = time.monotonic()
+                await anyio.to_thread.run_sync(self.book.upkeep)
+        except Exception:
+            log.exception("session_clock_failed", evaluator=self.name)
+            upcoming = None
+        now = time.time()
+        wait = self.poll if upcoming is None else min(self.poll, max(upcoming - now, 0.02))
+        self._wake_at = now + wait
+        return wait
 
-    async def _clock(self) -> None:
-        self._event = asyncio.Event()
-        checkpointed = 0.0
-        while True:
-            try:
-                await self._start_due()
-                upcoming = self.book.next_due(self.name)
-                if time.monotonic() - checkpointed >= CHECKPOINT_EVERY_S:
-                    checkpointed = time.monotonic()
-                    await anyio.to_thread.run_sync(self.book.upkeep)
-            except Exception:
-                log.exception("session_clock_failed", evaluator=self.name)
-                upcoming = None
-            now = time.time()
-            wait = self.poll if upcoming is None else min(self.poll, max(upcoming - now, 0.02))
-            self._wake_at = now + wait
-            try:
-                await asyncio.wait_for(self._event.wait(), wait)
-            except TimeoutError:
-                pass
-            self._event.clear()
-
-    async def _start_due(self, session_id: str | None = None) -> list[asyncio.Task[EvalRecord | None]]:
-        """Claim the due sessions (of one, or as many as there are free slots) and start grading them."""
-        free = self.max_concurrency - len(self._grading)
-        if free <= 0 and session_id is None:
-            return []
-        # A session we are grading is not claimed: between its window being finished and its task's
-        # done callback, a claim would take a lease that nobody grades, for a whole lease.
-        claims = self.book.claim_due(self.name, limit=max(free, 1), session_id=session_id, lease=self.lease,
-                                     busy=set(self._grading))
-        tasks = []
-        for claim in claims:
-            task = asyncio.get_running_loop().create_task(self._grade(claim))
-            self._grading[claim.session_id] = task
-            task.add_done_callback(functools.partial(self._done, claim.session_id))
-            tasks.append(task)
-        return tasks
-
-    def _done(self, session_id: str, task: asyncio.Task[Any]) -> None:
-        self._grading.pop(session_id, None)
-        self._poke()  # a slot is free
+    async def _claim(self, limit: int, busy: Collection[str], session_id: str | None) -> list[tuple[str, Any]]:
+        """The due sessions (of one, or up to `limit`) under a lease, each with its grading. A session
+        being graded is not claimed: between its window being finished and its task ending, a claim
+        would take a lease that nobody grades, for a whole lease."""
+        claims = self.book.claim_due(self.name, limit=limit, session_id=session_id, lease=self.lease, busy=busy)
+        return [(claim.session_id, self._grade(claim)) for claim in claims]
 
     def lost(self, ctx: EvalContext, sample_rate: float, why: str) -> None:
         """A turn the book could not take (the hook path): like a run shed from a full queue, a
@@ -224,40 +198,31 @@ class SessionGrader:
         return as_session_record(await self.pipeline.grade(ctx, sample_rate), ctx, session_id)
 
     async def _grade(self, claim: Claim) -> EvalRecord | None:
-        """Grade one window and store its record; the turns are forgotten only once it is stored.
-        With a relay (broker=), hand the turns to Redis instead, where a worker grades them."""
+        """Grade one window and deliver its record (`settle`): the turns are forgotten only once it
+        is stored. With a relay (broker=), hand the turns to Redis instead, where a worker grades them."""
+        async def done() -> None:
+            self.book.finish(claim)
+
+        async def back(retry_s: float = STORE_RETRY_S) -> None:
+            self.book.give_back(claim, retry_at=time.time() + retry_s)
+
         if self.relay is not None:
-            await self._forward(claim)
+            forwarded = await self.relay.push(claim)  # False: Redis is down; the turns stay, tried again soon
+            await (done() if forwarded else back(FORWARD_RETRY_S))
+            if forwarded:
+                self.count("forwarded")
             return None
         record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
                                     last_key=str(claim.last_seq))
-        if record is None:  # stored already (a crash after storing it): forget the turns, call nobody back
-            self.book.finish(claim)
-            self.count("already_stored")
-            return None
-        error = await self.pipeline.deliver([record])
-        if error is not None:
-            self.count("store_errors")
-            self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
-            return record
-        self.book.finish(claim)
-        self.count("graded")
+        settled = await settle(self.pipeline, record, done, back)
+        self.count("store_errors" if settled == "store_failed" else settled)
         return record
-
-    async def _forward(self, claim: Claim) -> None:
-        assert self.relay is not None
-        if not await self.relay.push(claim):  # Redis is down: the turns stay in the book, tried again soon
-            self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
-            return
-        self.book.finish(claim)
-        self.count("forwarded")
 
     async def grade_now(self, session_id: str | None = None) -> list[EvalRecord]:
         """Grade what is due now (one session, or all), wait for it and for gradings in flight."""
-        waiting = list(self._grading.values()) if session_id is None else \
-            [t for sid, t in self._grading.items() if sid == session_id]
+        waiting = [t for sid, t in self.clock.running.items() if session_id is None or sid == session_id]
         records = [r for r in await asyncio.gather(*waiting) if r is not None] if waiting else []
-        while started := await self._start_due(session_id):
+        while started := await self.clock.look(session_id):
             records += [r for r in await asyncio.gather(*started) if r is not None]
             if session_id is not None:
                 break
@@ -290,18 +255,20 @@ class SessionGrader:
 
     def release(self) -> None:
         """At exit: sessions still being graded are given back, for the next process at once."""
-        for task in list(self._grading.values()):
+        for task in list(self.clock.running.values()):
             task.cancel()
         self.book.release_mine()
 
     async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
         """Sessions are graded on the judgehooks loop, inside `judgehooks.lifespan()` too."""
 
-    def reset_after_fork(self) -> None:
-        self._started, self._loop, self._event, self._wake_at = False, None, None, None
-        self._grading = {}
+    def reset_after_fork(self, book: bool = True) -> None:
+        """A fresh clock (the state of one that has not started, again in a forked child)."""
+        self._started, self._loop, self._wake_at, self._checkpointed = False, None, None, 0.0
+        self.clock = Clock(self._claim, self.max_concurrency)
         self._lock = threading.Lock()
-        self.book.reset_after_fork()
+        if book:
+            self.book.reset_after_fork()
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -311,7 +278,7 @@ class SessionGrader:
         except sqlite3.Error:  # the outbox file cannot be read now: counters still answer
             waiting = None
         return {"evaluator": self.name, "scope": "session", **counts, "done": counts["graded"],
-                "in_flight": len(self._grading), "queue_depth": waiting, "turns_waiting": waiting}
+                "in_flight": len(self.clock.running), "queue_depth": waiting, "turns_waiting": waiting}
 
 
 def graders(evaluator: Any = None) -> list[SessionGrader]:

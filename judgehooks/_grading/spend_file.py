@@ -20,6 +20,7 @@ from typing import Any
 import anyio.to_thread
 
 from .._base.log import log
+from .._base.sqlitefile import immediate
 from .spend import Ticket
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS judgehooks_spend (key TEXT NOT NULL, window_start INTEGER NOT NULL, "
@@ -52,24 +53,17 @@ class SQLiteLedger:
 
     def _reserve(self, key: str, period: int, max_calls: int | None, max_cost_usd: float | None) -> Ticket:
         window = int(time.time()) // period * period
-        conn = self._connect()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(self._connect()) as conn:
             row = conn.execute("SELECT calls, cost_usd FROM judgehooks_spend WHERE key = ? AND window_start = ?",
                                (key, window)).fetchone()
             calls, cost = (0, 0.0) if row is None else (_number(row[0], int), _number(row[1], float))
             if (max_calls is not None and calls >= max_calls) or (max_cost_usd is not None and cost >= max_cost_usd):
-                conn.execute("COMMIT")
                 return Ticket(window, calls, cost, admitted=False)
             if row is None:  # this key's first call of the window: forget its windows that ended
                 conn.execute("DELETE FROM judgehooks_spend WHERE key = ? AND window_start < ?", (key, window - period))
             conn.execute("INSERT INTO judgehooks_spend (key, window_start, calls, cost_usd) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT (key, window_start) DO UPDATE SET calls = excluded.calls",
                          (key, window, calls + 1, cost))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return Ticket(window, calls + 1, cost)
 
     def _add_cost(self, key: str, window: int, cost_usd: float) -> None:

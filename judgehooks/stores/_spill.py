@@ -30,7 +30,7 @@ from .._base.jsondata import record_json
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
-from .._base.sqlitefile import add_column, checked_path, connect_wal
+from .._base.sqlitefile import add_column, checked_path, connect_wal, immediate
 from .._base.validate import check_number
 from .._runtime import runtime
 from . import _deadletter
@@ -75,15 +75,8 @@ class SpillFile:
 
     def append(self, store: str, records: Sequence[EvalRecord]) -> None:
         rows = [(store, r.id, record_json(r), time.time()) for r in records]
-        with self._lock:
-            conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany("INSERT INTO eval_spill (store, id, record, spilled_at) VALUES (?, ?, ?, ?)", rows)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._lock, immediate(self._connect()) as conn:
+            conn.executemany("INSERT INTO eval_spill (store, id, record, spilled_at) VALUES (?, ?, ?, ?)", rows)
 
     def oldest(self, store: str, limit: int) -> list[tuple[int, EvalRecord]]:
         with self._lock:
@@ -108,15 +101,8 @@ class SpillFile:
 
     def bury(self, seq: int, error: str) -> None:
         """Move row `seq` to the dead letters."""
-        with self._lock:
-            conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                _deadletter.bury(conn, seq, error)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._lock, immediate(self._connect()) as conn:
+            _deadletter.bury(conn, seq, error)
 
     def dead_letters(self, store: str) -> int:
         with self._lock:

@@ -96,7 +96,7 @@ def test_an_owner_taken_for_dead_registers_again_at_its_next_heartbeat(tmp_path)
     alive.put(Job(id="mine", evaluator="e", context={}))
     with sqlite3.connect(path) as conn:
         conn.execute("DELETE FROM eval_owners WHERE owner = ?", (alive.owner,))
-    alive.heartbeat()
+    alive.file.heartbeat()
     assert other.claim() == []
     alive.close()
     other.close()

@@ -420,12 +420,12 @@ def test_a_turn_that_came_while_its_session_was_graded_is_graded_next_not_a_leas
 
     async def finish_then_clock() -> None:
         window = asyncio.get_running_loop().create_future()
-        grader._grading["s-race"] = window  # the window's task, its done callback not run yet
+        grader.clock.running["s-race"] = window  # the window's task, its done callback not run yet
         try:
             book.finish(claim)  # the window's turns forgotten; the second turn stays
-            await grader._start_due()  # the clock looks before the done callback
+            await grader.clock.look()  # the clock looks before the done callback
         finally:
-            del grader._grading["s-race"]
+            del grader.clock.running["s-race"]
             window.cancel()
 
     runtime.call(finish_then_clock)

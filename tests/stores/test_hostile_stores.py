@@ -271,8 +271,8 @@ def test_the_outbox_wal_is_cut_back_after_checkpoints(tmp_path):
         outbox.done([f"j{i}"])
         if i % 10 == 9:
             reader.execute("SELECT COUNT(*) FROM eval_jobs").fetchall()
-            outbox.checkpoint()
-            high = max(high, outbox.wal_size())
+            outbox.file.checkpoint()
+            high = max(high, outbox.file.wal_size())
     assert high <= 256 * 1024
     outbox.close()
 
@@ -295,17 +295,17 @@ def test_an_idle_outbox_is_not_checkpointed_again_until_someone_writes(tmp_path)
     counting = Counting(outbox.file.maintenance())
     outbox.file._maint_conn = counting
     outbox.put(Job(id="j1", evaluator="e", context={}))
-    outbox.checkpoint()
+    outbox.file.checkpoint()
     assert counting.folds == 1
-    outbox.checkpoint()
-    outbox.checkpoint()
+    outbox.file.checkpoint()
+    outbox.file.checkpoint()
     assert counting.folds == 1  # idle: nothing folded again
     other = Outbox(tmp_path / "outbox.db")  # another writer of the same file (another process's)
     other.put(Job(id="j2", evaluator="e", context={}))
-    outbox.checkpoint()
+    outbox.file.checkpoint()
     assert counting.folds == 2
     outbox.put(Job(id="j3", evaluator="e", context={}))  # and this process's own, at once after
-    outbox.checkpoint()
+    outbox.file.checkpoint()
     assert counting.folds == 3
     assert pending(tmp_path / "outbox.db") == 3
     outbox.file._maint_conn = counting.conn

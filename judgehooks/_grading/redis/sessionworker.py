@@ -25,19 +25,18 @@ session's next turn arrives.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from redis.exceptions import RedisError
 
 from ..._base.log import log
-from ...exceptions import StoreError
 from ..pipeline import Pipeline
 from ..sessions import STORE_RETRY_S, grade_window, window_stored
+from ..step import Clock, settle
 from .broker import JudgeStreamBroker
 from .detached import detached
 from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text, through_text
@@ -170,7 +169,7 @@ class SessionClock:
         self.max_deliveries = max_deliveries
         self.before = before
         self.token = f"{broker.consumer_name}:{uuid.uuid4().hex[:8]}"
-        self.running: dict[str, asyncio.Task[None]] = {}
+        self.clock = Clock(self._claim, concurrency)
         self.counts = {"sessions_graded": 0, "sessions_taken_over": 0, "sessions_dead_lettered": 0,
                        "sessions_store_failed": 0, "sessions_already_stored": 0, "sessions_tampered": 0}
 
@@ -178,33 +177,26 @@ class SessionClock:
         """Take and grade due sessions until `stop`; then give running ones `shutdown_timeout`
         seconds and hand the rest back (due at once, for another worker)."""
         backoff = 0.1
-        while not stop.is_set():
+
+        async def between() -> float:
+            nonlocal backoff
             try:
-                await self._take_due()
-                backoff = 0.1
-                wait = self.poll
+                await self.clock.look()
             except (RedisError, OSError) as exc:
                 log.warning("broker_unavailable", consumer=self.broker.consumer_name, error_type=type(exc).__name__,
                             error=str(exc), retry_in_s=backoff)
                 wait, backoff = backoff, min(backoff * 2, 5.0)
-            try:
-                await asyncio.wait_for(stop.wait(), wait)
-            except TimeoutError:
-                pass
-        left = list(self.running.values())
-        if left:
-            _, pending = await asyncio.wait(left, timeout=shutdown_timeout)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+                return wait
+            backoff = 0.1
+            return self.poll
 
-    async def _take_due(self) -> None:
-        free = self.concurrency - len(self.running)
-        if free <= 0:
-            return
-        now = time.time()
-        for member in await self.sessions.due(now, free):
-            if member in self.running:
+        await self.clock.serve(between, stop)
+        await self.clock.finish(shutdown_timeout)
+
+    async def _claim(self, limit: int, busy: Collection[str], _key: str | None) -> list[tuple[str, Any]]:
+        now, taken = time.time(), []
+        for member in await self.sessions.due(now, limit):
+            if member in busy:
                 continue
             if not is_member(member):  # not a session of ours: never a key built from it
                 await self.sessions.drop(member)
@@ -217,12 +209,8 @@ class SessionClock:
                 self.counts["sessions_taken_over"] += 1
                 log.info("session_taken_over", consumer=self.broker.consumer_name, session=member,
                          claims=window.claims)
-            task = asyncio.create_task(self._grade(window))
-            self.running[member] = task
-            task.add_done_callback(functools.partial(self._done, member))
-
-    def _done(self, member: str, _task: asyncio.Task[None]) -> None:
-        self.running.pop(member, None)
+            taken.append((member, self._grade(window)))
+        return taken
 
     async def _grade(self, window: Window) -> None:
         renewing = asyncio.create_task(self._renew(window))
@@ -282,29 +270,28 @@ class SessionClock:
                 await self.before(pipeline)
         record = await grade_window(pipeline, turns.session_id, turns.graded, turns.sample_rate,
                                     last_key=window.run_ids[-1])
-        if record is None:  # stored already (its worker died after storing it): not graded nor called back again
-            self.counts["sessions_already_stored"] += 1
+        dead = window.claims > self.max_deliveries
+
+        async def done() -> None:  # the record is stored (or was already): the turns go, the mark moves
+            if dead and record is not None:
+                await self._dead_letter(window, turns)
             await self._mark_through(window.member, turns, marks, key)
             await self.sessions.finish(window, window.run_ids)
-            return
-        error: StoreError | None = await pipeline.deliver([record])
-        if error is not None:  # not stored: the session waits, its turns kept, and is tried again
-            self.counts["sessions_store_failed"] += 1
-            await self._give_back(window, time.time() + STORE_RETRY_S)
-            return
-        if window.claims > self.max_deliveries:
-            await self.sessions.redis.xadd(DEAD_STREAM, {
-                "session": window.member, "evaluator": turns.evaluator, "session_id": turns.session_id,
-                "claims": window.claims, "entries": json.dumps([e.decode("utf-8", "replace") for e in window.entries
-                                                                if isinstance(e, bytes)])[:1_000_000],
-                "dead_at": time.time()})
-            self.counts["sessions_dead_lettered"] += 1
-            log.error("session_dead_letter", consumer=self.broker.consumer_name, session=window.member,
-                      claims=window.claims, dead_stream=DEAD_STREAM)
-        elif not broken:
-            self.counts["sessions_graded"] += 1
-        await self._mark_through(window.member, turns, marks, key)
-        await self.sessions.finish(window, window.run_ids)
+
+        # not stored: the session waits, its turns kept, and is tried again
+        settled = await settle(pipeline, record, done, lambda: self._give_back(window, time.time() + STORE_RETRY_S))
+        if settled != "graded" or (not dead and not broken):
+            self.counts[f"sessions_{settled}"] += 1
+
+    async def _dead_letter(self, window: Window, turns: Turns) -> None:
+        await self.sessions.redis.xadd(DEAD_STREAM, {
+            "session": window.member, "evaluator": turns.evaluator or "", "session_id": turns.session_id or "",
+            "claims": window.claims, "entries": json.dumps([e.decode("utf-8", "replace") for e in window.entries
+                                                            if isinstance(e, bytes)])[:1_000_000],
+            "dead_at": time.time()})
+        self.counts["sessions_dead_lettered"] += 1
+        log.error("session_dead_letter", consumer=self.broker.consumer_name, session=window.member,
+                  claims=window.claims, dead_stream=DEAD_STREAM)
 
     async def _mark_through(self, member: str, turns: Turns, marks: dict[str, bytes], key: bytes | None) -> None:
         """The window's record is stored: each chain's mark moves to its last position (never back)."""

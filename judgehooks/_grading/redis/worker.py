@@ -39,9 +39,10 @@ from ..._base.log import log
 from ..._base.outcome import Outcome
 from ..._base.record import Mode
 from ..._judges.base import load_litellm
-from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable, StoreError
+from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
 from ..pipeline import Pipeline
+from ..step import settle
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage, _text
 from .ratelimit import shared as shared_pace
 from .sessionworker import SessionClock
@@ -70,6 +71,10 @@ class _Unavailable:
 
     def record_metadata(self) -> Mapping[str, Any]:
         return {}
+
+
+async def _unacked() -> None:
+    """A job whose record the store refused stays unacked: a live worker reclaims it."""
 
 
 #: the stream entry the running task is grading (set by the receiver for each delivery)
@@ -200,20 +205,14 @@ class Worker:
             await context.ack()  # after the copy: a crash in between refuses it again, never loses it
             return
         pipeline = self._pipeline(evaluator, data.get("spec"))
-        if isinstance(pipeline.evaluator, _Unavailable):
-            self.counts["unavailable"] += 1
-        elif (await pipeline.stored([pipeline.record_id(ctx)], scan=False)  # a replay or redelivery
-              or not await self._claim(pipeline.record_id(ctx))):  # a replay another entry is grading now
-            self.counts["duplicate"] += 1  # never paid twice
-            await context.ack()
-            return
-        try:
-            await pipeline.evaluate(ctx, rate)  # grade, store, callbacks, log: as the dispatcher does
-        except StoreError:  # logged with the record; unacked, so it is reclaimed (under its claim) and graded again
-            self.counts["store_failed"] += 1
-            return
-        self.counts["graded"] += 1
-        await context.ack()
+        unavailable = isinstance(pipeline.evaluator, _Unavailable)
+        self.counts["unavailable"] += unavailable
+        # a replay or redelivery whose record is stored, or one another entry is grading now: never paid twice
+        twice = not unavailable and (await pipeline.stored([pipeline.record_id(ctx)], scan=False)
+                                     or not await self._claim(pipeline.record_id(ctx)))
+        # stored: acked; not stored: unacked, so it is reclaimed (under its claim) and graded again
+        settled = await settle(pipeline, None if twice else await pipeline.grade(ctx, rate), context.ack, _unacked)
+        self.counts["duplicate" if twice else settled] += 1
 
     async def _claim(self, record_id: str) -> bool:
         """Whether this delivery grades `record_id`: its claim in Redis is taken by this stream entry
