@@ -14,6 +14,7 @@ from typing import Any
 from .._evaluators.spec import rebuild
 from .._grading.outbox import pending_jobs
 from .._grading.sessionbook import SessionBook
+from .._grading.sessions import graders
 from .._judges.base import load_litellm
 from .._runtime import runtime
 from ..stores._base import store_key
@@ -117,11 +118,12 @@ def _import(modules: list[str] | None) -> None:
 
 
 def _wait_for_sessions(book: SessionBook, names: set[str], deadline: float) -> bool:
-    """Wait while open sessions fall due and their evaluators' clocks grade them; False at the deadline."""
-    while waiting := sum(n for name, n in book.turns_waiting().items() if name in names):
-        if time.monotonic() >= deadline:
+    """Wait while open sessions fall due and their evaluators' clocks grade them (each clock's round
+    says when it has none left open); False at the deadline."""
+    for grader in graders():
+        if grader.name in names and not grader.settled.wait(max(0.0, deadline - time.monotonic())):
+            waiting = sum(n for name, n in book.turns_waiting().items() if name in names)
             say(f"judgehooks resume: {waiting} turn(s) of open sessions not graded yet; they stay pending",
                 file=sys.stderr)
             return False
-        time.sleep(0.05)
     return runtime.drain(max(0.0, deadline - time.monotonic()))

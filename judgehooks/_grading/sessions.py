@@ -112,6 +112,7 @@ class SessionGrader:
     _started: bool
     _lock: threading.Lock
     _checkpointed: float
+    settled: threading.Event
 
     def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
                  lease: float = 120.0, relay: Relay | None = None) -> None:
@@ -164,6 +165,10 @@ class SessionGrader:
         try:
             await self.clock.look()
             upcoming = self.book.next_due(self.name)
+            if upcoming is None and not self.clock.running:
+                self.settled.set()  # nothing open or in flight: `judgehooks resume` waits on this, never polls
+            else:
+                self.settled.clear()
             if time.monotonic() - self._checkpointed >= CHECKPOINT_EVERY_S:
                 self._checkpointed = time.monotonic()
                 await anyio.to_thread.run_sync(self.book.upkeep)
@@ -266,6 +271,7 @@ class SessionGrader:
         """A fresh clock (the state of one that has not started, again in a forked child)."""
         self._started, self._loop, self._wake_at, self._checkpointed = False, None, None, 0.0
         self.clock = Clock(self._claim, self.max_concurrency)
+        self.settled = threading.Event()  # set by a round of the clock that found no session open
         self._lock = threading.Lock()
         if book:
             self.book.reset_after_fork()

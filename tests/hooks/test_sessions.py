@@ -316,6 +316,18 @@ def test_judgehooks_resume_grades_a_dead_process_session_when_it_falls_due(serve
     assert len(SQLiteStore(db).query_sync(evaluator="crashy")) == 1
 
 
+def test_judgehooks_resume_stops_at_its_timeout_with_a_session_not_due_and_keeps_its_turns(server, tmp_path):
+    """The wait ends at the deadline (the clock's round never says it is settled): exit 1, the turns kept."""
+    db, outbox, _ = _crash(tmp_path, server, idle=300)
+    env = {**os.environ, "OPENAI_API_KEY": "from-env", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{db}",
+                           "--outbox", outbox, "--timeout", "2"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stderr
+    assert "2 turn(s) of open sessions not graded yet; they stay pending" in done.stderr
+    assert SQLiteStore(db).query_sync(evaluator="crashy") == [] and SessionBook(outbox).turns_waiting() == {"crashy": 2}
+
+
 def test_a_turn_the_outbox_refuses_is_a_skipped_record_given_to_on_drop_and_counted(make_session_judge, make_agent,
                                                                                      store, tmp_path):
     import sqlite3
