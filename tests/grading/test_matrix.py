@@ -47,6 +47,7 @@ import judgehooks
 from judgehooks import AgentAsJudgeEval, Contains, Group, Rubric, SessionJudge, SQLiteStore
 from judgehooks._base.context import context_to_dict
 from judgehooks._grading.admission import CONTROLS, PATHS
+from judgehooks._grading.journal import JournalLog
 from judgehooks._grading.outbox import Job, Outbox
 from judgehooks._grading.ratelimit import RateLimiter
 from judgehooks._grading.redis.broker import STREAM
@@ -220,25 +221,25 @@ def keep_turns(outbox: str) -> None:
 
 @contextlib.contextmanager
 def keeping_what_is_written(outbox: str | None, kept: list[tuple[Any, str]]) -> Iterator[None]:
-    """Keep a copy of every job the application's outbox is given (the real put still runs) and,
+    """Keep a copy of every job the application's job log (a journal) is given (the real put still runs) and,
     by a trigger in its file, of every session turn, so a test can put one back as a process that
     died before forgetting it would leave it."""
     if outbox is None:
         yield
         return
     keep_turns(outbox)
-    real = Outbox.put
+    real = JournalLog.put
 
-    def put(log: Outbox, job: Job, context: str | None = None, **kw: Any) -> None:
+    def put(log: JournalLog, job: Job, context: str | None = None, **kw: Any) -> None:
         real(log, job, context, **kw)
         if os.path.abspath(log.path) == os.path.abspath(outbox):
             kept.append((job, context or json.dumps(job.context)))
 
-    Outbox.put = put  # type: ignore[method-assign]
+    JournalLog.put = put  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Outbox.put = real  # type: ignore[method-assign]
+        JournalLog.put = real  # type: ignore[method-assign]
 
 
 def put_back(outbox: str, evaluator: str, out: Any, kind: str, kept: list[tuple[Any, str]]) -> None:
