@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from .._base.jsondata import json_text
 from .._base.log import log
-from .._base.sqlitefile import PRIVATE
+from .._base.sqlitefile import PRIVATE, immediate
 from . import outbox as sqlite_log
 from .outbox import Job, Outbox
 
@@ -154,15 +154,10 @@ def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
 def fold_files(conn: sqlite3.Connection, pick: Callable[[sqlite3.Connection], list[JournalFile]]) -> None:
     """Fold the files `pick(conn)` names (inside the transaction) into `eval_jobs` in one transaction
     (on an autocommit connection), then delete them in order."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         files = pick(conn)
         for file in files:
             apply(conn, file)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     for file in files:  # in order: a crash part-way leaves later files, folded again idempotently
         with contextlib.suppress(FileNotFoundError):  # another process folded it too, and removed it first
             os.unlink(file.path)

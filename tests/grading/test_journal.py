@@ -270,7 +270,7 @@ def test_an_owner_taken_for_dead_registers_again_at_its_next_heartbeat(tmp_path)
     alive.put(Job(id="mine", evaluator="e", context={}))
     with sqlite3.connect(path) as conn:
         conn.execute("DELETE FROM eval_owners WHERE owner = ?", (alive.outbox.owner,))
-    alive.outbox.heartbeat()
+    alive.outbox.file.heartbeat()
     assert other.claim() == [] and len(journal_files(str(path))) == 1
     alive.close()
     other.close()
