@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .._grading.outbox import pending_counts
+from .._grading.journal import pending_counts
 from ..stores._deadletter import summary
 from ..stores._sqlite import outbox_path_for
 
@@ -39,7 +39,7 @@ def pending_jobs(path: str | None, store: Any) -> dict[str, Any]:
         return found
     conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True, timeout=5)
     try:
-        by_evaluator = pending_counts(conn)  # read only: nothing is written
+        by_evaluator = pending_counts(conn)  # the journal files' jobs too, read only: nothing is written
     finally:
         conn.close()
     return {**found, "count": sum(by_evaluator.values()), "by_evaluator": by_evaluator}

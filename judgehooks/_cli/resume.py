@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._evaluators.spec import rebuild
-from .._grading.outbox import pending_jobs
+from .._grading.journal import pending_jobs
 from .._grading.sessionbook import SessionBook
 from .._grading.sessions import graders
 from .._judges.base import load_litellm

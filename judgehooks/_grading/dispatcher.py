@@ -31,6 +31,7 @@ from .._runtime import runtime
 from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
+from .journal import JournalLog
 from .outbox import QUEUED, Job, Outbox, jobs_of
 from .pipeline import Pipeline
 from .step import Requeue, Step
@@ -44,7 +45,7 @@ UPKEEP_S = 1.0
 class Dispatcher:
     """Runs a step (by default: grade) on submitted contexts, on the judgehooks loop, bounded and durable."""
 
-    def __init__(self, pipeline: Pipeline, *, outbox: Outbox | None, step: Step | None = None,
+    def __init__(self, pipeline: Pipeline, *, outbox: JournalLog | Outbox | None, step: Step | None = None,
                  max_queue: int = 10_000, max_concurrency: int = 32, overload: Overload = "drop_newest",
                  block_timeout: float = 5.0, spec: dict[str, Any] | None = None,
                  batch_size: int = 64, flush_interval: float = 0.02, sampling: Any = None,
@@ -301,7 +302,7 @@ class Dispatcher:
 
     # ---- the upkeep: a dead process's jobs, this one's heartbeat, the WAL ---------------------
 
-    async def _upkeep(self, outbox: Outbox) -> None:
+    async def _upkeep(self, outbox: JournalLog | Outbox) -> None:
         """Every `UPKEEP_S`: claim as many of this evaluator's orphaned jobs as there is room for (and
         look again at once while there are more), beat this owner's heart, checkpoint the WAL."""
         while True:
@@ -320,11 +321,11 @@ class Dispatcher:
                 self.work.done()
             await anyio.sleep(UPKEEP_S)
 
-    def _look(self, outbox: Outbox, room: int) -> list[Job]:  # on a worker thread: one trip a round
+    def _look(self, outbox: JournalLog | Outbox, room: int) -> list[Job]:  # on a worker thread: one trip a round
         try:
             return outbox.claim([self.name], room) if room > 0 else []
-        finally:
-            outbox.upkeep()
+        finally:  # the journal's fold too: a younger file's jobs mostly finish first, unless nothing is unfinished
+            outbox.upkeep(idle=not int(self.work))
 
     async def _take(self, jobs: list[Job]) -> None:
         """Queue the jobs claimed from the job log, but those whose records the store holds already

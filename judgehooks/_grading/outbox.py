@@ -2,7 +2,8 @@
 loses none.
 
 `JobLog` is the seam (put, done, claim, oldest_age): a dispatcher, `judgehooks resume` and the
-report see nothing else. `Outbox` is its one implementation: a row of `eval_jobs` in the outbox
+report see nothing else. `Outbox` is its SQLite implementation (`journal.JournalLog`, the second,
+appends puts to a file and folds them into this one): a row of `eval_jobs` in the outbox
 file (SQLite, WAL, synchronous=NORMAL: a committed job survives the process being killed), put by
 the hook in one short transaction and deleted once its record is stored. Jobs are owned by the
 process that put them; a process that starts a dispatcher claims the jobs of owners that are gone
@@ -182,6 +183,10 @@ class Outbox:
                 note="graded from memory; further refusals are counted in stats()['outbox_failures'] and logged "
                 "at debug level until the file takes a job again")
             return
+        self.recovered()
+
+    def recovered(self) -> None:
+        """A job was taken (here, or by a journal beside this file): one line if that ends an outage."""
         if self._refusing:
             log.info("outbox_write_recovered", outbox=self.path, refused=self._refusing)
             self._refusing = 0
@@ -226,8 +231,9 @@ class Outbox:
             row = self.file.connect().execute(OLDEST, (self.owner, evaluator)).fetchone()  # the owner after connect()
         return None if row is None else max(0.0, time.time() - row[0])
 
-    def upkeep(self) -> None:
-        """Once a round (the dispatcher's upkeep): the outbox file's checkpoint and heartbeat."""
+    def upkeep(self, idle: bool = False) -> None:
+        """Once a round (the dispatcher's upkeep): the outbox file's checkpoint and heartbeat. `idle`
+        (no unfinished work) matters to a log that folds (`journal.JournalLog`), not to this one."""
         self.file.upkeep()
 
     def reset_after_fork(self) -> None:

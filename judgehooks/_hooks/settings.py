@@ -17,6 +17,7 @@ from typing import Any, cast
 from .._base.callbacks import wrap_callback
 from .._base.record import EvalRecord
 from .._grading.dispatcher import Dispatcher
+from .._grading.journal import JournalLog
 from .._grading.outbox import Outbox
 from .._grading.pipeline import CALLBACKS, Callbacks, Graded, Pipeline
 from .._grading.ratelimit import Pace
@@ -177,12 +178,13 @@ class HookSettings(Deployment):
         """These settings' callbacks, wrapped once: the holder every copy of the pipeline shares."""
         return Callbacks(**{name: wrap_callback(name, getattr(self, name)) for name in CALLBACKS})
 
-    def _outbox(self, store: Store) -> Outbox | None:
+    def _outbox(self, store: Store) -> JournalLog | None:
         """The outbox file: explicit path; False for none; else `outbox_path_for(store)` (beside a
         SQLite store, $JUDGEHOOKS_OUTBOX, else the store's own file in the per-user state folder)."""
         if self.outbox is False:
             return None
-        return Outbox(self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store))
+        path = self.outbox if isinstance(self.outbox, (str, os.PathLike)) else outbox_path_for(store)
+        return JournalLog(Outbox(path))  # puts appended to a journal file, folded into the outbox file
 
     def _spills(self, store: Store | None) -> bool:
         """Whether records wait on disk while the store is down: by default only for stores that can

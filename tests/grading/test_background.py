@@ -318,7 +318,7 @@ def test_a_job_the_outbox_refuses_is_graded_from_memory_and_counted(make_bg, mak
 
     judge = make_bg(store=store)
     agent = make_agent(judge)
-    first = agent.run("q")  # the outbox file and its WAL are open from here on
+    first = agent.run("q")  # the outbox file, its WAL and a journal file are open from here on
     assert judgehooks.drain(30)
     outbox = judge._shell.wiring.dispatcher.outbox
     wal = os.path.realpath(f"{outbox.path}-wal")
@@ -326,13 +326,24 @@ def test_a_job_the_outbox_refuses_is_graded_from_memory_and_counted(make_bg, mak
     saved = os.dup(fd)
     full = os.open("/dev/full", os.O_WRONLY)  # the disk is full: the kernel's ENOSPC on every write
     os.dup2(full, fd)
+    with outbox._lock:  # the journal's file too, and no new one can be made when the upkeep closes it
+        if outbox._fd is None:
+            outbox._ready()
+        os.dup2(full, outbox._fd)
     os.close(full)
+    blocked = [outbox._name(outbox._seq + n) for n in range(1, 400)]
+    for path in blocked:
+        os.mkdir(path)
     with capture_logs() as logs:
         second = agent.run("q [[fail]]")
         third = agent.run("q")
         assert judgehooks.drain(30)
         os.dup2(saved, fd)  # the disk has room again
         os.close(saved)
+        for path in blocked:
+            os.rmdir(path)
+        with outbox._lock:
+            outbox._seal()
         fourth = agent.run("q")
         assert judgehooks.drain(30)
     assert {r.run_id: r.status for r in store.records} == {first.run_id: "passed", second.run_id: "failed",

@@ -47,6 +47,7 @@ import judgehooks
 from judgehooks import AgentAsJudgeEval, Contains, Group, Rubric, SessionJudge, SQLiteStore
 from judgehooks._base.context import context_to_dict
 from judgehooks._grading.admission import CONTROLS, PATHS
+from judgehooks._grading.journal import JournalLog
 from judgehooks._grading.outbox import Job, Outbox
 from judgehooks._grading.ratelimit import RateLimiter
 from judgehooks._grading.redis.broker import STREAM
@@ -220,25 +221,29 @@ def keep_turns(outbox: str) -> None:
 
 @contextlib.contextmanager
 def keeping_what_is_written(outbox: str | None, kept: list[tuple[Any, str]]) -> Iterator[None]:
-    """Keep a copy of every job the application's outbox is given (the real put still runs) and,
+    """Keep a copy of every job the application's job log (a journal) is given (the real put still runs) and,
     by a trigger in its file, of every session turn, so a test can put one back as a process that
     died before forgetting it would leave it."""
     if outbox is None:
         yield
         return
     keep_turns(outbox)
-    real = Outbox.put
+    reals = {log: log.put for log in (JournalLog, Outbox)}  # the journal's, and the outbox file's (resume)
 
-    def put(log: Outbox, job: Job, context: str | None = None, **kw: Any) -> None:
-        real(log, job, context, **kw)
-        if os.path.abspath(log.path) == os.path.abspath(outbox):
-            kept.append((job, context or json.dumps(job.context)))
+    def keeper(log_class: Any) -> Any:
+        def put(log: Any, job: Job, context: str | None = None, **kw: Any) -> None:
+            reals[log_class](log, job, context, **kw)
+            if os.path.abspath(log.path) == os.path.abspath(outbox):
+                kept.append((job, context or json.dumps(job.context)))
+        return put
 
-    Outbox.put = put  # type: ignore[method-assign]
+    for log_class in reals:
+        log_class.put = keeper(log_class)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Outbox.put = real  # type: ignore[method-assign]
+        for log_class, real in reals.items():
+            log_class.put = real  # type: ignore[method-assign]
 
 
 def put_back(outbox: str, evaluator: str, out: Any, kind: str, kept: list[tuple[Any, str]]) -> None:
@@ -250,8 +255,8 @@ def put_back(outbox: str, evaluator: str, out: Any, kind: str, kept: list[tuple[
                 "SELECT run_id, turn FROM kept_turns WHERE evaluator = ? AND session_id = ?",
                 (evaluator, out.session_id)).fetchall()
     else:
-        [(job, context)] = [(job, context) for job, context in kept
-                            if job.evaluator == evaluator and json.loads(context)["run_id"] == out.run_id]
+        job, context = [(job, context) for job, context in kept  # the journal's, again by its fallback put
+                        if job.evaluator == evaluator and json.loads(context)["run_id"] == out.run_id][-1]
         conn = connect(outbox)
         conn.execute("INSERT OR REPLACE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
                      (job.id, job.evaluator, job.spec, context, job.sample_rate, job.created_at, GONE))
