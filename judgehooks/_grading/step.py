@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import traceback
 from collections.abc import Awaitable, Callable, Collection, Coroutine
 from typing import Any, Literal
 
 from .._base.context import EvalContext
+from .._base.log import log
 from .._base.record import EvalRecord
 from .outbox import Job
 from .pipeline import Pipeline
@@ -75,8 +77,12 @@ class Clock:
             started.append(task)
         return started
 
-    def _ended(self, key: str, _task: asyncio.Task[Any]) -> None:
+    def _ended(self, key: str, task: asyncio.Task[Any]) -> None:
         self.running.pop(key, None)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:  # a bug (a judge's or a store's trouble ends as a record): said, not lost in the task
+            log.error("background_work_failed", key=key, error_type=type(error).__name__, error=str(error),
+                      exception="".join(traceback.format_exception(error)))
         self.wake()  # a slot is free
 
     def wake(self) -> None:
