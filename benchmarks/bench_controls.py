@@ -12,7 +12,11 @@ Tables, each row repeated (median and range of the repeats):
   2. the spend-cap check: admitting and charging one call, counted in this process and in Redis
      (a redis-server started here on 127.0.0.1, when one is installed);
   3. the hook: what `post_check` costs the agent's caller with background grading, with redaction
-     off and on (`redact=PII`), for a 2 KB and a 200 KB answer.
+     off and on (`redact=PII`), for a 2 KB and a 200 KB answer;
+  4. a streamed run's time to the first content token, over the loopback stub server (its own
+     process, the judge answering after `--judge-delay-ms`): agno's plain `run(stream=True)`,
+     `judgehooks.stream` without a gate, and `judgehooks.stream` with a gate (which holds the content
+     until the judge's verdict). `--only stream` runs this table alone.
 Not a test: no asserts.
 """
 
@@ -29,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import table  # noqa: E402
+from _common import stub_server, table  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -198,15 +202,55 @@ def hook(repeats: int, calls: int) -> None:
           f"repeat for 2 KB)", ["answer", "redaction", "ms median", "ms range"], rows)
 
 
+def first_token(repeats: int, runs: int, judge_delay_ms: float) -> None:
+    from agno.agent import Agent
+    from agno.models.openai.like import OpenAILike
+    from agno.run.agent import RunContentEvent
+
+    rows = []
+    with stub_server(judge_delay_ms=judge_delay_ms) as stub:
+        def agent(*hooks: object) -> Agent:
+            return Agent(model=OpenAILike(id="agent", base_url=stub.base_url, api_key="k"), post_hooks=list(hooks),
+                         telemetry=False)
+
+        gate = AgentAsJudgeEval(name="bench-stream-gate", criteria="c", model="openai/judge", api_base=stub.base_url,
+                                api_key="k", store=MemoryStore(), gate=True)
+        plain, gated = agent(), agent(gate)
+        ways: list[tuple[str, Callable[[str], Iterator[object]]]] = [
+            ("agno run(stream=True)", lambda q: plain.run(q, stream=True)),
+            ("judgehooks.stream, no gate", lambda q: judgehooks.stream(plain, q)),
+            ("judgehooks.stream, gate", lambda q: judgehooks.stream(gated, q)),
+        ]
+        for label, way in ways:
+            samples = []
+            for rep in range(repeats):
+                waits = []
+                for i in range(runs):
+                    start, first = time.perf_counter(), None
+                    for event in way(f"where is order {rep}-{i}"):  # to the end: the run completes as usual
+                        if first is None and isinstance(event, RunContentEvent) and event.content:
+                            first = (time.perf_counter() - start) * 1000
+                    if first is not None:
+                        waits.append(first)
+                samples.append(statistics.median(waits))
+            rows.append([label, *spread(samples)])
+    table(f"Streamed run: ms to the first content token ({runs} runs per repeat, judge delay {judge_delay_ms:g} ms)",
+          ["stream", "ms median", "ms range"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats and fewer calls")
+    parser.add_argument("--only", choices=("stream",), help="run one table only")
+    parser.add_argument("--judge-delay-ms", type=float, default=200.0, help="the stub judge's delay (table 4)")
     args = parser.parse_args()
     repeats = 3 if args.quick else 5
     print(f"# judgehooks production controls, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    redaction(repeats)
-    spend_check(repeats, 500 if args.quick else 2_000)
-    hook(repeats, 200 if args.quick else 1_000)
+    if args.only is None:
+        redaction(repeats)
+        spend_check(repeats, 500 if args.quick else 2_000)
+        hook(repeats, 200 if args.quick else 1_000)
+    first_token(repeats, 5 if args.quick else 20, args.judge_delay_ms)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._evaluators.templates import JudgeTemplate, add_judge, get_judge, list_judges
     from ._grading.sessions import aend_session, end_session
     from ._hooks.settings import HookSettings
+    from ._hooks.stream import astream, stream
     from ._judges.agno import AgnoJudge, BinaryJudgeResponse, NumericJudgeResponse
     from ._judges.base import BaseJudge, Judge, JudgeReply
     from ._judges.call import RetryPolicy
@@ -114,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._evaluators.templates": ("JudgeTemplate", "add_judge", "get_judge", "list_judges"),
     "._grading.sessions": ("aend_session", "end_session"),
     "._hooks.settings": ("HookSettings",),
+    "._hooks.stream": ("astream", "stream"),
     "._judges.agno": ("AgnoJudge", "BinaryJudgeResponse", "NumericJudgeResponse"),
     "._judges.base": ("BaseJudge", "Judge", "JudgeReply"),
     "._judges.call": ("RetryPolicy",),
@@ -224,6 +226,7 @@ __all__ = (
     "alabel",
     "align_judge",
     "aoptimize",
+    "astream",
     "calibrate",
     "consistency",
     "drain",
@@ -236,5 +239,6 @@ __all__ = (
     "optimize",
     "parse_verdict",
     "stats",
+    "stream",
 )
 

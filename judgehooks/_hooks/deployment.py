@@ -227,6 +227,11 @@ class Deployment:
     gate_on_skip: str = setting("block", _gate_choice(
         "the evaluation was skipped: a spend cap reached or a shed job"), changes="live")
     """A gate over a spend cap or with a shed job (a `skipped` record): as `gate_on_error`."""
+    gate_latency_s: float | None = setting(None, _optional(_number(minimum=0, allow_equal=False)), changes="live")
+    """Seconds a gate waits for the verdict on a run; past them the grading is cancelled, a `skipped`
+    record (reason "gate_latency") is stored, and `gate_on_timeout` decides. None: no limit."""
+    gate_on_timeout: str = setting("block", _gate_choice("it has no verdict within gate_latency_s"), changes="live")
+    """A gate with no verdict within `gate_latency_s`: "block" shows the fallback, "allow" the answer."""
     print_summary: bool = setting(False, changes="live")
     """Print agno's summary table after each run graded inline, and for offline batches."""
     print_results: bool = setting(False, changes="live")
@@ -306,6 +311,8 @@ class OwnKeywords(TypedDict, total=False):
     repair: int
     gate_on_error: str
     gate_on_skip: str
+    gate_latency_s: float | None
+    gate_on_timeout: str
     redact: Callable[[str], str] | None
     max_cost_usd: float | None
     max_calls: int | None

@@ -26,6 +26,11 @@ the job. If it passed the gate, anyone who can flood requests could use up `max_
 later answer delivered unchecked for the rest of the window. So ``gate_on_skip="block"`` (the
 default) treats it like an error; ``"allow"`` delivers the answer. `Gate.decide` is the one verdict
 policy: the original verdict and every repair attempt's go through it.
+
+A latency budget (``gate_latency_s``): a gate that has no verdict on the run by then stops waiting.
+The grading is cancelled before anything is stored, and the one record stored is a `skipped` one
+whose reason is "gate_latency" and whose details say the gate decided by its policy
+(``gate_on_timeout``, "block" by default), not by a verdict. Repair attempts have no budget.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from .._runtime import runtime
 DEFAULT_FALLBACK = "Sorry, I can't give a reliable answer to that right now. Please try again or rephrase."
 GATE_ON_ERROR = ("block", "allow")
 Decision = Literal["pass", "fail", "block"]
+#: a skipped record's reason when the gate's latency budget ran out
+GATE_LATENCY = "gate_latency"
 
 REPAIR_PROMPT = ("{input}\n\nA reviewer rejected the previous answer to this request, for this reason: {reason}\n"
                  "Answer the request again, fixing that.")
@@ -66,10 +73,13 @@ class Gate:
     repair: int = 0
     on_error: str = "block"
     on_skip: str = "block"
+    latency_s: float | None = None
+    on_timeout: str = "block"
 
     @classmethod
     def configure(cls, *, gate: bool, fallback: str, repair: int, run_in_background: bool,
-                  on_error: str = "block", on_skip: str = "block") -> Gate | None:
+                  on_error: str = "block", on_skip: str = "block", latency_s: float | None = None,
+                  on_timeout: str = "block") -> Gate | None:
         """The gate of settings each checked already (`HookSettings`); None when neither gate nor
         repair is asked for. A gate needs the verdict before the run returns: inline grading only."""
         if not gate and repair == 0:
@@ -77,7 +87,8 @@ class Gate:
         if run_in_background:
             raise ValueError("gate=True and repair=N need the verdict before the run returns, so they work inline "
                              "only: use them with run_in_background=False")
-        return cls(fallback=fallback, repair=repair, on_error=on_error, on_skip=on_skip)
+        return cls(fallback=fallback, repair=repair, on_error=on_error, on_skip=on_skip, latency_s=latency_s,
+                   on_timeout=on_timeout)
 
     def stands_aside(self, owner: Any) -> bool:
         """True inside this gate's own re-run of `owner`: the repair loop grades that run itself."""
@@ -89,6 +100,8 @@ class Gate:
         or a `skipped` one: a spend cap reached, a shed job) blocks unless its setting says "allow"."""
         if record is None or record.status == "error":
             return "pass" if self.on_error == "allow" else "block"
+        if record.status == "skipped" and record.reason == GATE_LATENCY:
+            return "pass" if self.on_timeout == "allow" else "block"
         if record.status == "skipped":
             return "pass" if self.on_skip == "allow" else "block"
         return "fail" if record.status == "failed" else "pass"

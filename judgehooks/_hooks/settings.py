@@ -73,7 +73,8 @@ class HookSettings(Deployment):
                              "grading: set run_in_background=True as well")
         self.gate_config = Gate.configure(gate=self.gate, fallback=self.fallback, repair=self.repair,
                                           run_in_background=self.run_in_background, on_error=self.gate_on_error,
-                                          on_skip=self.gate_on_skip)
+                                          on_skip=self.gate_on_skip, latency_s=self.gate_latency_s,
+                                          on_timeout=self.gate_on_timeout)
         self._sealed = True
 
     def __repr__(self) -> str:

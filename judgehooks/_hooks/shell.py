@@ -29,16 +29,18 @@ from typing import Any
 from .._base.callbacks import wrap_callback
 from .._base.caller import as_sync_caller
 from .._base.context import EvalContext
+from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.result import AgentAsJudgeResult
 from .._grading import tracing
 from .._grading.counters import Counters
-from .._grading.pipeline import CALLBACKS, Graded
+from .._grading.pipeline import CALLBACKS, Graded, make_skipped
 from .._runtime import runtime
 from ..exceptions import StoreError
 from . import offline, scoring
 from .agno_compat import ensure_dual_hooks, fold_judge_usage
 from .deployment import SETTINGS, job_spec
+from .gate import GATE_LATENCY
 from .redaction import redact_context
 from .sampling import Sampler
 from .settings import HookSettings, Wiring
@@ -167,7 +169,8 @@ class HookShell:
             return
         with tracing.holding(span):  # inline: the events go on the run's own span
             grade = as_sync_caller(self.grade_quietly)  # an evaluator agent is asked with its sync `run`, as agno does
-            record = runtime.call(grade, ctx, rate)
+            latency = None if self.gate is None else self.gate.latency_s
+            record = runtime.call(grade, ctx, rate, latency)
             fold_judge_usage(record, getattr(run_output, "metrics", None))
             self._print(record)
             if self.gate is not None:
@@ -185,7 +188,8 @@ class HookShell:
             await wiring.dispatcher.asubmit(ctx, rate)
             return
         with tracing.holding(span):  # inline: the events go on the run's own span
-            record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate))
+            latency = None if self.gate is None else self.gate.latency_s
+            record = await runtime.wait(runtime.submit(self.grade_quietly, ctx, rate, latency))
             fold_judge_usage(record, getattr(run_output, "metrics", None))
             self._print(record)
             if self.gate is not None:
@@ -219,12 +223,20 @@ class HookShell:
         record = await runtime.wait(runtime.submit(self.grade_quietly, scoring.with_expected(ctx, expected)))
         return scoring.score_of(record, self.evaluator.scale)
 
-    async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord | None:
+    async def grade_quietly(self, ctx: EvalContext, sample_rate: float = 1.0,
+                            latency_s: float | None = None) -> EvalRecord | None:
+        """Grade and deliver one run; with a gate's `latency_s`, the record `in_time` gives."""
         with self._count_lock:
             self._counters.submitted += 1
         record: EvalRecord | None
+        pipeline = self.wiring.pipeline
         try:
-            record = await self.wiring.pipeline.evaluate(ctx, sample_rate)
+            if latency_s is None:
+                record = await pipeline.evaluate(ctx, sample_rate)
+            else:
+                record = await self._in_time(ctx, sample_rate, latency_s)
+                if (error := await pipeline.deliver([record])) is not None:
+                    raise error
         except StoreError as exc:
             # Already logged with the full record by the store writer; a gate still needs the verdict.
             record = exc.records[0] if exc.records else None
@@ -233,6 +245,25 @@ class HookShell:
         with self._count_lock:
             self._counters.finished(record)
         return record
+
+    async def _in_time(self, ctx: EvalContext, sample_rate: float, latency_s: float) -> EvalRecord:
+        """The verdict if it comes within `latency_s`; else the grading is cancelled (nothing of it
+        is stored yet: `Pipeline.grade` only grades) and the record is a `skipped` one saying the
+        gate decided by its `gate_on_timeout` policy, not by a verdict."""
+        pipeline = self.wiring.pipeline
+        task = asyncio.ensure_future(pipeline.grade(ctx, sample_rate))
+        done, _ = await asyncio.wait({task}, timeout=latency_s)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task})  # let it unwind (a spend-cap ticket given back)
+        if not task.cancelled():
+            return task.result()  # it finished, even if only as the budget ran out
+        assert self.gate is not None
+        log.warning("gate_timed_out", evaluator=self.evaluator.evaluator_name, run_id=ctx.run_id,
+                    latency_s=latency_s, decision=self.gate.on_timeout)
+        return make_skipped(ctx, self.evaluator, GATE_LATENCY, sample_rate,
+                            {"decided_by": "policy", "gate_on_timeout": self.gate.on_timeout,
+                             "gate_latency_s": latency_s})
 
     # ---- offline grading --------------------------------------------------------------------
 

@@ -28,7 +28,8 @@ def test_every_setting_is_one_field_with_its_docstring_and_a_known_change_rule()
 
 def test_each_setting_is_checked_by_its_own_check_naming_it():
     bad = {"max_calls": 0, "per": "week", "overload": "sometimes", "sample_rate": 2, "repair": -1,
-           "gate_on_skip": "maybe", "budget": " ", "redact": "PII", "on_drop": "page me", "fallback": ""}
+           "gate_on_skip": "maybe", "budget": " ", "redact": "PII", "on_drop": "page me", "fallback": "",
+           "gate_latency_s": float("nan"), "gate_on_timeout": "open"}
     for name, value in bad.items():
         with pytest.raises((ValueError, TypeError), match=name):
             HookSettings(**{name: value})

@@ -66,9 +66,10 @@ def test_public_names_are_pinned():
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "VerdictCut", "WebhookNotifier", "WindowedAlert", "__version__",
         "aalign_judge", "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "align_judge",
-        "aoptimize", "calibrate",
+        "aoptimize", "astream", "calibrate",
         "consistency", "drain", "end_session",
         "evaluator", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict", "stats",
+        "stream",
     )
     for name in judgehooks.__all__:
         assert hasattr(judgehooks, name), name

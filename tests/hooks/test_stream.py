@@ -1,0 +1,106 @@
+"""judgehooks.stream / astream: a streamed answer held until the gate passes, on real agno agents and
+teams over the loopback model server. Each test collects every event a client would see."""
+
+from __future__ import annotations
+
+import pytest
+from agno.agent import Agent
+from agno.run.agent import RunCompletedEvent, RunContentEvent, RunErrorEvent, RunOutput
+from agno.run.team import RunCompletedEvent as TeamRunCompletedEvent
+from agno.run.team import RunContentEvent as TeamRunContentEvent
+from conftest import model
+
+import judgehooks
+
+FALLBACK = "Sorry, a reviewer stopped this answer."
+CONTENT = (RunContentEvent, TeamRunContentEvent)
+COMPLETED = (RunCompletedEvent, TeamRunCompletedEvent)
+
+
+def seen(events) -> str:
+    """Everything a client could read in the events, as one string."""
+    return "\n".join(repr(e) for e in events)
+
+
+def text(events) -> str:
+    return "".join(e.content for e in events if isinstance(e, CONTENT) and isinstance(e.content, str))
+
+
+@pytest.mark.parametrize("events_on", [True, False])
+def test_a_failing_gate_never_lets_the_blocked_text_out(make_judge, make_agent, store, events_on):
+    agent = make_agent(make_judge(gate=True, fallback=FALLBACK))
+    events = list(judgehooks.stream(agent, "stream me [[fail]]", stream_events=events_on))
+    assert "ECHO" not in seen(events)  # agno's plain stream shows "ECHO: stream me [[fail]]" before the verdict
+    assert text(events) == FALLBACK
+    assert isinstance(events[-1], RunCompletedEvent) and events[-1].content == FALLBACK
+    assert isinstance(events[-2], RunContentEvent) and events[-2].run_id == events[-1].run_id
+    assert not any(isinstance(e, RunErrorEvent) for e in events)
+    assert [r.status for r in store.records] == ["failed"]  # graded once: agno's own post-hook call
+
+
+def test_a_passing_gate_releases_the_text_complete_and_in_order(make_judge, make_agent, store):
+    agent = make_agent(make_judge(gate=True, fallback=FALLBACK))
+    events = list(judgehooks.stream(agent, "where is my order", stream_events=True))
+    pieces = [e.content for e in events if isinstance(e, RunContentEvent)]
+    assert len(pieces) > 1 and "".join(pieces) == "ECHO: where is my order"
+    assert isinstance(events[-1], RunCompletedEvent) and events[-1].content == "ECHO: where is my order"
+    assert not any(isinstance(e, RunOutput) for e in events)  # agno's run output only when asked for
+    assert [r.status for r in store.records] == ["passed"]
+
+
+def test_without_a_gate_nothing_is_held_and_the_events_are_agnos(make_judge, make_agent, store):
+    agent = make_agent(make_judge())
+    plain = [type(e) for e in agent.run("hello there", stream=True, stream_events=True)]
+    ours = [type(e) for e in judgehooks.stream(agent, "hello there", stream_events=True)]
+    assert ours == plain
+    assert [r.status for r in store.records] == ["passed", "passed"]
+
+
+def test_a_team_gate_blocks_the_streamed_answer(make_judge, make_team, store):
+    team = make_team(make_judge(gate=True, fallback=FALLBACK))
+    events = list(judgehooks.stream(team, "stream me [[fail]]", stream_events=True, yield_run_output=False))
+    assert "ECHO" not in seen(events)
+    assert text(events) == FALLBACK and isinstance(events[-1], TeamRunCompletedEvent)
+    assert [r.status for r in store.records] == ["failed"]
+
+
+@pytest.mark.anyio
+async def test_astream_on_a_team_passes_and_blocks(make_judge, make_team, store):
+    team = make_team(make_judge(gate=True, fallback=FALLBACK))
+    passed = [e async for e in judgehooks.astream(team, "where is my order", stream_events=True)]
+    assert text(passed) == "ECHO: where is my order" and isinstance(passed[-1], TeamRunCompletedEvent)
+    blocked = [e async for e in judgehooks.astream(team, "stream me [[fail]]", stream_events=True)]
+    assert "ECHO" not in seen(blocked) and text(blocked) == FALLBACK
+    assert [r.status for r in store.records] == ["passed", "failed"]
+
+
+def test_a_repaired_stream_shows_only_the_repaired_answer(make_judge, make_agent, store):
+    agent = make_agent(make_judge(repair=1, fallback=FALLBACK))
+    events = list(judgehooks.stream(agent, "stream [[fail_first=1]]", stream_events=True))
+    shown = text(events)
+    assert "rejected the previous answer" in shown and shown == events[-1].content
+    assert [r.status for r in store.records] == ["failed", "passed"]
+
+
+def test_a_member_gate_in_a_team_stream_drops_the_members_text(make_judge, server, store):
+    member = Agent(model=model(server), name="member", telemetry=False,
+                   post_hooks=[make_judge(gate=True, fallback=FALLBACK)])
+    from agno.team import Team
+
+    team = Team(members=[member], model=model(server), telemetry=False)
+    ask = "[[fail]] [[tool=delegate_task_to_member]] [[arg_member_id=member]]"
+    plain = list(team.run(ask, stream=True, stream_events=True, stream_member_events=True))
+    assert [e for e in plain if isinstance(e, RunContentEvent) and e.content]  # agno shows the member's text
+    events = list(judgehooks.stream(team, ask, stream_events=True, stream_member_events=True))
+    assert not [e for e in events if isinstance(e, RunContentEvent) and e.content]  # ours: never
+    assert [r.status for r in store.records] == ["failed", "failed"]
+
+
+def test_hold_all_holds_the_other_events_too_and_stream_false_is_refused(make_judge, make_agent, store):
+    agent = make_agent(make_judge(gate=True, fallback=FALLBACK))
+    events = list(judgehooks.stream(agent, "where is my order", stream_events=True, hold="all"))
+    assert text(events) == "ECHO: where is my order" and isinstance(events[-1], RunCompletedEvent)
+    with pytest.raises(ValueError, match="stream=True"):
+        next(judgehooks.stream(agent, "q", stream=False))
+    with pytest.raises(ValueError, match="hold must be"):
+        next(judgehooks.stream(agent, "q", hold="none"))  # type: ignore[arg-type]
