@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Collection
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -19,8 +20,9 @@ from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
 from .._base.when import parse_when
 from ..stores._base import RecordFilter, Store
-from ..stores._browse import Browse, Bucket, Tally, for_page, page, pass_rates, tallies
+from ..stores._browse import SORTS, Browse, Bucket, Sort, Tally, for_page, page, pass_rates, tallies
 from ..stores._human import FAIL_KEY, PASS_KEY, SKIP_KEY, alabel
+from ..stores._search import SearchError
 from .chart import chart
 from .guard import CSRF_FIELD, csrf_token, read_form, set_csrf_cookie
 from .site import Site
@@ -39,15 +41,20 @@ SHOWN = 1000
 
 
 class BadRequest(Exception):
-    """A query string the page cannot use: shown to the person, status 400."""
+    """A query string the page cannot use: shown to the person, status 400, beside `field` (the
+    parameter's form field) when the page has one."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _text(request: Request, name: str, limit: int = 200) -> str | None:
     value = request.query_params.get(name, "").strip()
     if len(value) > limit:
-        raise BadRequest(f"{name} is longer than {limit} characters")
+        raise BadRequest(f"{name} is longer than {limit} characters", name)
     if "\x00" in value:  # no id holds one (PostgreSQL text cannot)
-        raise BadRequest(f"{name} holds a NUL character")
+        raise BadRequest(f"{name} holds a NUL character", name)
     return value or None
 
 
@@ -63,14 +70,34 @@ def _since(request: Request) -> Any:
     try:
         return parse_when(value)
     except ValueError as exc:
-        raise BadRequest(f"since: {exc}") from None
+        raise BadRequest(f"since: {exc}", "since") from None
 
 
 def _page_number(request: Request) -> int:
     value = request.query_params.get("page", "1")
     if not _WHOLE.fullmatch(value) or not 1 <= int(value) <= MAX_PAGE:
-        raise BadRequest(f"page must be a whole number from 1 to {MAX_PAGE}, got {value[:20]!r}")
+        raise BadRequest(f"page must be a whole number from 1 to {MAX_PAGE}, got {value[:20]!r}", "page")
     return int(value)
+
+
+def _choice(request: Request, name: str, allowed: Collection[str]) -> str | None:
+    value = _text(request, name)
+    if value is not None and value not in allowed:
+        raise BadRequest(f"{name} must be one of {', '.join(allowed)}, got {value[:40]!r}", name)
+    return value
+
+
+def _meta(request: Request) -> tuple[tuple[str, str], ...]:
+    """The metadata filter, ``key=value``: records whose metadata holds that key with that value."""
+    value = _text(request, "meta", 500)
+    if value is None:
+        return ()
+    key, sep, wanted = value.partition("=")
+    key = key.strip()
+    if not sep or not key or '"' in key or "\\" in key:
+        raise BadRequest(f"meta takes key=value (e.g. plan=pro), a key without '\"' or '\\\\', got {value[:60]!r}",
+                         "meta")
+    return ((key, wanted.strip()),)
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -110,9 +137,10 @@ class Pages:
             agent, evaluator, since = _text(request, "agent"), _text(request, "evaluator"), _since(request)
             asked = request.query_params.get("bucket", "auto")
             if asked not in ("auto", "hour", "day"):
-                raise BadRequest("bucket must be auto, hour or day")
+                raise BadRequest("bucket must be auto, hour or day", "bucket")
         except BadRequest as exc:
-            return self.site.render(request, "overview.html", 400, bad=str(exc), rows=[], charts=[], bucket="auto",
+            return self.site.render(request, "overview.html", 400, bad=str(exc), bad_field=exc.field, rows=[],
+                                    charts=[], bucket="auto",
                                     filters=_typed(request, "agent", "evaluator", "since"))
         browse = Browse(RecordFilter(agent_id=agent, evaluator=evaluator, since=since))
         store = await for_page(self.site.store)
@@ -144,22 +172,39 @@ class Pages:
     # ---- records ----------------------------------------------------------------------------
 
     async def records(self, request: Request) -> Response:
+        fields = ("q", "status", "agent", "user", "evaluator", "version", "session", "meta", "since", "sort",
+                  "order")
         try:
             status = _text(request, "status")
             if status is not None and status not in STATUSES:
-                raise BadRequest(f"status must be one of {', '.join(STATUSES)}")
-            filters = {name: _text(request, name) for name in ("agent", "evaluator", "version", "session")}
+                raise BadRequest(f"status must be one of {', '.join(STATUSES)}", "status")
+            filters = {name: _text(request, name) for name in ("agent", "user", "evaluator", "version", "session")}
+            text, meta = _text(request, "q", 500), _meta(request)
+            sort, order = _choice(request, "sort", SORTS), _choice(request, "order", ("desc", "asc"))
             since, number = _since(request), _page_number(request)
+            try:
+                browse = Browse(RecordFilter(agent_id=filters["agent"], evaluator=filters["evaluator"], status=status,
+                                             since=since), version=filters["version"],
+                                session_id=filters["session"], user_id=filters["user"], text=text,
+                                metadata=meta)
+            except SearchError as exc:
+                raise BadRequest(str(exc), "q") from None
         except BadRequest as exc:
-            return self.site.render(request, "records.html", 400, bad=str(exc), records=[], number=1, more=False,
-                                    statuses=STATUSES, filters=_typed(request, "status", "agent", "evaluator",
-                                                                      "version", "session", "since"))
-        browse = Browse(RecordFilter(agent_id=filters["agent"], evaluator=filters["evaluator"], status=status,
-                                     since=since), version=filters["version"], session_id=filters["session"])
-        found = await page(await for_page(self.site.store), browse, offset=(number - 1) * PAGE, limit=PAGE + 1)
+            return self.site.render(request, "records.html", 400, bad=str(exc), bad_field=exc.field, records=[],
+                                    number=1, more=False, statuses=STATUSES, sorts=SORTS,
+                                    filters=_typed(request, *fields))
+        try:
+            found = await page(await for_page(self.site.store), browse, offset=(number - 1) * PAGE, limit=PAGE + 1,
+                               sort=cast(Sort, sort or "time"), ascending=order == "asc")
+        except SearchError as exc:  # the index refused the words: said at the search field, not a 500
+            return self.site.render(request, "records.html", 400, bad=str(exc), bad_field="q", records=[],
+                                    number=1, more=False, statuses=STATUSES, sorts=SORTS,
+                                    filters=_typed(request, *fields))
+        typed = {"q": text, "meta": request.query_params.get("meta", "").strip() or None, "sort": sort,
+                 "order": order, "since": request.query_params.get("since", "")}
         return self.site.render(request, "records.html", records=found[:PAGE], number=number,
-                                more=len(found) > PAGE, statuses=STATUSES,
-                                filters={**filters, "status": status, "since": request.query_params.get("since", "")})
+                                more=len(found) > PAGE, statuses=STATUSES, sorts=SORTS,
+                                filters={**filters, "status": status, **typed})
 
     async def record(self, request: Request) -> Response:
         record_id = request.path_params["record_id"]
@@ -183,7 +228,8 @@ class Pages:
         try:
             number, since = _page_number(request), _since(request)
         except BadRequest as exc:
-            return self.site.render(request, "sessions.html", 400, bad=str(exc), records=[], number=1, more=False,
+            return self.site.render(request, "sessions.html", 400, bad=str(exc), bad_field=exc.field, records=[],
+                                    number=1, more=False,
                                     filters=_typed(request, "since"))
         found = await page(await for_page(self.site.store), Browse(RecordFilter(since=since), scope="session"),
                            offset=(number - 1) * PAGE, limit=PAGE + 1)
@@ -206,7 +252,8 @@ class Pages:
         try:
             wanted = _text(request, "evaluator")
         except BadRequest as exc:
-            return self.site.render(request, "calibration.html", 400, bad=str(exc), results=[], problem=None,
+            return self.site.render(request, "calibration.html", 400, bad=str(exc), bad_field=exc.field, results=[],
+                                    problem=None,
                                     filters=_typed(request, "evaluator"))
         results, problem = [], None
         try:  # one count, the labels and the records they label: never every record once per version

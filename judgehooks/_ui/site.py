@@ -36,6 +36,7 @@ class Site:
             return self.render_link(request, path, **params)
 
         context.setdefault("bad", None)  # a query value the page could not use: said above its form
+        context.setdefault("bad_field", None)  # and beside the form field it came from
         html = self.templates.get_template(name).render(
             request=request, base=_base(request), link=link, read_only=self.read_only, trace_link=self.trace_link,
             page=name.removesuffix(".html"), **context)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
+import sqlite3
+import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +25,15 @@ from ._base import BaseStore, RecordFilter, Store, iter_records
 from ._jsonl import JsonlStore
 from ._postgres import PostgresStore
 from ._postgres import _record as pg_record
+from ._search import (
+    SearchError,
+    postgres_condition,
+    postgres_index_sql,
+    search_words,
+    sqlite_catch_up,
+    sqlite_condition,
+)
+from ._search import matches as text_matches
 from ._sqlite import TABLE, SQLiteStore, _ts
 from ._sqlite import _record as sqlite_record
 
@@ -29,6 +41,31 @@ Bucket = Literal["hour", "day"]
 #: how a bucket is cut from the ISO time text, in both SQL dialects: its first characters
 _CUT = {"hour": 13, "day": 10}
 _PG_FORMAT = {"hour": 'YYYY-MM-DD"T"HH24', "day": "YYYY-MM-DD"}
+#: what a page of records may be sorted by, and the column each names
+SORTS = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd"}
+Sort = Literal["time", "score", "latency", "cost"]
+
+
+def meta_text(value: Any) -> str | None:
+    """A metadata value as a filter compares it: text as it is, a number or true/false as JSON
+    writes it; a list, an object or null matches no filter."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return None
+
+
+def _meta_sql(mark: str, key: str) -> tuple[str, list[Any]]:
+    """SQL for "metadata[key], as `meta_text` writes it", bound as parameters (the key never is SQL)."""
+    if mark == "%s":
+        return "metadata ->> %s", [key]
+    path = f'$."{key}"'  # a key holds no '"' or backslash (the page refuses them)
+    return ("CASE json_type(metadata, ?) WHEN 'text' THEN json_extract(metadata, ?) WHEN 'true' THEN 'true' "
+            "WHEN 'false' THEN 'false' WHEN 'integer' THEN CAST(json_extract(metadata, ?) AS TEXT) "
+            "WHEN 'real' THEN CAST(json_extract(metadata, ?) AS TEXT) END", [path] * 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +80,24 @@ class Browse:
     scope: str | None = None
     judged: bool = False
     borderline: float | None = None
+    user_id: str | None = None
+    #: (key, value) pairs the record's metadata must hold (values compared as `meta_text` writes them)
+    metadata: tuple[tuple[str, str], ...] = ()
+    #: words every record must hold in its input, output or reason (`stores._search`)
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.text is not None:
+            search_words(self.text)  # SearchError now, not in the middle of a query
+        for key, _ in self.metadata:
+            if not key or '"' in key or "\\" in key:
+                raise ValueError(f"a metadata key is non-empty and holds no '\"' or '\\\\', got {key[:40]!r}")
 
     def matches(self, record: EvalRecord) -> bool:
         return (self.where.matches(record)
+                and (self.user_id is None or record.user_id == self.user_id)
+                and all(meta_text(record.metadata.get(k)) == v for k, v in self.metadata)
+                and (self.text is None or text_matches(record, search_words(self.text)))
                 and (self.version is None or record.evaluator_version == self.version)
                 and (self.session_id is None or record.session_id == self.session_id)
                 and (self.scope is None or record.scope == self.scope)
@@ -58,7 +110,7 @@ class Browse:
         condition, args = self.where.sql(mark, ts)
         where = [condition] if condition else []
         for column, value in (("evaluator_version", self.version), ("session_id", self.session_id),
-                              ("scope", self.scope)):
+                              ("scope", self.scope), ("user_id", self.user_id)):
             if value is not None:
                 where.append(f"{column} = {mark}")
                 args.append(value)
@@ -68,6 +120,15 @@ class Browse:
             where.append(f"mode = 'numeric' AND score IS NOT NULL AND threshold IS NOT NULL "
                          f"AND ABS(score - threshold) <= {mark}")
             args.append(self.borderline)
+        for key, value in self.metadata:
+            expression, bound = _meta_sql(mark, key)
+            where.append(f"{expression} = {mark}")
+            args += [*bound, value]
+        if self.text is not None:
+            condition, bound = (postgres_condition(self.text) if mark == "%s"
+                                else sqlite_condition(search_words(self.text)))
+            where.append(condition)
+            args += bound
         return " AND ".join(where), args
 
     def replace(self, **changes: Any) -> Browse:
@@ -150,16 +211,39 @@ async def for_page(store: Store) -> Store:
     return store
 
 
-async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50) -> list[EvalRecord]:
-    """`limit` records `browse` matches after the first `offset`, newest first."""
+async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50, sort: Sort = "time",
+               ascending: bool = False) -> list[EvalRecord]:
+    """`limit` records `browse` matches after the first `offset`, newest first, or by `sort`
+    (`SORTS`): highest first unless `ascending`, records without the value last, ties newest first."""
+    if sort not in SORTS:
+        raise ValueError(f"sort is one of {', '.join(SORTS)}, got {sort!r:.40}")
     sql = _sql(store)
     if sql is not None:
         run, mark, ts, table, from_row = sql
+        if browse.text is not None:
+            await _index_text(store)
         condition, args = browse.sql(mark, ts)
+        tie = "rowid" if mark == "?" else "id"  # SQLite: the created_at index holds rowid
+        way = "ASC" if ascending else "DESC"
+        order = (f"created_at {way}, {tie} {way}" if sort == "time" else
+                 f"{SORTS[sort]} IS NULL, {SORTS[sort]} {way}, created_at DESC, {tie} DESC")
         query = (f"SELECT {', '.join(FIELDS)} FROM {table}" + (f" WHERE {condition}" if condition else "")
-                 + f" ORDER BY created_at DESC, {'rowid' if mark == '?' else 'id'} DESC"
-                 f" LIMIT {int(limit)} OFFSET {int(offset)}")  # SQLite: the created_at index holds rowid
-        return [from_row(row) for row in await run(query, args)]
+                 + f" ORDER BY {order} LIMIT {int(limit)} OFFSET {int(offset)}")
+        try:
+            rows = await run(query, args)
+        except sqlite3.OperationalError as exc:  # FTS5 refusing a search is the search's fault, said as such
+            if browse.text is None or "fts5" not in str(exc):
+                raise
+            raise SearchError(f"q could not be searched: {exc}") from None
+        return [from_row(row) for row in rows]
+    if sort != "time" or ascending:  # every match, then ordered: stores without SQL are small
+        everything = [r async for r in _records(store, browse)]
+        if sort == "time":
+            return everything[::-1][offset:offset + limit]
+        column = SORTS[sort]
+        valued = sorted((r for r in everything if getattr(r, column) is not None), key=lambda r: getattr(r, column),
+                        reverse=not ascending)  # a stable sort: ties stay newest first
+        return [*valued, *(r for r in everything if getattr(r, column) is None)][offset:offset + limit]
     found: list[EvalRecord] = []
     async for record in iter_records(store, **browse.where.keywords()):
         if browse.matches(record):
@@ -191,6 +275,8 @@ async def tallies(store: Store, browse: Browse) -> list[Tally]:
             t.names = (agent[1] if agent else None, team[1] if team else None)
         return list(groups.values())
     run, mark, ts, table, _ = sql
+    if browse.text is not None:
+        await _index_text(store)
     condition, args = browse.sql(mark, ts)
     where = f"WHERE {condition + ' AND ' if condition else ''}rejudge_of IS NULL"
     query = (f"SELECT {', '.join(GROUPS)}, {_COUNTS}, SUM(latency_ms), COUNT(latency_ms), SUM(cost_usd), "
@@ -228,6 +314,8 @@ async def pass_rates(store: Store, browse: Browse, bucket: Bucket) -> list[tuple
         rows: Sequence[Sequence[Any]] = [(*key, n, ok) for key, (n, ok) in counts.items()]
     else:
         run, mark, ts, table, _ = sql
+        if browse.text is not None:
+            await _index_text(store)
         condition, args = browse.sql(mark, ts)
         cut = (f"to_char(created_at AT TIME ZONE 'UTC', '{_PG_FORMAT[bucket]}')" if mark == "%s"
                else f"substr(created_at, 1, {_CUT[bucket]})")
@@ -243,6 +331,25 @@ async def _records(store: Store, browse: Browse) -> Any:
     async for record in iter_records(store, **browse.where.keywords()):
         if browse.matches(record):
             yield record
+
+
+async def _index_text(store: Store) -> None:
+    """Bring the store's text index up to date before a search: SQLite's FTS5 table takes the
+    records written since the last search; PostgreSQL's index is built on the first search."""
+    if isinstance(store, SQLiteStore):
+        await anyio.to_thread.run_sync(store._locked, lambda conn: sqlite_catch_up(conn, TABLE))
+    elif isinstance(store, PostgresStore) and store not in _TEXT_INDEXED:
+        async def build() -> None:
+            pool = await store._pool()
+            async with pool.connection() as conn:  # autocommit: CONCURRENTLY runs outside a transaction
+                await conn.execute(postgres_index_sql(store.table))
+
+        await runtime.on_loop(build)
+        _TEXT_INDEXED.add(store)
+
+
+#: the PostgreSQL stores whose text index this process has seen built
+_TEXT_INDEXED: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
 
 
 def _moment(value: Any) -> datetime | None:

@@ -22,7 +22,9 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
     """48 hourly runs of agent `support`, each graded by `helpful` (version v1, then v2 for the last
     16 hours: its pass rate rises) and by `polite` (numeric, some borderline); a session record over
-    three turns; and one failed record whose every text field is markup and script."""
+    three turns; and one failed record whose every text field is markup and script. The helpful
+    records belong to users u0-u2 with a plan and a tier in their metadata, and one of them,
+    helpful-13, is the only record that says "Zanzibar" (in its reason)."""
     records = []
     for hour in range(48):
         at = now - timedelta(hours=48 - hour)
@@ -32,9 +34,11 @@ def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
         records.append(EvalRecord(
             id=f"helpful-{hour:02d}", created_at=at, status="passed" if passed else "failed",
             evaluator="helpful", evaluator_version=version, mode="binary", passed=passed,
-            reason=f"reason {hour}", agent_id="support", agent_name="Support", run_id=run,
-            session_id=f"sess-{hour // 3}", input=f"question {hour}", output=f"answer {hour}",
-            latency_ms=100.0 + hour, cost_usd=0.001, trace_id=f"{hour:032x}"))
+            reason=f"reason {hour}" + (", shipped to Zanzibar" if hour == 13 else ""), agent_id="support",
+            agent_name="Support", run_id=run, session_id=f"sess-{hour // 3}", input=f"question {hour}",
+            output=f"answer {hour}", latency_ms=100.0 + (hour * 7) % 48, cost_usd=0.001 * (1 + hour % 5),
+            trace_id=f"{hour:032x}", user_id=f"u{hour % 3}",
+            metadata={"plan": "pro" if hour % 2 else "free", "tier": hour % 3, "beta": hour % 4 == 0}))
         score = 5 + hour % 5  # 5..9 against threshold 7: 6, 7 and 8 are borderline
         records.append(EvalRecord(
             id=f"polite-{hour:02d}", created_at=at + timedelta(seconds=1),

@@ -11,7 +11,8 @@ from _ui_fixtures import NOW, seeded_records
 
 from judgehooks import MemoryStore, PostgresStore, RecordFilter, SQLiteStore
 from judgehooks._runtime import runtime
-from judgehooks.stores._browse import Browse, page, pass_rates, tallies
+from judgehooks.stores._browse import SORTS, Browse, page, pass_rates, tallies
+from judgehooks.stores._search import FTS, SearchError
 
 BROWSES = [
     Browse(),
@@ -22,6 +23,12 @@ BROWSES = [
     Browse(scope="session"),
     Browse(judged=True, borderline=1.0),
     Browse(RecordFilter(evaluator="nobody")),
+    Browse(text="zanzibar"),
+    Browse(text="Answer, 7!"),
+    Browse(text="question answer", user_id="u1"),
+    Browse(metadata=(("plan", "pro"),)),
+    Browse(metadata=(("tier", "2"), ("beta", "false"))),
+    Browse(RecordFilter(status="passed"), user_id="u0", metadata=(("beta", "true"),)),
 ]
 
 
@@ -69,3 +76,49 @@ def test_a_sql_page_is_the_one_pass_page(sql_store, memory_store, browse):
         theirs = [r.id for r in runtime.call(functools.partial(page, memory_store, browse, offset=offset,
                                                                limit=limit))]
         assert ours == theirs, (offset, limit)
+
+
+@pytest.mark.parametrize("ascending", [False, True])
+@pytest.mark.parametrize("sort", list(SORTS))
+def test_a_sorted_sql_page_is_the_one_pass_page_in_order(sql_store, memory_store, sort, ascending):
+    for browse in (Browse(), Browse(RecordFilter(status="failed"))):
+        ours = runtime.call(functools.partial(page, sql_store, browse, limit=200, sort=sort, ascending=ascending))
+        theirs = runtime.call(functools.partial(page, memory_store, browse, limit=200, sort=sort,
+                                                ascending=ascending))
+        assert [r.id for r in ours] == [r.id for r in theirs]
+        column = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd"}[sort]
+        values = [getattr(r, column) for r in ours]
+        valued = [v for v in values if v is not None]
+        assert valued == sorted(valued, reverse=not ascending)
+        assert browse != Browse() or len(set(valued)) > 3
+        assert values == valued + [None] * (len(values) - len(valued))  # records without one come last
+
+
+def test_search_finds_the_one_record_holding_a_word_in_every_store(sql_store, memory_store):
+    for store in (sql_store, memory_store):
+        assert [r.id for r in runtime.call(page, store, Browse(text="ZANZIBAR"))] == ["helpful-13"]
+        assert runtime.call(page, store, Browse(text="zanzibar question 12")) == []  # every word must be there
+
+
+def test_search_text_without_a_word_is_refused_naming_q():
+    with pytest.raises(SearchError, match="q holds no word"):
+        Browse(text='" * ^ -')
+
+
+@pytest.mark.parametrize("text", ["zanzibar OR NEAR(", "reason:zanzibar", "zanz*", "^zanzibar", "-zanzibar",
+                                  "zanzibar') ; DROP TABLE eval_records; --", "NOT zanzibar", "{input reason}: x"])
+def test_search_text_is_words_never_query_syntax(sql_store, text):
+    found = runtime.call(page, sql_store, Browse(text=text))
+    assert all("zanzibar" in (r.reason or "").lower() for r in found)
+    assert len(runtime.call(functools.partial(page, sql_store, Browse(), limit=1000))) == 98  # nothing lost
+
+
+def test_the_sqlite_index_takes_records_written_after_the_first_search_and_an_older_file_gains_one(tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    runtime.call(store.write, seeded_records()[:20])
+    tables = store._locked(lambda conn: {r[0] for r in conn.execute("SELECT name FROM sqlite_master")})
+    assert FTS not in tables  # writing builds no index: a file gains it on its first search
+    assert runtime.call(page, store, Browse(text="zanzibar")) == []
+    runtime.call(store.write, seeded_records()[20:])
+    assert [r.id for r in runtime.call(page, store, Browse(text="zanzibar"))] == ["helpful-13"]
+    store.close()

@@ -167,3 +167,21 @@ def test_the_app_mounted_in_agentos_shows_what_agentos_runs_were_graded(make_jud
         assert "Nothing to review" in page.locator("main").inner_text()
     assert [lb.passed for lb in runtime.call(store.read_labels)] == [False]
     store.close()
+
+
+def test_search_finds_a_record_by_a_word_only_it_holds_and_sorting_orders_the_rows(seeded, page):
+    with serve(app(seeded)) as base:
+        page.goto(base + "/records")
+        page.fill("input[name=q]", "Zanzibar")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        links = page.locator("table.records tbody a")
+        assert links.count() == 1 and links.first.get_attribute("href").endswith("/records/helpful-13")
+        page.fill("input[name=q]", "")
+        page.select_option("select[name=sort]", "latency")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        cells = page.locator("table.records tbody tr td:nth-child(7)").all_text_contents()
+        shown = [float(c) for c in cells if c != "-"]
+        assert len(shown) > 10 and shown == sorted(shown, reverse=True)
+        assert page.errors == [] and page.dialogs == []

@@ -390,3 +390,23 @@ def test_a_stored_id_is_one_path_segment_in_every_link(seeded):
     assert client(seeded).get("/records/..%2Freview%3Fx%3D1").status_code == 200
     detail = client(seeded).get("/records/..%2Freview%3Fx%3D1").text
     assert 'href="/sessions/..%2F..%2Frecords"' in detail
+
+
+@pytest.mark.parametrize(("name", "value"), [("q", '" * ^'), ("meta", "no-equals-sign"), ("sort", "rowid; DROP"),
+                                             ("order", "sideways"), ("since", "banana")])
+def test_a_bad_records_filter_is_said_beside_its_field_in_the_kept_form(seeded, name, value):
+    reply = client(seeded).get("/records", params={name: value, "agent": "support"})
+    assert reply.status_code == 400
+    beside = re.search(rf'name="{name}"[^>]*aria-invalid="true"[^>]*>.*?<span class="field-error" id="{name}-error">'
+                       rf'(.*?)</span>', reply.text, re.S)
+    assert beside and beside.group(1).startswith(name), reply.text[-600:]
+    assert 'name="agent" value="support"' in reply.text  # the rest of the form kept as typed
+
+
+def test_records_search_sort_user_and_metadata_filters_over_http(seeded):
+    html = client(seeded).get("/records", params={"q": "zanzibar"}).text
+    assert "helpful-13" in html and html.count('href="/records/') == 1
+    rows = client(seeded).get("/records", params={"sort": "latency", "user": "u1", "meta": "plan=pro"}).text
+    ids = re.findall(r'href="/records/(helpful-\d+)"', rows)
+    assert ids and all(int(i[-2:]) % 3 == 1 and int(i[-2:]) % 2 == 1 for i in ids)
+    assert ids == sorted(ids, key=lambda i: -((int(i[-2:]) * 7) % 48))
