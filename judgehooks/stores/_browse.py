@@ -19,6 +19,7 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from .._base.label import Label
+from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
 from ._base import BaseStore, RecordFilter, Store, iter_records
@@ -344,8 +345,12 @@ async def _index_text(store: Store) -> None:
             async with pool.connection() as conn:  # autocommit: CONCURRENTLY runs outside a transaction
                 await conn.execute(postgres_index_sql(store.table))
 
-        await runtime.on_loop(build)
-        _TEXT_INDEXED.add(store)
+        try:
+            await runtime.on_loop(build)
+        except Exception as exc:  # a role that may not create an index: the search runs unindexed, slower
+            log.warning("ui_text_index_not_built", table=store.table, error_type=type(exc).__name__, error=str(exc),
+                        note="searches scan the table; build the index as the table's owner (see docs/how-to/ui.md)")
+        _TEXT_INDEXED.add(store)  # tried once per process
 
 
 #: the PostgreSQL stores whose text index this process has seen built

@@ -100,6 +100,25 @@ def test_search_finds_the_one_record_holding_a_word_in_every_store(sql_store, me
         assert runtime.call(page, store, Browse(text="zanzibar question 12")) == []  # every word must be there
 
 
+def test_a_postgres_text_index_that_cannot_be_built_leaves_the_search_working_and_says_why(postgres_dsn,
+                                                                                          monkeypatch):
+    """A role that may not create an index (here: the build fails) still searches, unindexed."""
+    from structlog.testing import capture_logs
+
+    from judgehooks.stores import _browse
+
+    monkeypatch.setattr(_browse, "postgres_index_sql", lambda table: "CREATE INDEX CONCURRENTLY ix ON no_such (x)")
+    store = PostgresStore(postgres_dsn, table="eval_records_noindex")
+    runtime.call(store.write, seeded_records())
+    try:
+        with capture_logs() as logs:
+            assert [r.id for r in runtime.call(page, store, Browse(text="zanzibar"))] == ["helpful-13"]
+        [event] = [e for e in logs if e["event"] == "ui_text_index_not_built"]
+        assert event["table"] == "eval_records_noindex" and "no_such" in event["error"]
+    finally:
+        runtime.call(store.aclose)
+
+
 def test_search_text_without_a_word_is_refused_naming_q():
     with pytest.raises(SearchError, match="q holds no word"):
         Browse(text='" * ^ -')
