@@ -144,32 +144,6 @@ def test_folding_at_any_time_and_a_file_folded_twice_keep_exactly_the_jobs_not_d
     outbox.close()
 
 
-def test_two_processes_on_one_outbox_lose_nothing_and_keep_nothing_done(tmp_path):
-    path = tmp_path / "o.db"
-    outboxes = [journal_log(path), journal_log(path)]
-    kept: list[set[str]] = [set(), set()]
-
-    def work(n: int) -> None:
-        rng = random.Random(n)
-        for i in range(300):
-            job = f"p{n}-{i}"
-            outboxes[n].put(Job(id=job, evaluator="e", context={}))
-            if rng.random() < 0.7:
-                outboxes[n].done([job])
-            else:
-                kept[n].add(job)
-            if i % 37 == 0:
-                outboxes[n].fold()
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in (0, 1)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert pending(path) == len(kept[0] | kept[1])
-    [o.fold() for o in outboxes]
-    assert _table(path) == kept[0] | kept[1]
-    [o.close() for o in outboxes]
-
-
 DIES = """
 import os, sys
 from judgehooks._grading.journal import JournalLog

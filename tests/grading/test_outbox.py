@@ -12,8 +12,10 @@ import sys
 import threading
 import time
 
+import pytest
 from _outbox import pending
 
+from judgehooks._grading.journal import JournalLog
 from judgehooks._grading.outbox import Job, JobLog, Outbox
 
 
@@ -33,10 +35,17 @@ def test_the_outbox_is_a_job_log(tmp_path):
     assert log.oldest_age("e") is None and pending(tmp_path / "o.db") == 0
 
 
-def test_two_writers_on_one_outbox_lose_nothing_and_keep_nothing_done(tmp_path):
+@pytest.mark.parametrize("make", [Outbox, lambda path: JournalLog(Outbox(path))], ids=["sqlite", "journal"])
+def test_two_writers_on_one_outbox_lose_nothing_and_keep_nothing_done(tmp_path, make):
+    """Each job log: two writers' puts and dones interleaved (the journal folding now and then) leave
+    exactly the jobs not done, in the file's table once folded."""
     path = tmp_path / "o.db"
-    outboxes = [Outbox(path), Outbox(path)]
+    outboxes = [make(path), make(path)]
     kept: list[set[str]] = [set(), set()]
+
+    def fold(outbox: JobLog) -> None:
+        if isinstance(outbox, JournalLog):
+            outbox.fold()
 
     def work(n: int) -> None:
         rng = random.Random(n)
@@ -47,11 +56,14 @@ def test_two_writers_on_one_outbox_lose_nothing_and_keep_nothing_done(tmp_path):
                 outboxes[n].done([job])
             else:
                 kept[n].add(job)
+            if i % 37 == 0:
+                fold(outboxes[n])
 
     threads = [threading.Thread(target=work, args=(n,)) for n in (0, 1)]
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert pending(path) == len(kept[0] | kept[1])
+    [fold(o) for o in outboxes]
     assert _table(path) == kept[0] | kept[1]
     [o.close() for o in outboxes]
 
