@@ -104,3 +104,24 @@ def test_hold_all_holds_the_other_events_too_and_stream_false_is_refused(make_ju
         next(judgehooks.stream(agent, "q", stream=False))
     with pytest.raises(ValueError, match="hold must be"):
         next(judgehooks.stream(agent, "q", hold="none"))  # type: ignore[arg-type]
+
+
+def test_in_a_team_stream_a_member_only_gate_does_not_keep_the_rejected_text_from_the_leader(make_judge, server,
+                                                                                            store):
+    """Pinned agno behaviour (docs/how-to/gates.md, "Streamed answers"): streamed, agno hands a member's
+    streamed text to the leader before the member's gate has run, so the leader can quote what that
+    gate rejected; not streamed, the leader gets the fallback. A gate on the team stops it."""
+    from agno.team import Team
+
+    def member() -> Agent:
+        return Agent(model=model(server), name="member", telemetry=False,
+                     post_hooks=[make_judge(gate=True, fallback=FALLBACK)])
+
+    ask = "[[fail]] [[tool=delegate_task_to_member]] [[arg_member_id=member]]"
+    team = Team(members=[member()], model=model(server), telemetry=False)
+    assert "TOOL_RESULT: ECHO: [[fail]]" in text(list(judgehooks.stream(team, ask)))  # the leader quotes it
+    assert team.run(ask).content.endswith(f"TOOL_RESULT: {FALLBACK}")  # not streamed: the fallback
+    gated = Team(members=[member()], model=model(server), telemetry=False,
+                 post_hooks=[make_judge(gate=True, fallback=FALLBACK)])
+    events = list(judgehooks.stream(gated, ask))
+    assert text(events) == FALLBACK and "ECHO" not in text(events)
