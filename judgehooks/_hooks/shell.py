@@ -231,12 +231,10 @@ class HookShell:
         record: EvalRecord | None
         pipeline = self.wiring.pipeline
         try:
-            if latency_s is None:
-                record = await pipeline.evaluate(ctx, sample_rate)
-            else:
-                record = await self._in_time(ctx, sample_rate, latency_s)
-                if (error := await pipeline.deliver([record])) is not None:
-                    raise error
+            record = await (pipeline.grade(ctx, sample_rate) if latency_s is None
+                            else self._in_time(ctx, sample_rate, latency_s))
+            if (error := await pipeline.deliver([record])) is not None:
+                raise error  # as `Pipeline.evaluate`: after the record's callbacks
         except StoreError as exc:
             # Already logged with the full record by the store writer; a gate still needs the verdict.
             record = exc.records[0] if exc.records else None
