@@ -21,7 +21,8 @@ STATIC = Path(__file__).parent / "static"
 
 
 def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
-        reviewer: str | None = None, allowed_hosts: Collection[str] | None = None) -> Starlette:
+        reviewer: str | None = None, allowed_hosts: Collection[str] | None = None,
+        live_every: float = 5.0) -> Starlette:
     """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
     (``fastapi_app.mount("/evals", app(store))``).
 
@@ -32,7 +33,9 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     ``allowed_hosts``: the host names (no port) requests must be addressed to, ``["*"]`` for any;
     by default, without a token, this machine's (``127.0.0.1``, ``localhost``, ``[::1]``), so a web
     page cannot read the app through a name of its own pointed at 127.0.0.1 (DNS rebinding), and
-    with a token any (the token guards it)."""
+    with a token any (the token guards it).
+    ``live_every``: how often (seconds) the overview and the first page of records look for a new
+    record while the page is visible, and show it without a reload; 0 turns that off."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
@@ -41,8 +44,11 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
                                   or not trace_url.startswith(("http://", "https://", "/"))):
         raise ValueError("app trace_url must be an http(s) URL with {trace_id} in it, "
                          f"e.g. 'http://localhost:6006/trace/{{trace_id}}', got {trace_url!r:.80}")
+    if isinstance(live_every, bool) or not isinstance(live_every, (int, float)) \
+            or not (live_every == 0 or 0.2 <= live_every <= 3600):
+        raise ValueError(f"app live_every is 0 (off) or seconds from 0.2 to 3600, got {live_every!r:.40}")
     hosts = _hosts(allowed_hosts, token)
-    site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates())
+    site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates(), float(live_every))
     pages = Pages(site)
     routes = [
         Route("/", pages.overview, name="home"),
@@ -55,6 +61,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),
+        Route("/api/latest", pages.latest, name="latest"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=hosts)],

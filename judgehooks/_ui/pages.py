@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from .._alerts.calibration import acalibrate_all
 from .._base.label import Label
@@ -127,6 +127,18 @@ class Pages:
         return self.site.render(request, "message.html", 500, title="The store could not be read",
                                 message=f"{type(exc).__name__}: {str(exc)[:500]}")
 
+    async def _latest(self, store: Store | None = None) -> str | None:
+        """What the live pages compare to see a new record (the newest record's time and id, "" for an
+        empty store), or None when the pages do not look (``live_every=0``)."""
+        if not self.site.live_every:
+            return None
+        newest = await page(store or self.site.store, Browse(), limit=1)
+        return f"{newest[0].created_at.isoformat()} {newest[0].id}" if newest else ""
+
+    async def latest(self, request: Request) -> Response:
+        """``/api/latest``: the marker of the newest record, which a live page polls (never cached)."""
+        return JSONResponse({"latest": await self._latest()}, headers={"Cache-Control": "no-store"})
+
     def _bad(self, request: Request, exc: BadRequest) -> Response:
         return self.site.render(request, "message.html", 400, title="Bad request", message=str(exc))
 
@@ -166,7 +178,7 @@ class Pages:
             buckets = [(start, n, ok) for start, (n, ok) in sorted(series[name].items())]
             charts.append(chart(name, buckets, sorted((m, v) for v, m in versions.items()), step, fmt))
         return self.site.render(request, "overview.html", rows=rows, charts=charts, bucket=bucket,
-                                filters={"agent": agent, "evaluator": evaluator,
+                                live=await self._latest(store), filters={"agent": agent, "evaluator": evaluator,
                                          "since": request.query_params.get("since", "")})
 
     # ---- records ----------------------------------------------------------------------------
@@ -193,8 +205,9 @@ class Pages:
             return self.site.render(request, "records.html", 400, bad=str(exc), bad_field=exc.field, records=[],
                                     number=1, more=False, statuses=STATUSES, sorts=SORTS,
                                     filters=_typed(request, *fields))
+        store = await for_page(self.site.store)
         try:
-            found = await page(await for_page(self.site.store), browse, offset=(number - 1) * PAGE, limit=PAGE + 1,
+            found = await page(store, browse, offset=(number - 1) * PAGE, limit=PAGE + 1,
                                sort=cast(Sort, sort or "time"), ascending=order == "asc")
         except SearchError as exc:  # the index refused the words: said at the search field, not a 500
             return self.site.render(request, "records.html", 400, bad=str(exc), bad_field="q", records=[],
@@ -204,6 +217,7 @@ class Pages:
                  "order": order, "since": request.query_params.get("since", "")}
         return self.site.render(request, "records.html", records=found[:PAGE], number=number,
                                 more=len(found) > PAGE, statuses=STATUSES, sorts=SORTS,
+                                live=await self._latest(store) if number == 1 else None,
                                 filters={**filters, "status": status, **typed})
 
     async def record(self, request: Request) -> Response:

@@ -30,6 +30,8 @@ class Site:
     trace_url: str | None
     reviewer: str
     templates: jinja2.Environment
+    #: seconds between the live pages' looks for a new record (0: the pages never look)
+    live_every: float = 5.0
 
     def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         def link(path: str, **params: Any) -> str:
@@ -37,9 +39,10 @@ class Site:
 
         context.setdefault("bad", None)  # a query value the page could not use: said above its form
         context.setdefault("bad_field", None)  # and beside the form field it came from
+        context.setdefault("live", None)  # the newest record's marker, on a page that shows new ones live
         html = self.templates.get_template(name).render(
             request=request, base=_base(request), link=link, read_only=self.read_only, trace_link=self.trace_link,
-            page=name.removesuffix(".html"), **context)
+            page=name.removesuffix(".html"), live_every_ms=int(self.live_every * 1000), **context)
         return HTMLResponse(html, status_code=status)
 
     @staticmethod
