@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Collection
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from starlette.exceptions import HTTPException
@@ -38,6 +38,13 @@ MAX_SKIPPED = 200
 _WHOLE = re.compile(r"[0-9]{1,9}")
 #: how much of a bad value is written back into the form
 SHOWN = 1000
+#: the overview's time buckets: width, and how its ticks are written
+BUCKETS: dict[str, tuple[timedelta, str]] = {
+    "minute": (timedelta(minutes=1), "%m-%d %H:%M"), "10min": (timedelta(minutes=10), "%m-%d %H:%M"),
+    "hour": (timedelta(hours=1), "%m-%d %H:00"), "day": (timedelta(days=1), "%Y-%m-%d"),
+    "month": (timedelta(days=30.44), "%Y-%m")}
+#: the auto bucket is the widest that cuts the range into at least this many (never one dot for an hour)
+MIN_BUCKETS = 12
 
 
 class BadRequest(Exception):
@@ -100,6 +107,18 @@ def _meta(request: Request) -> tuple[tuple[str, str], ...]:
     return ((key, wanted.strip()),)
 
 
+def _bucket(asked: str, within: tuple[datetime, datetime] | None) -> Bucket:
+    """The bucket asked for, or (auto) the widest that still cuts the range into `MIN_BUCKETS`."""
+    if asked != "auto":
+        return cast(Bucket, asked)
+    span = within[1] - within[0] if within is not None else timedelta(0)
+    widest: tuple[Bucket, ...] = ("month", "day", "hour", "10min")
+    for name in widest:
+        if span >= BUCKETS[name][0] * MIN_BUCKETS:
+            return name
+    return "minute"
+
+
 def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
@@ -148,8 +167,8 @@ class Pages:
         try:
             agent, evaluator, since = _text(request, "agent"), _text(request, "evaluator"), _since(request)
             asked = request.query_params.get("bucket", "auto")
-            if asked not in ("auto", "hour", "day"):
-                raise BadRequest("bucket must be auto, hour or day", "bucket")
+            if asked not in ("auto", *BUCKETS):
+                raise BadRequest(f"bucket must be auto, {', '.join(BUCKETS)}", "bucket")
         except BadRequest as exc:
             return self.site.render(request, "overview.html", 400, bad=str(exc), bad_field=exc.field, rows=[],
                                     charts=[], bucket="auto",
@@ -160,9 +179,10 @@ class Pages:
         rows = sorted((_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
         firsts = [t.first for t in groups if t.first]
         lasts = [t.last for t in groups if t.last]
-        bucket: Bucket = "hour" if asked == "hour" or (asked == "auto" and firsts and max(lasts) - min(firsts)
-                                                       <= timedelta(days=3)) else "day"
-        step, fmt = (timedelta(hours=1), "%m-%d %H:00") if bucket == "hour" else (timedelta(days=1), "%Y-%m-%d")
+        # the range chosen (since, until now), else the records' own
+        within = (since, datetime.now(UTC)) if since is not None else (min(firsts), max(lasts)) if firsts else None
+        bucket = _bucket(asked, within)
+        step, fmt = BUCKETS[bucket]
         series: dict[str, dict[Any, list[int]]] = {}
         for name, _, start, n, passed in await pass_rates(store, browse, bucket) if groups else []:
             counts = series.setdefault(name, {}).setdefault(start, [0, 0])
@@ -176,7 +196,8 @@ class Pages:
                     version = t.key[1] or "unversioned"
                     versions[version] = min(versions.get(version, t.first), t.first)
             buckets = [(start, n, ok) for start, (n, ok) in sorted(series[name].items())]
-            charts.append(chart(name, buckets, sorted((m, v) for v, m in versions.items()), step, fmt))
+            charts.append(chart(name, buckets, sorted((m, v) for v, m in versions.items()), step, fmt,
+                                within if since is not None else None))
         return self.site.render(request, "overview.html", rows=rows, charts=charts, bucket=bucket,
                                 live=await self._latest(store), filters={"agent": agent, "evaluator": evaluator,
                                          "since": request.query_params.get("since", "")})

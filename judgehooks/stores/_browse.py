@@ -38,10 +38,13 @@ from ._search import matches as text_matches
 from ._sqlite import TABLE, SQLiteStore, _ts
 from ._sqlite import _record as sqlite_record
 
-Bucket = Literal["hour", "day"]
+Bucket = Literal["minute", "10min", "hour", "day", "month"]
 #: how a bucket is cut from the ISO time text, in both SQL dialects: its first characters
-_CUT = {"hour": 13, "day": 10}
-_PG_FORMAT = {"hour": 'YYYY-MM-DD"T"HH24', "day": "YYYY-MM-DD"}
+#: ("2026-11-30T12:3" is the 10 minutes from 12:30)
+CUTS: dict[str, int] = {"minute": 16, "10min": 15, "hour": 13, "day": 10, "month": 7}
+_PG_TEXT = """to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI')"""
+#: what completes a cut into a whole minute
+_FILL = "2000-01-01T00:00"
 #: what a page of records may be sorted by, and the column each names
 SORTS = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd"}
 Sort = Literal["time", "score", "latency", "cost"]
@@ -308,7 +311,7 @@ async def pass_rates(store: Store, browse: Browse, bucket: Bucket) -> list[tuple
     if sql is None:
         counts: dict[tuple[str, str | None, str], list[int]] = {}
         async for record in _records(store, browse):
-            cut = record.created_at.astimezone(UTC).isoformat()[:_CUT[bucket]]
+            cut = record.created_at.astimezone(UTC).isoformat()[:CUTS[bucket]]
             entry = counts.setdefault((record.evaluator, record.evaluator_version, cut), [0, 0])
             entry[0] += 1
             entry[1] += record.status == "passed"
@@ -318,13 +321,11 @@ async def pass_rates(store: Store, browse: Browse, bucket: Bucket) -> list[tuple
         if browse.text is not None:
             await _index_text(store)
         condition, args = browse.sql(mark, ts)
-        cut = (f"to_char(created_at AT TIME ZONE 'UTC', '{_PG_FORMAT[bucket]}')" if mark == "%s"
-               else f"substr(created_at, 1, {_CUT[bucket]})")
+        cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {CUTS[bucket]})"
         rows = await run(f"SELECT evaluator, evaluator_version, {cut}, COUNT(*), "
                          f"SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) FROM {table} WHERE {condition} "
                          "GROUP BY 1, 2, 3", args)
-    hour = "T00" if bucket == "day" else ""
-    return sorted((str(e), v, datetime.fromisoformat(f"{cut}{hour}:00:00+00:00"), int(n), int(ok or 0))
+    return sorted((str(e), v, datetime.fromisoformat(f"{cut}{_FILL[len(cut):]}:00+00:00"), int(n), int(ok or 0))
                   for e, v, cut, n, ok in rows)
 
 

@@ -60,7 +60,7 @@ def test_sql_tallies_are_the_one_pass_tallies(sql_store, memory_store, browse):
     assert _tallies(sql_store, browse) == _tallies(memory_store, browse)
 
 
-@pytest.mark.parametrize("bucket", ["hour", "day"])
+@pytest.mark.parametrize("bucket", ["minute", "10min", "hour", "day", "month"])
 @pytest.mark.parametrize("browse", BROWSES[:4])
 def test_sql_pass_rates_per_bucket_are_the_one_pass_rates(sql_store, memory_store, browse, bucket):
     ours = runtime.call(pass_rates, sql_store, browse, bucket)
