@@ -126,6 +126,12 @@ class EvalRecord:
     # Set only by `judgehooks consistency`: the id of the record this one re-judges. Such records
     # measure the judge and never count in a pass rate.
     rejudge_of: str | None = None
+    # The judged run's own figures, from agno's `run_output.metrics` when its post hooks started
+    # (`RunUsage`): its latency so far, tokens and cost. None when agno reported none (offline grades).
+    run_latency_ms: float | None = None
+    run_input_tokens: int | None = None
+    run_output_tokens: int | None = None
+    run_cost_usd: float | None = None
 
     @model_validator(mode="before")
     @classmethod

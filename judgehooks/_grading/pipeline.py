@@ -67,7 +67,16 @@ def _ids(ctx: EvalContext, ev: Graded, sample_rate: float) -> dict[str, Any]:
             "trace_id": ctx.trace_id, "span_id": ctx.span_id, "input": ctx.input, "output": ctx.output,
             "sample_rate": sample_rate, "redacted_by": ctx.redacted_by,
             "criteria": criteria if isinstance(criteria, str) else None,
-            "metadata": {**ctx.metadata, **own} if ctx.metadata else dict(own)}
+            "metadata": {**ctx.metadata, **own} if ctx.metadata else dict(own), **_run_usage(ctx)}
+
+
+def _run_usage(ctx: EvalContext) -> dict[str, Any]:
+    """The judged run's own latency, tokens and cost (agno's metrics), for the record."""
+    usage = ctx.usage
+    if usage is None:
+        return {}
+    return {"run_latency_ms": usage.latency_ms, "run_input_tokens": usage.input_tokens,
+            "run_output_tokens": usage.output_tokens, "run_cost_usd": usage.cost_usd}
 
 
 def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: float,

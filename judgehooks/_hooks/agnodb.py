@@ -7,11 +7,15 @@ session, member runs stored apart (with a `parent_run_id`) join their team run's
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import anyio.to_thread
 
 from .._base.session import Turn
 from .redaction import Redactor
@@ -44,6 +48,33 @@ def read_sessions(db: Any, *, agent_id: str | None = None, team_id: str | None =
         if len(found) < page_size:
             return
         page += 1
+
+
+def read_session(db: Any, session_id: str, *, redact: Redactor | None = None) -> tuple[Turn, ...]:
+    """One session's turns as agno stored them (an agent's session, else a team's), in order and
+    redacted by `redact` as the live hook's are; none when agno holds no such session. A sync agno
+    db: call it off the event loop."""
+    from agno.db.base import SessionType
+
+    for kind in (SessionType.AGENT, SessionType.TEAM):
+        session = db.get_session(session_id=session_id, session_type=kind)
+        if session is not None and not isinstance(session, dict):
+            return _turns(session, redact)
+    return ()
+
+
+async def aread_session(db: Any, session_id: str, *, redact: Redactor | None = None) -> tuple[Turn, ...]:
+    """`read_session` for the event loop: an async agno db (`AsyncSqliteDb`, `AsyncPostgresDb`) is
+    awaited, a sync one is read on a worker thread."""
+    if not inspect.iscoroutinefunction(getattr(db, "get_session", None)):
+        return await anyio.to_thread.run_sync(functools.partial(read_session, db, session_id, redact=redact))
+    from agno.db.base import SessionType
+
+    for kind in (SessionType.AGENT, SessionType.TEAM):
+        session = await db.get_session(session_id=session_id, session_type=kind)
+        if session is not None and not isinstance(session, dict):
+            return _turns(session, redact)
+    return ()
 
 
 def session_owners(db: Any, *, teams: bool, page_size: int = 1000) -> Counter[str]:

@@ -3,8 +3,9 @@ and the guard every request passes through."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -22,7 +23,7 @@ STATIC = Path(__file__).parent / "static"
 
 def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
         reviewer: str | None = None, allowed_hosts: Collection[str] | None = None,
-        live_every: float = 5.0) -> Starlette:
+        live_every: float = 5.0, agno_db: Any = None, redact: Callable[[str], str] | None = None) -> Starlette:
     """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
     (``fastapi_app.mount("/evals", app(store))``).
 
@@ -35,7 +36,10 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     page cannot read the app through a name of its own pointed at 127.0.0.1 (DNS rebinding), and
     with a token any (the token guards it).
     ``live_every``: how often (seconds) the overview and the first page of records look for a new
-    record while the page is visible, and show it without a reload; 0 turns that off."""
+    record while the page is visible, and show it without a reload; 0 turns that off.
+    ``agno_db``: the agno db your agents store sessions in (sync or async): a session page shows
+    every turn from it, also the ones no record keeps. ``redact``: the redactor those texts go
+    through first (give the one your evaluators use: agno's db holds the texts unredacted)."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
@@ -47,8 +51,13 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     if isinstance(live_every, bool) or not isinstance(live_every, (int, float)) \
             or not (live_every == 0 or 0.2 <= live_every <= 3600):
         raise ValueError(f"app live_every is 0 (off) or seconds from 0.2 to 3600, got {live_every!r:.40}")
+    if agno_db is not None and not callable(getattr(agno_db, "get_session", None)):
+        raise TypeError(f"app agno_db must be an agno db (e.g. agno.db.sqlite.SqliteDb), got {type(agno_db).__name__}")
+    if redact is not None and not callable(redact):
+        raise TypeError(f"app redact must be a function of text (e.g. judgehooks.redact.PII), got {redact!r:.80}")
     hosts = _hosts(allowed_hosts, token)
-    site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates(), float(live_every))
+    site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates(), float(live_every),
+                agno_db, redact)
     pages = Pages(site)
     routes = [
         Route("/", pages.overview, name="home"),

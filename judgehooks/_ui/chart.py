@@ -5,6 +5,7 @@ table of the same numbers (`Chart.rows`), for screen readers and for copying."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -27,18 +28,6 @@ class Marker:
     version: str
 
 
-@dataclass(frozen=True)
-class Row:
-    """One bucket as the chart's table shows it."""
-
-    bucket: str
-    n: int
-    passed: int
-    rate: float
-    low: float
-    high: float
-
-
 @dataclass
 class Chart:
     """One evaluator's pass rate per bucket, with where each of its versions first appears."""
@@ -48,7 +37,10 @@ class Chart:
     markers: list[Marker] = field(default_factory=list)
     ticks: list[tuple[float, str]] = field(default_factory=list)  # x axis: position, text
     band: list[tuple[float, float]] = field(default_factory=list)  # the interval: upper edge, then lower back
-    rows: list[Row] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)  # the chart as a table: its head, and a row per bucket
+    rows: list[list[str]] = field(default_factory=list)
+    top_value: float = 1.0  # the value at the top of the y axis
+    unit: str = "%"
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -66,11 +58,17 @@ class Chart:
 
     @property
     def grid(self) -> list[tuple[float, str]]:
-        """The y axis: position and text of 0, 50 and 100%."""
-        return [(self._y(rate), f"{int(rate * 100)}%") for rate in (0.0, 0.5, 1.0)]
+        """The y axis: position and text of 0, the middle and the top (0, 50 and 100% for a rate)."""
+        if self.unit == "%":
+            return [(self._y(rate), f"{int(rate * 100)}%") for rate in (0.0, 0.5, 1.0)]
+        return [(self._y(v), f"{_figure(v)} {self.unit}") for v in (0.0, self.top_value / 2, self.top_value)]
 
-    def _y(self, rate: float) -> float:
-        return self.bottom - rate * (self.bottom - self.top)
+    def _y(self, value: float) -> float:
+        return self.bottom - value / (self.top_value or 1.0) * (self.bottom - self.top)
+
+
+def _figure(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 or value == 0 else f"{value:.3g}"
 
 
 def chart(evaluator: str, buckets: list[tuple[datetime, int, int]], versions: list[tuple[datetime, str]],
@@ -78,18 +76,10 @@ def chart(evaluator: str, buckets: list[tuple[datetime, int, int]], versions: li
     """`buckets`: (start, verdicts, passed), oldest first; `versions`: (first seen, version), drawn
     as markers when there are several; `step`: the bucket width; `fmt`: strftime for the ticks;
     `within`: the time range chosen (the x axis spans it, and the buckets outside it if any)."""
-    drawn = Chart(evaluator)
+    drawn = Chart(evaluator, columns=["verdicts", "passed", "pass %", "95% interval"])
     if not buckets:
         return drawn
-    start, end = buckets[0][0], buckets[-1][0] + step
-    if within is not None:
-        start, end = min(start, within[0]), max(end, within[1])
-    span = (end - start).total_seconds() or 1.0
-
-    def x(moment: datetime) -> float:
-        offset = min(max((moment - start).total_seconds(), 0.0), span)
-        return drawn.left + offset / span * (drawn.right - drawn.left)
-
+    x = _axis(drawn, [moment for moment, *_ in buckets], step, fmt, within)
     lower = []
     for moment, n, passed in buckets:
         rate = passed / n if n else 0.0
@@ -99,12 +89,45 @@ def chart(evaluator: str, buckets: list[tuple[datetime, int, int]], versions: li
                                   f"({passed} of {n}; 95% interval {100 * low:.0f}-{100 * high:.0f}%)"))
         drawn.band.append((middle, drawn._y(high)))
         lower.append((middle, drawn._y(low)))
-        drawn.rows.append(Row(moment.strftime(fmt), n, passed, rate, low, high))
+        drawn.rows.append([moment.strftime(fmt), str(n), str(passed), f"{100 * rate:.1f}%",
+                           f"{100 * low:.1f}% – {100 * high:.1f}%"])
     drawn.band += reversed(lower)
     if len(versions) > 1:
         drawn.markers = [Marker(x(moment), version[:12]) for moment, version in versions]
-    count = 6 if within is not None else min(len(buckets), 6)  # a chosen range is marked across
+    return drawn
+
+
+def value_chart(title: str, buckets: list[tuple[datetime, int, float | None]], step: timedelta, fmt: str,
+                unit: str, within: tuple[datetime, datetime] | None = None) -> Chart:
+    """A value per bucket (a mean latency, a cost), from 0 to its largest: `buckets` are (start,
+    runs, value), oldest first; buckets without a value are left out of the line."""
+    valued = [(m, n, v) for m, n, v in buckets if v is not None]
+    drawn = Chart(title, columns=["runs", unit], top_value=max((v for *_, v in valued), default=0.0) or 1.0,
+                  unit=unit)
+    if not valued:
+        return drawn
+    x = _axis(drawn, [moment for moment, *_ in valued], step, fmt, within)
+    for moment, n, value in valued:
+        drawn.points.append(Point(x(moment + step / 2), drawn._y(value),
+                                  f"{moment.strftime(fmt)}: {_figure(value)} {unit} ({n} runs)"))
+        drawn.rows.append([moment.strftime(fmt), str(n), f"{value:.6g}"])
+    return drawn
+
+
+def _axis(drawn: Chart, starts: list[datetime], step: timedelta, fmt: str,
+          within: tuple[datetime, datetime] | None) -> Callable[[datetime], float]:
+    """The x axis over the buckets (and the range chosen): its ticks, and where a moment falls."""
+    start, end = starts[0], starts[-1] + step
+    if within is not None:
+        start, end = min(start, within[0]), max(end, within[1])
+    span = (end - start).total_seconds() or 1.0
+
+    def x(moment: datetime) -> float:
+        offset = min(max((moment - start).total_seconds(), 0.0), span)
+        return drawn.left + offset / span * (drawn.right - drawn.left)
+
+    count = 6 if within is not None else min(len(starts), 6)  # a chosen range is marked across
     for i in range(count):
         moment = start + (end - start) * (i / max(count - 1, 1))
         drawn.ticks.append((x(moment), moment.strftime(fmt)))
-    return drawn
+    return x

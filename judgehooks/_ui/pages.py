@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Collection
-from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from starlette.exceptions import HTTPException
@@ -18,13 +17,16 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from .._alerts.calibration import acalibrate_all
 from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
+from .._base.session import Turn
 from .._base.when import parse_when
+from .._hooks.agnodb import aread_session
 from ..stores._base import RecordFilter, Store
-from ..stores._browse import SORTS, Browse, Bucket, Sort, Tally, for_page, page, pass_rates, tallies
+from ..stores._browse import SORTS, Browse, Sort, for_page, page, tallies
 from ..stores._human import FAIL_KEY, PASS_KEY, SKIP_KEY, alabel
 from ..stores._search import SearchError
-from .chart import chart
+from .conversation import conversation
 from .guard import CSRF_FIELD, csrf_token, read_form, set_csrf_cookie
+from .overview import BUCKETS, draw, tally_row
 from .site import Site
 
 PAGE = 50
@@ -38,15 +40,6 @@ MAX_SKIPPED = 200
 _WHOLE = re.compile(r"[0-9]{1,9}")
 #: how much of a bad value is written back into the form
 SHOWN = 1000
-#: the overview's time buckets: width, and how its ticks are written
-BUCKETS: dict[str, tuple[timedelta, str]] = {
-    "minute": (timedelta(minutes=1), "%m-%d %H:%M"), "10min": (timedelta(minutes=10), "%m-%d %H:%M"),
-    "hour": (timedelta(hours=1), "%m-%d %H:00"), "day": (timedelta(days=1), "%Y-%m-%d"),
-    "month": (timedelta(days=30.44), "%Y-%m")}
-#: the auto bucket is the widest that cuts the range into at least this many (never one dot for an hour)
-MIN_BUCKETS = 12
-
-
 class BadRequest(Exception):
     """A query string the page cannot use: shown to the person, status 400, beside `field` (the
     parameter's form field) when the page has one."""
@@ -107,33 +100,6 @@ def _meta(request: Request) -> tuple[tuple[str, str], ...]:
     return ((key, wanted.strip()),)
 
 
-def _bucket(asked: str, within: tuple[datetime, datetime] | None) -> Bucket:
-    """The bucket asked for, or (auto) the widest that still cuts the range into `MIN_BUCKETS`."""
-    if asked != "auto":
-        return cast(Bucket, asked)
-    span = within[1] - within[0] if within is not None else timedelta(0)
-    widest: tuple[Bucket, ...] = ("month", "day", "hour", "10min")
-    for name in widest:
-        if span >= BUCKETS[name][0] * MIN_BUCKETS:
-            return name
-    return "minute"
-
-
-def _rate(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
-def _row(tally: Tally) -> dict[str, Any]:
-    evaluator, version, agent_id, team_id = tally.key
-    agent, team = tally.names
-    target = (f"team {team or team_id}" if team_id else f"agent {agent or agent_id}" if agent_id else "offline")
-    return {"target": target, "agent_id": agent_id, "team_id": team_id, "evaluator": evaluator, "version": version,
-            "n": tally.n, "passed": tally.passed, "failed": tally.failed, "error": tally.error,
-            "skipped": tally.skipped, "pass_rate": _rate(tally.passed, tally.passed + tally.failed),
-            "error_rate": _rate(tally.error, tally.n), "latency_ms": tally.latency_ms / tally.timed if tally.timed
-            else None, "cost_usd": tally.cost_usd, "first": tally.first}
-
-
 class Pages:
     def __init__(self, site: Site) -> None:
         self.site = site
@@ -171,34 +137,15 @@ class Pages:
                 raise BadRequest(f"bucket must be auto, {', '.join(BUCKETS)}", "bucket")
         except BadRequest as exc:
             return self.site.render(request, "overview.html", 400, bad=str(exc), bad_field=exc.field, rows=[],
-                                    charts=[], bucket="auto",
+                                    charts=[], run_charts=[], bucket="auto",
                                     filters=_typed(request, "agent", "evaluator", "since"))
         browse = Browse(RecordFilter(agent_id=agent, evaluator=evaluator, since=since))
         store = await for_page(self.site.store)
         groups = await tallies(store, browse)
-        rows = sorted((_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
-        firsts = [t.first for t in groups if t.first]
-        lasts = [t.last for t in groups if t.last]
-        # the range chosen (since, until now), else the records' own
-        within = (since, datetime.now(UTC)) if since is not None else (min(firsts), max(lasts)) if firsts else None
-        bucket = _bucket(asked, within)
-        step, fmt = BUCKETS[bucket]
-        series: dict[str, dict[Any, list[int]]] = {}
-        for name, _, start, n, passed in await pass_rates(store, browse, bucket) if groups else []:
-            counts = series.setdefault(name, {}).setdefault(start, [0, 0])
-            counts[0] += n
-            counts[1] += passed
-        charts = []
-        for name in sorted(series):
-            versions: dict[str, Any] = {}
-            for t in groups:
-                if t.key[0] == name and t.first and t.passed + t.failed:
-                    version = t.key[1] or "unversioned"
-                    versions[version] = min(versions.get(version, t.first), t.first)
-            buckets = [(start, n, ok) for start, (n, ok) in sorted(series[name].items())]
-            charts.append(chart(name, buckets, sorted((m, v) for v, m in versions.items()), step, fmt,
-                                within if since is not None else None))
+        rows = sorted((tally_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
+        bucket, charts, run_charts = await draw(store, browse, groups, asked, since)
         return self.site.render(request, "overview.html", rows=rows, charts=charts, bucket=bucket,
+                                run_charts=run_charts,
                                 live=await self._latest(store), filters={"agent": agent, "evaluator": evaluator,
                                          "since": request.query_params.get("since", "")})
 
@@ -275,11 +222,20 @@ class Pages:
         session_id = request.path_params["session_id"]
         found = await page(await for_page(self.site.store), Browse(session_id=session_id), limit=1000) \
             if len(session_id) <= 200 else []
-        if not found:
-            raise HTTPException(404, "No record of this session in the store.")
+        stored: tuple[Turn, ...] = ()
+        problem = None
+        if self.site.agno_db is not None and len(session_id) <= 200:
+            try:
+                stored = await aread_session(self.site.agno_db, session_id, redact=self.site.redact)
+            except Exception as exc:  # agno's db is down or unreadable: the records still show
+                problem = f"agno's db could not be read: {type(exc).__name__}: {str(exc)[:300]}"
+        if not found and not stored:
+            raise HTTPException(404, "No record of this session in the store" + (
+                "." if self.site.agno_db is None else ", and no such session in agno's db."))
         graded = [r for r in found if r.scope == "session"]
         return self.site.render(request, "session.html", session_id=session_id, graded=graded,
-                                turns=_turns(found, graded))
+                                turns=conversation(found, graded, stored), from_db=self.site.agno_db is not None,
+                                problem=problem)
 
     # ---- calibration ------------------------------------------------------------------------
 
@@ -384,29 +340,6 @@ def _skipped(text: str) -> list[str]:
     if any(len(i) > 200 for i in ids):
         raise BadRequest("skip holds record ids")
     return ids
-
-
-def _turns(found: list[EvalRecord], graded: list[EvalRecord]) -> list[dict[str, Any]]:
-    """The session's turns in order: each run its session verdicts covered (oldest window first),
-    then any other run with records, each with its input and output where a record keeps them (a
-    run record keeps its own; a session record its first turn's input and its last turn's output)
-    and its run records."""
-    runs: dict[str, list[EvalRecord]] = {}
-    for record in reversed(found):  # oldest first
-        if record.scope == "run":
-            runs.setdefault(record.run_id or "", []).append(record)
-    turns: dict[str, dict[str, Any]] = {}
-    for window in reversed(graded):  # oldest first
-        for i, run in enumerate(window.run_ids):
-            turn = turns.setdefault(run, {"run": run, "input": None, "output": None, "records": []})
-            if i == 0:
-                turn["input"] = window.input
-            if i == len(window.run_ids) - 1:
-                turn["output"] = window.output
-    for run, records in runs.items():
-        turn = turns.setdefault(run, {"run": run, "input": None, "output": None, "records": []})
-        turn.update(input=records[0].input, output=records[0].output, records=records)
-    return list(turns.values())
 
 
 def _tool_calls(record: EvalRecord) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,9 @@ class Site:
     templates: jinja2.Environment
     #: seconds between the live pages' looks for a new record (0: the pages never look)
     live_every: float = 5.0
+    #: agno's db, where a session page reads the turns no record keeps (redacted by `redact`)
+    agno_db: Any = None
+    redact: Callable[[str], str] | None = None
 
     def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         def link(path: str, **params: Any) -> str:
@@ -69,6 +73,12 @@ def _num(value: float | None, digits: int = 2) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
 
 
+def _run_tokens(record: Any) -> str:
+    """The judged run's tokens, in and out together ("-" when agno reported none)."""
+    parts = [t for t in (record.run_input_tokens, record.run_output_tokens) if t is not None]
+    return str(sum(parts)) if parts else "-"
+
+
 def _when(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -90,5 +100,5 @@ def templates() -> jinja2.Environment:
     """The page templates, every value autoescaped."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(pct=_pct, num=_num, when=_when, pretty=_pretty, seg=_segment)
+    env.filters.update(pct=_pct, num=_num, when=_when, pretty=_pretty, seg=_segment, run_tokens=_run_tokens)
     return env

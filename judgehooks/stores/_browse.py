@@ -13,7 +13,7 @@ import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -38,16 +38,10 @@ from ._search import matches as text_matches
 from ._sqlite import TABLE, SQLiteStore, _ts
 from ._sqlite import _record as sqlite_record
 
-Bucket = Literal["minute", "10min", "hour", "day", "month"]
-#: how a bucket is cut from the ISO time text, in both SQL dialects: its first characters
-#: ("2026-11-30T12:3" is the 10 minutes from 12:30)
-CUTS: dict[str, int] = {"minute": 16, "10min": 15, "hour": 13, "day": 10, "month": 7}
-_PG_TEXT = """to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI')"""
-#: what completes a cut into a whole minute
-_FILL = "2000-01-01T00:00"
 #: what a page of records may be sorted by, and the column each names
-SORTS = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd"}
-Sort = Literal["time", "score", "latency", "cost"]
+SORTS = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd",
+         "run_latency": "run_latency_ms", "run_cost": "run_cost_usd"}
+Sort = Literal["time", "score", "latency", "cost", "run_latency", "run_cost"]
 
 
 def meta_text(value: Any) -> str | None:
@@ -302,31 +296,6 @@ async def tallies(store: Store, browse: Browse) -> list[Tally]:
     for t in found:
         t.names = (names.get(("agent_id", t.key[2])), names.get(("team_id", t.key[3])))
     return found
-
-
-async def pass_rates(store: Store, browse: Browse, bucket: Bucket) -> list[tuple[str, str | None, datetime, int, int]]:
-    """(evaluator, version, bucket start, verdicts, passed) per `bucket` of time, verdicts only."""
-    browse = browse.replace(judged=True)
-    sql = _sql(store)
-    if sql is None:
-        counts: dict[tuple[str, str | None, str], list[int]] = {}
-        async for record in _records(store, browse):
-            cut = record.created_at.astimezone(UTC).isoformat()[:CUTS[bucket]]
-            entry = counts.setdefault((record.evaluator, record.evaluator_version, cut), [0, 0])
-            entry[0] += 1
-            entry[1] += record.status == "passed"
-        rows: Sequence[Sequence[Any]] = [(*key, n, ok) for key, (n, ok) in counts.items()]
-    else:
-        run, mark, ts, table, _ = sql
-        if browse.text is not None:
-            await _index_text(store)
-        condition, args = browse.sql(mark, ts)
-        cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {CUTS[bucket]})"
-        rows = await run(f"SELECT evaluator, evaluator_version, {cut}, COUNT(*), "
-                         f"SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) FROM {table} WHERE {condition} "
-                         "GROUP BY 1, 2, 3", args)
-    return sorted((str(e), v, datetime.fromisoformat(f"{cut}{_FILL[len(cut):]}:00+00:00"), int(n), int(ok or 0))
-                  for e, v, cut, n, ok in rows)
 
 
 async def _records(store: Store, browse: Browse) -> Any:

@@ -29,7 +29,8 @@ _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
           "passed": "BOOLEAN", "threshold": "DOUBLE PRECISION", "latency_ms": "DOUBLE PRECISION",
           "prompt_tokens": "BIGINT", "completion_tokens": "BIGINT", "cost_usd": "DOUBLE PRECISION",
           "attempts": "BIGINT", "sample_rate": "DOUBLE PRECISION", "metadata": "JSONB",
-          "details": "JSONB", "run_ids": "JSONB"}
+          "details": "JSONB", "run_ids": "JSONB", "run_latency_ms": "DOUBLE PRECISION",
+          "run_input_tokens": "BIGINT", "run_output_tokens": "BIGINT", "run_cost_usd": "DOUBLE PRECISION"}
 #: counters an older version declared INTEGER, which overflows at 2**31: widened on first use
 _COUNTERS = tuple(name for name, kind in _TYPES.items() if kind == "BIGINT")
 _IDENTIFIER = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")

@@ -25,7 +25,8 @@ from ._base import BaseStore, RecordFilter, store_key
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
           "prompt_tokens": "INTEGER", "completion_tokens": "INTEGER", "cost_usd": "REAL", "attempts": "INTEGER",
-          "sample_rate": "REAL"}
+          "sample_rate": "REAL", "run_latency_ms": "REAL", "run_input_tokens": "INTEGER",
+          "run_output_tokens": "INTEGER", "run_cost_usd": "REAL"}
 _COLUMNS = ",\n  ".join(
     "id TEXT PRIMARY KEY" if f == "id" else f"{f} {_TYPES.get(f, 'TEXT')}" for f in FIELDS)
 _SCHEMA = (

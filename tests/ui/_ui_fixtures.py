@@ -37,7 +37,7 @@ def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
             reason=f"reason {hour}" + (", shipped to Zanzibar" if hour == 13 else ""), agent_id="support",
             agent_name="Support", run_id=run, session_id=f"sess-{hour // 3}", input=f"question {hour}",
             output=f"answer {hour}", latency_ms=100.0 + (hour * 7) % 48, cost_usd=0.001 * (1 + hour % 5),
-            trace_id=f"{hour:032x}", user_id=f"u{hour % 3}",
+            trace_id=f"{hour:032x}", user_id=f"u{hour % 3}", **run_figures(hour),
             metadata={"plan": "pro" if hour % 2 else "free", "tier": hour % 3, "beta": hour % 4 == 0}))
         score = 5 + hour % 5  # 5..9 against threshold 7: 6, 7 and 8 are borderline
         records.append(EvalRecord(
@@ -46,13 +46,22 @@ def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
             evaluator="polite", evaluator_version="p1", mode="numeric", threshold=7,
             score=None if hour == 5 else score, passed=None if hour == 5 else score >= 7,
             error_type="JudgeError" if hour == 5 else None, agent_id="support", agent_name="Support",
-            run_id=run, session_id=f"sess-{hour // 3}", input=f"question {hour}", output=f"answer {hour}"))
+            run_id=run, session_id=f"sess-{hour // 3}", input=f"question {hour}", output=f"answer {hour}",
+            **run_figures(hour)))
     records.append(EvalRecord(
         id="session-1", created_at=now - timedelta(minutes=30), status="passed", evaluator="coherent",
         evaluator_version="s1", mode="binary", passed=True, scope="session", session_id="sess-1",
         run_ids=["run-03", "run-04", "run-05"], reason="the turns hang together", agent_id="support"))
     records.append(hostile_record(now - timedelta(minutes=10)))
     return records
+
+
+def run_figures(hour: int) -> dict[str, float | int | None]:
+    """The agent run's own figures, the same on each of its records (none on every seventh run)."""
+    if hour % 7 == 6:
+        return {}
+    return {"run_latency_ms": 800.0 + 37 * (hour % 9), "run_input_tokens": 120 + hour, "run_output_tokens": 40 + hour,
+            "run_cost_usd": 0.0005 * (1 + hour % 4)}
 
 
 def hostile_record(at: datetime = NOW) -> EvalRecord:

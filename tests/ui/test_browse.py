@@ -11,8 +11,9 @@ from _ui_fixtures import NOW, seeded_records
 
 from judgehooks import MemoryStore, PostgresStore, RecordFilter, SQLiteStore
 from judgehooks._runtime import runtime
-from judgehooks.stores._browse import SORTS, Browse, page, pass_rates, tallies
+from judgehooks.stores._browse import SORTS, Browse, page, tallies
 from judgehooks.stores._search import FTS, SearchError
+from judgehooks.stores._series import pass_rates, run_series
 
 BROWSES = [
     Browse(),
@@ -86,7 +87,8 @@ def test_a_sorted_sql_page_is_the_one_pass_page_in_order(sql_store, memory_store
         theirs = runtime.call(functools.partial(page, memory_store, browse, limit=200, sort=sort,
                                                 ascending=ascending))
         assert [r.id for r in ours] == [r.id for r in theirs]
-        column = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd"}[sort]
+        column = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd",
+                  "run_latency": "run_latency_ms", "run_cost": "run_cost_usd"}[sort]
         values = [getattr(r, column) for r in ours]
         valued = [v for v in values if v is not None]
         assert valued == sorted(valued, reverse=not ascending)
@@ -141,3 +143,21 @@ def test_the_sqlite_index_takes_records_written_after_the_first_search_and_an_ol
     runtime.call(store.write, seeded_records()[20:])
     assert [r.id for r in runtime.call(page, store, Browse(text="zanzibar"))] == ["helpful-13"]
     store.close()
+
+
+def _rounded(rows):
+    return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in rows]
+
+
+@pytest.mark.parametrize("bucket", ["hour", "day"])
+@pytest.mark.parametrize("browse", BROWSES[:4])
+def test_sql_run_series_count_each_run_once_as_the_one_pass_does(sql_store, memory_store, browse, bucket):
+    ours = runtime.call(run_series, sql_store, browse, bucket)
+    assert _rounded(ours) == _rounded(runtime.call(run_series, memory_store, browse, bucket))
+    if browse == Browse() and bucket == "day":
+        assert sum(n for _, n, *_ in ours) == 49  # 48 runs graded twice each, and run-x: once each
+        latencies = [r.run_latency_ms for r in seeded_records() if r.evaluator == "helpful"
+                     and r.run_latency_ms is not None]
+        cost = sum(r.run_cost_usd for r in seeded_records() if r.evaluator == "helpful" and r.run_cost_usd)
+        assert round(sum(c for *_, c, _ in ours if c), 9) == round(cost, 9)  # never twice for two evaluators
+        assert min(lat for _, _, lat, *_ in ours if lat) >= min(latencies)

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from judgehooks import EvalRecord, MemoryStore, SQLiteStore
 from judgehooks._base.stats import wilson
 from judgehooks._runtime import runtime
-from judgehooks._ui.pages import _bucket
+from judgehooks._ui.overview import bucket_for
 from judgehooks.ui import app
 
 
@@ -51,8 +51,8 @@ def test_the_auto_bucket_is_the_widest_that_cuts_the_range_in_twelve():
     for span, bucket in [(timedelta(minutes=30), "minute"), (timedelta(hours=1), "minute"),
                          (timedelta(hours=2), "10min"), (timedelta(hours=12), "hour"), (timedelta(days=3), "hour"),
                          (timedelta(days=7), "hour"), (timedelta(days=12), "day"), (timedelta(days=400), "month")]:
-        assert _bucket("auto", (now - span, now)) == bucket, span
-    assert _bucket("auto", None) == "minute" and _bucket("day", None) == "day"
+        assert bucket_for("auto", (now - span, now)) == bucket, span
+    assert bucket_for("auto", None) == "minute" and bucket_for("day", None) == "day"
 
 
 def test_a_chosen_range_sets_the_buckets_and_the_axis(hour_store):

@@ -166,7 +166,8 @@ def test_the_overview_filters_by_agent_evaluator_and_since(seeded):
     assert "<h2>polite" in c.get("/?evaluator=polite").text and "<h2>helpful" not in c.get("/?evaluator=polite").text
     assert "No records match the filters" in c.get("/?agent=nobody").text
     day = c.get("/?since=2026-11-30T06:00:00Z&evaluator=helpful&bucket=day").text
-    assert "pass rate per day" in day and day.count('<circle class="rate"') == 1
+    helpful = day.split("<h2>helpful: pass rate")[1].split("</section>")[0]
+    assert "pass rate per day" in day and helpful.count('<circle class="rate"') == 1
 
 
 def test_records_filter_and_page_on_the_server(seeded):
@@ -215,8 +216,8 @@ def test_a_session_graded_only_by_a_session_judge_shows_its_turns_from_its_recor
     [record] = judgehooks.end_session("only-sessions")
     assert store.query_sync(limit=None) == [record]  # no run record: the session verdict is all there is
     html = client(store).get("/sessions/only-sessions").text
-    turns = re.findall(r'<section class="turn">\s*<h3>turn (\d) <span class="mono">([^<]+)</span></h3>(.*?)</section>',
-                       html, re.S)
+    turns = re.findall(r'<section class="turn">\s*<h3>turn (\d) <span class="mono">([^<]+)</span>.*?</h3>'
+                       r'(.*?)</section>', html, re.S)
     assert [(n, run) for n, run, _ in turns] == [(str(i + 1), r.run_id) for i, r in enumerate(runs)]
     shown = [{part: unescape(text) for part, text in re.findall(r'<pre class="text (input|output)">(.*?)</pre>', body,
                                                                     re.S)} for _, _, body in turns]
