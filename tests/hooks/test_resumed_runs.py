@@ -33,6 +33,12 @@ def lookup(text: str) -> str:
     return "LOOKED-UP"
 
 
+@tool(requires_confirmation=True)
+def archive(text: str) -> str:
+    """Archive something."""
+    return "ARCHIVED"
+
+
 @tool(requires_user_input=True, user_input_fields=["to"])
 def send(subject: str, to: str) -> str:
     """Send a message."""
@@ -151,6 +157,22 @@ def test_an_async_streamed_resume_is_graded_once(make_judge, store, server):
     assert_linked(record, pause_of(paused))
 
 
+def test_a_run_that_pauses_twice_gets_one_record_listing_both_pauses(make_judge, store, server):
+    agent = Agent(model=model(server), tools=[lookup, archive], telemetry=False, post_hooks=[make_judge()])
+    out = agent.run("look it up, then archive it [[tools=lookup,archive]]")
+    pause = pause_of(out)
+    pauses = 0
+    while out.is_paused:
+        pauses += 1
+        confirm_all(out)
+        out = agent.continue_run(run_response=out, requirements=out.requirements)
+    assert pauses == 2 and out.status == RunStatus.completed
+    [record] = store.records
+    assert record.output == out.content and record.metadata["paused_at"] == pause[1]
+    assert record.metadata["paused_for"] == [{"tool": "lookup", "kind": "confirmation", "decision": "confirmed"},
+                                             {"tool": "archive", "kind": "confirmation", "decision": "confirmed"}]
+
+
 def test_a_rejected_tool_is_recorded_as_rejected(make_judge, store, server):
     agent = Agent(model=model(server), tools=[lookup], telemetry=False, post_hooks=[make_judge()])
     plain = agent.run("no tool here")  # a run that never paused: no link
@@ -186,7 +208,7 @@ def test_user_input_and_external_execution_resumes_are_linked(make_judge, store,
     assert_linked(ran, pause_of(outside), kind="external_execution", decision="resolved", tool_name="run_shell")
 
 
-@pytest.mark.parametrize("first_call", ["run", "continue_run"])
+@pytest.mark.parametrize("first_call", ["run", "continue_run", "acontinue_run"])
 def test_a_resume_by_run_id_is_graded_even_as_the_agents_first_call(make_judge, store, server, agno_db, first_call):
     """AgentOS resumes a paused run by its id from the agno db, in a new request, perhaps on an
     instance that has not run yet (after a restart). agno normalises hooks on `run` only, so there
@@ -198,11 +220,12 @@ def test_a_resume_by_run_id_is_graded_even_as_the_agents_first_call(make_judge, 
     agent = build()
     paused = agent.run("use a tool [[tool=lookup]]")
     confirm_all(paused)
-    resumer = build() if first_call == "continue_run" else agent
-    done = resumer.continue_run(run_id=paused.run_id, session_id=paused.session_id,
-                                requirements=paused.requirements)
+    resumer = agent if first_call == "run" else build()
+    resume = dict(run_id=paused.run_id, session_id=paused.session_id, requirements=paused.requirements)
+    done = (asyncio.run(resumer.acontinue_run(**resume)) if first_call == "acontinue_run"
+            else resumer.continue_run(**resume))
     assert done.status == RunStatus.completed
-    assert agno_outputs(agno_db) == ([] if first_call == "continue_run" else [done.content])
+    assert agno_outputs(agno_db) == ([done.content] if first_call == "run" else [])
     [record] = store.records
     assert record.output == done.content
     assert_linked(record, pause_of(paused))
@@ -211,15 +234,17 @@ def test_a_resume_by_run_id_is_graded_even_as_the_agents_first_call(make_judge, 
 def test_a_paused_run_handed_to_the_hook_is_not_graded(make_judge, store, server):
     """agno calls no post hook on a pause, but the hook is public: a paused run handed to it by hand
     is not finished, so it gets no record (and is not counted by sampling); its resume gets one."""
-    judge = make_judge()
-    agent = Agent(model=model(server), tools=[lookup], telemetry=False, post_hooks=[judge])
+    judge, never = make_judge(), make_judge(name="never", sample_rate=0.0)
+    agent = Agent(model=model(server), tools=[lookup], telemetry=False, post_hooks=[judge, never])
     paused = agent.run("use a tool [[tool=lookup]]")
     with capture_logs() as logs:
         judge.post_check(paused, agent=agent)
-    assert store.records == [] and judge.stats()["submitted"] == 0
-    assert [e["event"] for e in logs] == ["run_paused_not_graded"]
+        never.post_check(paused, agent=agent)
+    assert store.records == [] and judge.stats()["submitted"] == 0 and never.stats()["sampled_out"] == 0
+    assert [e["event"] for e in logs] == ["run_paused_not_graded"] * 2
     confirm_all(paused)
     agent.continue_run(run_response=paused, requirements=paused.requirements)
+    assert never.stats()["sampled_out"] == 1  # the resumed run: sampled once, as any finished run
     [record] = store.records
     assert_linked(record, pause_of(paused))
 
