@@ -173,6 +173,20 @@ def test_a_run_that_pauses_twice_gets_one_record_listing_both_pauses(make_judge,
                                              {"tool": "archive", "kind": "confirmation", "decision": "confirmed"}]
 
 
+def test_a_forked_resume_is_its_own_run_naming_the_one_that_paused(make_judge, store, server):
+    """`continue_run(fork=True)` resumes under a new run id (agno's `forked_from_run_id` names the
+    original): the record is the fork's, and links the run that paused."""
+    agent = Agent(model=model(server), tools=[lookup], telemetry=False, post_hooks=[make_judge()])
+    paused = agent.run("use a tool [[tool=lookup]]")
+    pause = pause_of(paused)
+    confirm_all(paused)
+    done = agent.continue_run(run_response=paused, requirements=paused.requirements, fork=True)
+    assert done.run_id != pause[0] and done.forked_from_run_id == pause[0]
+    [record] = store.records
+    assert record.run_id == done.run_id and record.metadata["resumed_from_run_id"] == pause[0]
+    assert record.metadata["paused_at"] == pause[1]
+
+
 def test_a_rejected_tool_is_recorded_as_rejected(make_judge, store, server):
     agent = Agent(model=model(server), tools=[lookup], telemetry=False, post_hooks=[make_judge()])
     plain = agent.run("no tool here")  # a run that never paused: no link
