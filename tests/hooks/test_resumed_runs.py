@@ -22,6 +22,7 @@ from agno.team import Team
 from agno.tools import tool
 from structlog.testing import capture_logs
 
+import judgehooks
 from judgehooks.testing import StubLLMServer
 
 PAUSED_NOTE = "I have tools to execute, but I need confirmation."
@@ -185,6 +186,19 @@ def test_a_forked_resume_is_its_own_run_naming_the_one_that_paused(make_judge, s
     [record] = store.records
     assert record.run_id == done.run_id and record.metadata["resumed_from_run_id"] == pause[0]
     assert record.metadata["paused_at"] == pause[1]
+
+
+def test_a_resumed_run_graded_in_the_background_keeps_its_link(make_judge, store, server, tmp_path):
+    """The link is part of the run's snapshot, so it travels with the job through the outbox."""
+    agent = Agent(model=model(server), tools=[lookup], telemetry=False,
+                  post_hooks=[make_judge(run_in_background=True, outbox=str(tmp_path / "jobs.db"))])
+    paused = agent.run("use a tool [[tool=lookup]]")
+    confirm_all(paused)
+    done = agent.continue_run(run_response=paused, requirements=paused.requirements)
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert record.output == done.content
+    assert_linked(record, pause_of(paused))
 
 
 def test_a_rejected_tool_is_recorded_as_rejected(make_judge, store, server):
