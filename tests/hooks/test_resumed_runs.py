@@ -269,7 +269,7 @@ def test_a_paused_run_handed_to_the_hook_is_not_graded(make_judge, store, server
         judge.post_check(paused, agent=agent)
         never.post_check(paused, agent=agent)
     assert store.records == [] and judge.stats()["submitted"] == 0 and never.stats()["sampled_out"] == 0
-    assert [e["event"] for e in logs] == ["run_paused_not_graded"] * 2
+    assert [(e["event"], e["log_level"]) for e in logs] == [("run_paused_not_graded", "debug")] * 2
     confirm_all(paused)
     agent.continue_run(run_response=paused, requirements=paused.requirements)
     assert never.stats()["sampled_out"] == 1  # the resumed run: sampled once, as any finished run
