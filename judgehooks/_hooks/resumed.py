@@ -50,8 +50,8 @@ def resume_metadata(run_output: Any) -> dict[str, Any]:
     run_id = getattr(run_output, "forked_from_run_id", None) or getattr(run_output, "run_id", None)
     found: dict[str, Any] = {"resumed_from_run_id": _text(run_id)}
     times = [req.created_at for req, _ in requirements if isinstance(getattr(req, "created_at", None), datetime)]
-    if times:
-        found["paused_at"] = min(times).isoformat()
+    if times:  # agno keeps requirements in order of arrival: the first is the first pause
+        found["paused_at"] = times[0].isoformat()
     found["paused_for"] = [_describe(req, owner_run, run_output) for req, owner_run in requirements]
     return found
 
