@@ -313,6 +313,13 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
         await self._shell.async_post_check(run_output, agent, team, user_id, metadata)
 
+    def __call__(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> None:
+        """The hook itself, for an agno call that skips agno's hook normaliser: `continue_run` as an
+        agent's or team's first call (a run resumed after a restart) calls this object as it stands
+        in `post_hooks` (``_hooks/agno_compat.py``, item 6). The sync `post_check`."""
+        self._shell.post_check(run_output, agent, team, user_id, metadata)
+
     # ---- agno's Scorer protocol --------------------------------------------------------------
 
     async def ascore(self, run: Any, expected: Any = None) -> Any:

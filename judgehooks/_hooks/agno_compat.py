@@ -10,6 +10,7 @@ the workaround can go (or change) with it:
 3. `fold_judge_usage`: agno's own evaluator folds the judge's usage into the judged run's metrics.
 4. `SharedAcrossCopies`: agno deep-copies an agent's hooks with the agent.
 5. `AGNO_ASSIGNED`: agno's users assign its evaluator's fields after construction.
+6. `Evaluator.__call__`: agno's `continue_run` calls the hooks it was given without normalising them.
 
 The one frame read left (`DualHookList.__iter__`) has no alternative; ``docs/design.md`` ("What
 judgehooks works around in agno") says why, as a request agno could take upstream.
@@ -166,4 +167,14 @@ class SharedAcrossCopies:
 #: the deployment settings that are agno `AgentAsJudgeEval` fields: assignable as agno's users assign them
 AGNO_ASSIGNED = frozenset({"on_fail", "print_summary", "print_results", "file_path_to_save_results", "db",
                            "run_in_background"})
+
+
+# ---- 6. continue_run without the normaliser --------------------------------------------------------
+# agno 3.1.10, agent/_run.py `continue_run_dispatch` / `acontinue_run_dispatch` (team/_run.py the same)
+# never run `normalize_post_hooks`: only `run`/`arun` do, on the first run (item 1). An agent or team
+# whose first call is `continue_run` (AgentOS resuming a paused run by id after a restart, on an
+# instance that has not run yet) calls each post hook as it stands in the list: agno's own
+# `AgentAsJudgeEval` there is not callable, so agno logs a TypeError and the resumed run is never
+# graded. Our evaluators are callable (`Evaluator.__call__`, the sync `post_check`): the resumed run
+# is graded. In `acontinue_run` that sync hook runs on the caller's loop, as in item 1 after `run()`.
 

@@ -47,6 +47,7 @@ from .._base.context import EvalContext, render_content
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._runtime import runtime
+from .resumed import is_paused
 
 DEFAULT_FALLBACK = "Sorry, I can't give a reliable answer to that right now. Please try again or rephrase."
 GATE_ON_ERROR = ("block", "allow")
@@ -160,6 +161,10 @@ class Gate:
         if getattr(output, "status", None) == RunStatus.error or output.content is None:
             log.warning("repair_run_failed", evaluator=original.evaluator, run_id=original.run_id, attempt=attempt,
                         error_type="RunError", error=str(output.content))
+            return None
+        if is_paused(output):  # it waits for a person again (a tool to confirm): no answer to show
+            log.warning("repair_run_paused", evaluator=original.evaluator, run_id=original.run_id, attempt=attempt,
+                        attempt_run_id=getattr(output, "run_id", None))
             return None
         ctx = snapshot(output)
         if on_loop:

@@ -42,6 +42,7 @@ from .agno_compat import ensure_dual_hooks, fold_judge_usage
 from .deployment import SETTINGS, job_spec
 from .gate import GATE_LATENCY
 from .redaction import redact_context
+from .resumed import is_paused
 from .sampling import Sampler
 from .settings import HookSettings, Wiring
 from .snapshot import snapshot_run
@@ -133,8 +134,13 @@ class HookShell:
         """Every hook's first step, for every shell: the snapshot (with the run's OpenTelemetry
         trace ids, redacted by `redact=`), its sampling rate and the run's current span
         (`tracing.current_span`); or None when this run is not graded here (sampled out, filtered,
-        or a gate's own repair re-run). The snapshot is `take`'s: a run's context, or a session turn."""
+        or a gate's own repair re-run; a run paused for a person is not finished: the run that
+        resumes it is graded, `resumed`). The snapshot is `take`'s: a run's context, or a session turn."""
         owner = agent if agent is not None else team
+        if is_paused(run_output):
+            log.debug("run_paused_not_graded", evaluator=self.evaluator.evaluator_name,
+                      run_id=getattr(run_output, "run_id", None))
+            return None
         if self.gate is not None and self.gate.stands_aside(owner):
             return None
         if owner is not None:

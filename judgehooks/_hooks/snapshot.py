@@ -13,6 +13,7 @@ from .._base.context import EvalContext, RunUsage, ToolCall, render_content
 from .._base.text import storable, storable_data
 from .identity import stable_id
 from .redaction import redact_context
+from .resumed import resume_metadata
 
 
 def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
@@ -64,6 +65,7 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
     status = getattr(run_output, "status", None)
     merged: dict[str, Any] = dict(getattr(run_output, "metadata", None) or {})
     merged.update(metadata or {})
+    merged.update(resume_metadata(run_output))  # a resumed run: the link to its pause (agno's, not the caller's)
     if is_team:
         agent_id = agent_name = None
         team_id = stable_id(team, getattr(run_output, "team_id", None) or getattr(team, "id", None))

@@ -160,3 +160,30 @@ def test_the_assignable_deployment_settings_are_exactly_agnos_own_fields():
     from judgehooks._hooks.deployment import SETTINGS
 
     assert agno_compat.AGNO_ASSIGNED == {f.name for f in dataclasses.fields(AgnoEval)} & set(SETTINGS)
+
+
+# ---- 6. continue_run without the normaliser --------------------------------------------------------
+
+
+def test_agnos_continue_run_calls_hooks_it_never_normalised(make_agent, make_judge, store, caplog):
+    """An agent whose first call is `continue_run` keeps its post_hooks as given: a plain BaseEval
+    there is called as an object (agno logs a TypeError, the run is not graded); ours is callable
+    (`Evaluator.__call__`) and grades it."""
+    from agno.tools import tool
+
+    @tool(requires_confirmation=True)
+    def lookup(text: str) -> str:
+        """Look something up."""
+        return "LOOKED-UP"
+
+    paused = make_agent(tools=[lookup]).run("use a tool [[tool=lookup]]")
+    for req in paused.active_requirements:
+        req.confirm()
+    plain = PlainEval()
+    fresh = make_agent(plain, make_judge(), tools=[lookup])
+    with caplog.at_level(logging.ERROR):
+        done = fresh.continue_run(run_response=paused, requirements=paused.requirements)
+    assert not fresh._hooks_normalised and plain.calls == []
+    assert "'PlainEval' object is not callable" in caplog.text
+    [record] = store.records
+    assert record.run_id == done.run_id and record.output == done.content
