@@ -130,3 +130,16 @@ def rogan_gladen(raw: float | None, true_pass_rate: float | None, true_fail_rate
     if informedness <= 0:
         return None
     return min(1.0, max(0.0, (raw + true_fail_rate - 1) / informedness))
+
+
+def wilson_interval(passed: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The Wilson score interval of a pass rate (95% with the default `z`), or None without a
+    verdict: unlike the plain normal one it stays within 0..1 and is not zero-wide at 0 or n passes."""
+    if n <= 0:
+        return None
+    if not 0 <= passed <= n:
+        raise ValueError(f"wilson_interval needs 0 <= passed <= n, got passed={passed}, n={n}")
+    rate, z2 = passed / n, z * z
+    centre = (rate + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
