@@ -117,16 +117,16 @@ async def buckets(store: Store, sides: Sequence[Browse]) -> Buckets | None:
         low, high, fractional = min(scores), max(scores), any(not float(s).is_integer() for s in scores)
     else:
         run, mark, ts, table, _ = sql
-        conditions, args = [], []
-        for side in sides:
-            condition, bound = side.sql(mark, ts)
-            conditions.append(f"({condition})")
-            args += bound
-        rows = await run(f"SELECT MIN(score), MAX(score), SUM(CASE WHEN score <> ROUND(score) THEN 1 ELSE 0 END) "
-                         f"FROM {table} WHERE {_SCORED} AND ({' OR '.join(conditions)})", args)
-        low, high, fractional = rows[0]
-        if low is None:
+        found = []
+        for side in sides:  # a query each, through its index (an OR of the sides reads the whole table)
+            condition, args = side.sql(mark, ts)
+            rows = await run(f"SELECT MIN(score), MAX(score), SUM(CASE WHEN score <> ROUND(score) THEN 1 ELSE 0 END) "
+                             f"FROM {table} WHERE {_SCORED} AND {condition}", args)
+            if rows[0][0] is not None:
+                found.append(rows[0])
+        if not found:
             return None
+        low, high, fractional = min(r[0] for r in found), max(r[1] for r in found), any(r[2] for r in found)
     low, high = float(low), float(high)
     if not fractional and high - low < MAX_INTEGER_BUCKETS:
         return Buckets(low, 1.0, int(high - low) + 1, whole=True)
@@ -167,31 +167,55 @@ async def changes(store: Store, a: Browse, b: Browse, *, limit: int = 100) -> Ov
                     (record.id, record.status, record.created_at))
         both, found = 0, []
         async for record in _records(store, b):  # newest first
-            for a_id, a_status, a_at in judged.get((record.run_id or "", record.evaluator), []):
+            if record.run_id is None:
+                continue
+            for a_id, a_status, a_at in judged.get((record.run_id, record.evaluator), []):
                 if a_id != record.id:
                     both += 1
                     if a_status != record.status:
-                        found.append(Change(record.run_id or "", record.evaluator, a_id, a_status, a_at,
+                        found.append(Change(record.run_id, record.evaluator, a_id, a_status, a_at,
                                             record.id, record.status, record.created_at))
         found.sort(key=lambda c: (c.b_at, c.b_id, c.a_id), reverse=True)
         return Overlap(both, len(found), sum(c.b_status == "failed" for c in found),
                        sum(c.b_status == "passed" for c in found), found[:limit])
     run, mark, ts, table, _ = sql
     (a_condition, a_args), (b_condition, b_args) = a.sql(mark, ts), b.sql(mark, ts)
-    pairs = (f"FROM (SELECT id, run_id, evaluator, status, created_at FROM {table} WHERE run_id IS NOT NULL "
-             f"AND {a_condition}) a JOIN (SELECT id, run_id, evaluator, status, created_at FROM {table} "
-             f"WHERE run_id IS NOT NULL AND {b_condition}) b "
-             "ON a.run_id = b.run_id AND a.evaluator = b.evaluator AND a.id <> b.id")
-    args = [*a_args, *b_args]
-    total = await run("SELECT COUNT(*), SUM(CASE WHEN a.status <> b.status THEN 1 ELSE 0 END), "
-                      "SUM(CASE WHEN a.status <> b.status AND b.status = 'failed' THEN 1 ELSE 0 END), "
-                      f"SUM(CASE WHEN a.status <> b.status AND b.status = 'passed' THEN 1 ELSE 0 END) {pairs}", args)
-    rows = await run("SELECT a.run_id, a.evaluator, a.id, a.status, a.created_at, b.id, b.status, b.created_at "
-                     f"{pairs} WHERE a.status <> b.status ORDER BY b.created_at DESC, b.id DESC, a.id DESC "
-                     f"LIMIT {int(limit)}", args)
+    # Grouped by run and evaluator, never joined record to record: a join on run_id (no index)
+    # walks one side once per record of the other.
+    # Each side read through its own index (one OR of the two would read the whole table), a record
+    # of both sides once, flagged as both.
+    columns = "run_id, evaluator, id, status, created_at"
+    flagged = (f"SELECT {columns}, 1 AS in_a, CASE WHEN {b_condition} THEN 1 ELSE 0 END AS in_b FROM {table} "
+               f"WHERE run_id IS NOT NULL AND {a_condition} UNION ALL SELECT {columns}, 0, 1 FROM {table} "
+               f"WHERE run_id IS NOT NULL AND {b_condition} AND CASE WHEN {a_condition} THEN 0 ELSE 1 END = 1")
+    args = [*b_args, *a_args, *b_args, *a_args]
+    side = "SUM(CASE WHEN in_{} = 1 AND status = '{}' THEN 1 ELSE 0 END)"
+    groups = (f"SELECT {side.format('a', 'passed')} AS ap, {side.format('a', 'failed')} AS af, "
+              f"{side.format('b', 'passed')} AS bp, {side.format('b', 'failed')} AS bf, "
+              f"SUM(in_a * in_b) AS ab FROM ({flagged}) f GROUP BY run_id, evaluator")
+    total = await run("SELECT SUM((ap + af) * (bp + bf) - ab), SUM(ap * bf + af * bp), SUM(ap * bf), SUM(af * bp) "
+                      f"FROM ({groups}) g", args)
     both, changed, to_failed, to_passed = (int(v or 0) for v in total[0])
-    return Overlap(both, changed, to_failed, to_passed,
-                   [Change(r[0], r[1], r[2], r[3], _moment(r[4]), r[5], r[6], _moment(r[7])) for r in rows])
+    if not changed:
+        return Overlap(both, 0, 0, 0, [])
+    # The newest `limit` B verdicts that differ from an A verdict of their run: every listed pair has one
+    newest = await run(
+        f"SELECT run_id, evaluator, id, status, created_at FROM (SELECT run_id, evaluator, id, status, created_at, "
+        f"in_b, {side.format('a', 'passed')} OVER w AS ap, {side.format('a', 'failed')} OVER w AS af "
+        f"FROM ({flagged}) f WINDOW w AS (PARTITION BY run_id, evaluator)) x "
+        "WHERE in_b = 1 AND ((status = 'passed' AND af > 0) OR (status = 'failed' AND ap > 0)) "
+        f"ORDER BY created_at DESC, id DESC LIMIT {int(limit)}", args)
+    runs = sorted({row[0] for row in newest})
+    olds = await run(f"SELECT run_id, evaluator, id, status, created_at FROM {table} WHERE {a_condition} "
+                     f"AND run_id IN ({', '.join([mark] * len(runs))})", [*a_args, *runs])
+    by_run: dict[tuple[str, str], list[tuple[str, str, datetime | None]]] = {}
+    for run_id, evaluator, id, status, at in olds:
+        by_run.setdefault((run_id, evaluator), []).append((id, status, _moment(at)))
+    found = [Change(run_id, evaluator, a_id, a_status, a_at, b_id, b_status, _moment(b_at))
+             for run_id, evaluator, b_id, b_status, b_at in newest
+             for a_id, a_status, a_at in by_run.get((run_id, evaluator), []) if a_status != b_status]
+    found.sort(key=lambda c: (c.b_at, c.b_id, c.a_id), reverse=True)
+    return Overlap(both, changed, to_failed, to_passed, found[:limit])
 
 
 def _scored(score: Any) -> bool:

@@ -137,6 +137,13 @@ def test_the_runs_both_versions_judged_and_the_ones_whose_verdict_changed(any_st
     assert _ask(any_store, changes, V1_SIDE, V2_SIDE, limit=1).changed == 3
 
 
+def test_a_run_judged_twice_on_one_side_pairs_each_verdict_with_the_other_sides(any_store):
+    runtime.call(any_store.write, [_record("v1-5-again", "v1", "r5", 2, 38), _record("v1-5-third", "v1", "r5", 8, 37)])
+    overlap = _ask(any_store, changes, V1_SIDE, V2_SIDE)
+    assert (overlap.both, overlap.changed, overlap.to_passed) == (12, 4, 3)  # r5: three v1 verdicts, one failed
+    assert [(c.run_id, c.a_id) for c in overlap.changes][:2] == [("r6", "v1-6"), ("r5", "v1-5-again")]
+
+
 def test_overlapping_sides_never_pair_a_record_with_itself(any_store):
     everything = Browse(RecordFilter(evaluator="tone"))
     overlap = _ask(any_store, changes, everything, everything)
