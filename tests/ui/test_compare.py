@@ -55,11 +55,20 @@ V1_SIDE = Browse(RecordFilter(evaluator="tone"), version="v1")
 V2_SIDE = Browse(RecordFilter(evaluator="tone"), version="v2")
 
 
-@pytest.fixture(params=["sqlite", "postgres", "memory", "jsonl"])
+def _agno_store(path):
+    from agno.db.sqlite import SqliteDb
+
+    from judgehooks import AgnoDbStore
+
+    return AgnoDbStore(SqliteDb(db_file=str(path)))
+
+
+@pytest.fixture(params=["sqlite", "postgres", "memory", "jsonl", "agno"])
 def any_store(request, tmp_path):
-    """The compare records in each kind of store: SQL (SQLite, PostgreSQL) or one pass (memory, JSONL)."""
+    """The compare records in each kind of store: SQL (SQLite, PostgreSQL) or one pass (memory,
+    JSONL, an agno database's eval table)."""
     store = {"sqlite": lambda: SQLiteStore(tmp_path / "evals.db"), "memory": MemoryStore,
-             "jsonl": lambda: JsonlStore(tmp_path / "evals.jsonl"),
+             "jsonl": lambda: JsonlStore(tmp_path / "evals.jsonl"), "agno": lambda: _agno_store(tmp_path / "agno.db"),
              "postgres": lambda: PostgresStore(request.getfixturevalue("postgres_dsn"))}[request.param]()
     runtime.call(store.write, compare_records())
     yield store
