@@ -1,8 +1,10 @@
-"""The pass-rate-over-time chart, drawn on the server: numbers only (coordinates and labels) that
-the template writes into an SVG element, so no record byte is ever markup and no script draws it."""
+"""The charts, drawn on the server (the pass rate over time; two sides' score histograms): numbers
+only (coordinates and labels) that the template writes into an SVG element, so no record byte is
+ever markup and no script draws it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -101,13 +103,14 @@ class Histogram:
     right: int = WIDTH - RIGHT
     top: int = TOP
     bottom: int = HEIGHT - BOTTOM
+    peak: float = 1.0  # the share at the top of the y axis: the largest bar's, rounded up to 10%
 
     @property
     def grid(self) -> list[tuple[float, str]]:
-        return [(self._y(share), f"{int(share * 100)}%") for share in (0.0, 0.5, 1.0)]
+        return [(self._y(share), f"{round(share * 100)}%") for share in (0.0, self.peak / 2, self.peak)]
 
     def _y(self, share: float) -> float:
-        return self.bottom - share * (self.bottom - self.top)
+        return self.bottom - share / self.peak * (self.bottom - self.top)
 
 
 def histogram(labels: list[str], a: list[int], b: list[int], names: tuple[str, str]) -> Histogram:
@@ -119,6 +122,7 @@ def histogram(labels: list[str], a: list[int], b: list[int], names: tuple[str, s
     slot = (drawn.right - drawn.left) / len(labels)
     bar = slot * 0.4
     totals = (sum(a) or 1, sum(b) or 1)
+    drawn.peak = max(math.ceil(10 * max(*(n / totals[0] for n in a), *(n / totals[1] for n in b)) - 1e-9) / 10, 0.1)
     for i, text in enumerate(labels):
         centre = drawn.left + slot * (i + 0.5)
         for j, (side, counts) in enumerate((("a", a), ("b", b))):
