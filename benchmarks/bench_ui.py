@@ -44,6 +44,8 @@ PAGES = [
     ("record detail", "/records/r-77"),
     ("review", "/review"),
     ("sessions", "/sessions"),
+    ("compare, 2 versions", "/compare?evaluator=helpful&a=v1&b=v2"),
+    ("compare, 2 agents", "/compare?by=agent&evaluator=polite&a=agent-0&b=agent-1"),
 ]
 EVALUATORS = ("helpful", "polite", "grounded", "concise")
 

@@ -13,8 +13,12 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None
     stays within [0, 1] and is sound for small `n` and rates near 0 or 1, where the normal one is not."""
     if n <= 0:
         return None
+    if not 0 <= successes <= n:
+        raise ValueError(f"wilson needs 0 <= successes <= n, got successes={successes}, n={n}")
     rate = successes / n
     centre = rate + z * z / (2 * n)
     half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
     scale = 1 + z * z / n
-    return max(0.0, (centre - half) / scale), min(1.0, (centre + half) / scale)
+    low, high = (centre - half) / scale, (centre + half) / scale
+    # exactly 0 at no successes and 1 at all (the formula's, which rounding may miss by an ulp)
+    return 0.0 if successes == 0 else max(0.0, low), 1.0 if successes == n else min(1.0, high)

@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..stores._base import BaseStore, Store
 from ..stores._human import default_reviewer
+from .compare import Compare
 from .guard import LOOPBACK_HOSTS, Guard, host_name
 from .pages import Pages
 from .site import Site, templates
@@ -67,6 +68,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/records", pages.records, name="records"),
         Route("/records/{record_id:path}", pages.record, name="record"),
         Route("/calibration", pages.calibration, name="calibration"),
+        Route("/compare", Compare(site).page, name="compare"),
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),

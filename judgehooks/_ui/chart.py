@@ -1,10 +1,12 @@
-"""The pass-rate-over-time chart, drawn on the server: numbers only (coordinates and labels) that
-the template writes into an SVG element, so no record byte is ever markup and no script draws it.
-Each bucket's pass rate has its 95% interval (Wilson) drawn as a band, and every chart is also a
-table of the same numbers (`Chart.rows`), for screen readers and for copying."""
+"""The charts, drawn on the server: each evaluator's pass rate over time, a value over time (a
+latency, a cost), and two sides' score histograms. Numbers only (coordinates and labels) that the
+template writes into an SVG element, so no record byte is ever markup and no script draws it. Each
+bucket's pass rate has its 95% interval (Wilson) drawn as a band, and every chart is also a table
+of the same numbers (`Chart.rows`), for screen readers and for copying."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -131,3 +133,57 @@ def _axis(drawn: Chart, starts: list[datetime], step: timedelta, fmt: str,
         moment = start + (end - start) * (i / max(count - 1, 1))
         drawn.ticks.append((x(moment), moment.strftime(fmt)))
     return x
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    side: str  # "a" or "b": the CSS class that colours it
+    label: str  # the tooltip: side, bucket, share, count
+
+
+@dataclass
+class Histogram:
+    """Two sides' score histograms on one axis, each bucket a pair of bars: the share of that side's
+    scores in the bucket (the sides may hold different numbers of verdicts)."""
+
+    bars: list[Bar] = field(default_factory=list)
+    ticks: list[tuple[float, str]] = field(default_factory=list)  # x axis: bucket centre, text
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    right: int = WIDTH - RIGHT
+    top: int = TOP
+    bottom: int = HEIGHT - BOTTOM
+    peak: float = 1.0  # the share at the top of the y axis: the largest bar's, rounded up to 10%
+
+    @property
+    def grid(self) -> list[tuple[float, str]]:
+        return [(self._y(share), f"{round(share * 100)}%") for share in (0.0, self.peak / 2, self.peak)]
+
+    def _y(self, share: float) -> float:
+        return self.bottom - share / self.peak * (self.bottom - self.top)
+
+
+def histogram(labels: list[str], a: list[int], b: list[int], names: tuple[str, str]) -> Histogram:
+    """`labels`: the buckets' names; `a`, `b`: each side's count per bucket; `names`: the sides' names
+    for the tooltips (text, escaped by the template like every other)."""
+    drawn = Histogram()
+    if not labels:
+        return drawn
+    slot = (drawn.right - drawn.left) / len(labels)
+    bar = slot * 0.4
+    totals = (sum(a) or 1, sum(b) or 1)
+    drawn.peak = max(math.ceil(10 * max(*(n / totals[0] for n in a), *(n / totals[1] for n in b)) - 1e-9) / 10, 0.1)
+    for i, text in enumerate(labels):
+        centre = drawn.left + slot * (i + 0.5)
+        for j, (side, counts) in enumerate((("a", a), ("b", b))):
+            share = counts[i] / totals[j]
+            y = drawn._y(share)
+            drawn.bars.append(Bar(centre - bar + j * bar, y, bar, drawn.bottom - y, side,
+                                  f"{names[j]}, score {text}: {100 * share:.0f}% ({counts[i]} of {sum(counts)})"))
+        drawn.ticks.append((centre, text))
+    return drawn

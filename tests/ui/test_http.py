@@ -19,7 +19,8 @@ from judgehooks.ui import app
 
 PAGES = ["/", "/records", "/records/helpful-01", "/review", "/calibration", "/sessions", "/sessions/sess-1",
          "/records?status=failed&evaluator=helpful&version=v2&session=sess-15&since=all&page=1",
-         "/?agent=support&evaluator=polite&since=30d&bucket=day"]
+         "/?agent=support&evaluator=polite&since=30d&bucket=day", "/compare",
+         "/compare?by=version&evaluator=polite&a=p1&b=p2&agent=support&since=all"]
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
@@ -94,7 +95,7 @@ HOSTILE_QUERIES = [  # (page, parameter, value): each a 500 once
     ("/sessions", "since", "1" * 180 + "w"),
     ("/records", "since", "0001-01-01T00:00:00+01:00"), ("/", "since", "9999-12-31T23:59:59-01:00"),
     ("/sessions", "since", "0001-01-01T00:30:00+00:45"), ("/records", "agent", "a\x00b"), ("/", "evaluator", "\x00"),
-    ("/calibration", "evaluator", "\x00"),
+    ("/calibration", "evaluator", "\x00"), ("/compare", "since", "99999999999999d"), ("/compare", "evaluator", "\x00"),
 ]
 
 
