@@ -91,7 +91,7 @@ def test_the_wilson_interval_matches_its_formula_and_stays_within_0_and_1():
     assert wilson(0, 10)[0] == 0.0 and 0 < wilson(0, 10)[1] < 0.35  # not zero-wide at 0
     assert wilson(10, 10)[1] == 1.0 and wilson(10, 10)[0] > 0.65
     assert wilson(0, 0) is None
-    with pytest.raises(ValueError, match="passed <= n"):
+    with pytest.raises(ValueError, match="successes <= n"):
         wilson(11, 10)
 
 
