@@ -50,12 +50,13 @@ def feedback_value(value: object) -> str | float:
     return number
 
 
-def _text(name: str, value: object, limit: int, *, required: bool) -> None:
+def check_text(name: str, value: object, limit: int, *, required: bool, blank: bool = False) -> None:
+    """ValueError naming `name` unless `value` is text (not blank, unless `blank`) of at most
+    `limit` characters without NUL, or None when not `required`."""
     if value is None and not required:
         return
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise ValueError(f"{name} must be {'a non-empty string' if required else 'a string or None'}, "
-                         f"got {value!r:.80}")
+    if not isinstance(value, str) or (not blank and not value.strip()):
+        raise ValueError(f"{name} must be a non-empty string{'' if required else ' or None'}, got {value!r:.80}")
     if len(value) > limit:
         raise ValueError(f"{name} is longer than {limit} characters ({len(value)})")
     if "\x00" in value:  # PostgreSQL text cannot hold one
@@ -80,15 +81,15 @@ class Feedback:
     created_at: datetime = field(default_factory=utcnow)
 
     def __post_init__(self) -> None:
-        _text("run_id", self.run_id, MAX_ID_CHARS, required=True)
+        check_text("run_id", self.run_id, MAX_ID_CHARS, required=True)
         object.__setattr__(self, "value", feedback_value(self.value))
-        _text("comment", self.comment, MAX_COMMENT_CHARS, required=False)
-        _text("user_id", self.user_id, MAX_ID_CHARS, required=False)
+        check_text("comment", self.comment, MAX_COMMENT_CHARS, required=False, blank=True)
+        check_text("user_id", self.user_id, MAX_ID_CHARS, required=False)
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {self.source!r:.40}")
         if not self.id:
             object.__setattr__(self, "id", feedback_id(self.run_id, self.user_id))
-        _text("id", self.id, MAX_ID_CHARS, required=True)
+        check_text("id", self.id, MAX_ID_CHARS, required=True)
         if not isinstance(self.created_at, datetime) or self.created_at.tzinfo is None:
             raise ValueError(f"created_at must be a timezone-aware datetime, got {self.created_at!r:.80}")
 

@@ -13,7 +13,8 @@ from starlette.staticfiles import StaticFiles
 
 from ..stores._base import BaseStore, Store
 from ..stores._human import default_reviewer
-from .guard import LOOPBACK_HOSTS, Guard, host_name
+from .api import FeedbackApi
+from .guard import FEEDBACK_PATH, LOOPBACK_HOSTS, Guard, host_name
 from .pages import Pages
 from .site import Site, templates
 
@@ -21,7 +22,8 @@ STATIC = Path(__file__).parent / "static"
 
 
 def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
-        reviewer: str | None = None, allowed_hosts: Collection[str] | None = None) -> Starlette:
+        reviewer: str | None = None, allowed_hosts: Collection[str] | None = None,
+        feedback_rate: tuple[int, float] = (30, 60.0)) -> Starlette:
     """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
     (``fastapi_app.mount("/evals", app(store))``).
 
@@ -32,7 +34,9 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     ``allowed_hosts``: the host names (no port) requests must be addressed to, ``["*"]`` for any;
     by default, without a token, this machine's (``127.0.0.1``, ``localhost``, ``[::1]``), so a web
     page cannot read the app through a name of its own pointed at 127.0.0.1 (DNS rebinding), and
-    with a token any (the token guards it)."""
+    with a token any (the token guards it).
+    ``feedback_rate``: ``(count, seconds)``, how much feedback ``POST /api/feedback`` takes from one
+    user (by its ``user_id``, else by the client's address) before answering 429."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
@@ -41,6 +45,11 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
                                   or not trace_url.startswith(("http://", "https://", "/"))):
         raise ValueError("app trace_url must be an http(s) URL with {trace_id} in it, "
                          f"e.g. 'http://localhost:6006/trace/{{trace_id}}', got {trace_url!r:.80}")
+    if (not isinstance(feedback_rate, tuple) or len(feedback_rate) != 2 or isinstance(feedback_rate[0], bool)
+            or not isinstance(feedback_rate[0], int) or feedback_rate[0] < 1
+            or not isinstance(feedback_rate[1], (int, float)) or not 0 < feedback_rate[1] < float("inf")):
+        raise ValueError(f"app feedback_rate must be (count, seconds), e.g. (30, 60.0) for 30 a minute per user, "
+                         f"got {feedback_rate!r:.80}")
     hosts = _hosts(allowed_hosts, token)
     site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates())
     pages = Pages(site)
@@ -55,6 +64,8 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),
+        Route(FEEDBACK_PATH, FeedbackApi(site, (feedback_rate[0], float(feedback_rate[1]))).post, methods=["POST"],
+              name="feedback"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=hosts)],

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from .._alerts.calibration import acalibrate_all
+from .._base.feedback import Feedback
 from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
 from .._base.when import parse_when
@@ -213,7 +214,16 @@ class Pages:
             raise HTTPException(404, "No record with this id in the store.")
         record = found[0]
         return self.site.render(request, "record.html", record=record, labels=await self._labels(record.id),
-                                tool_calls=_tool_calls(record))
+                                feedback=await self._feedback(record.run_id), tool_calls=_tool_calls(record))
+
+    async def _feedback(self, run_id: str | None) -> list[Feedback]:
+        """End users' feedback on the run, newest first (none for a store that keeps none)."""
+        if run_id is None:
+            return []
+        try:
+            return list(reversed(await self.site.store.read_feedback([run_id])))
+        except NotImplementedError:
+            return []
 
     async def _labels(self, record_id: str | None = None) -> list[Label]:
         try:
