@@ -21,6 +21,9 @@ from .site import Site
 #: the largest body read, in bytes: a comment of MAX_COMMENT_CHARS written as \\uXXXX escapes, and the ids
 MAX_FEEDBACK_BYTES = 16 * 1024
 FIELDS = ("run_id", "value", "comment", "user_id")
+#: each text field's (longest, required, may be blank)
+_TEXTS = {"run_id": (MAX_ID_CHARS, True, False), "comment": (MAX_COMMENT_CHARS, False, True),
+          "user_id": (MAX_ID_CHARS, False, False)}
 #: how many users (or addresses) the rate limit remembers at once; the least recent are forgotten
 MAX_KEYS = 100_000
 
@@ -103,12 +106,13 @@ def _feedback(data: Mapping[str, Any]) -> Feedback:
     for name in ("run_id", "value"):
         if data.get(name) is None:
             raise _Bad(f"{name} is required", name)
-    checks = {"run_id": lambda v: check_text("run_id", v, MAX_ID_CHARS, required=True), "value": feedback_value,
-              "comment": lambda v: check_text("comment", v, MAX_COMMENT_CHARS, required=False, blank=True),
-              "user_id": lambda v: check_text("user_id", v, MAX_ID_CHARS, required=False)}
-    for name, check in checks.items():
+    for name in FIELDS:  # in this order: the first bad field is the one named
         try:
-            check(data.get(name))
+            if name == "value":
+                feedback_value(data[name])
+            else:
+                limit, required, blank = _TEXTS[name]
+                check_text(name, data.get(name), limit, required=required, blank=blank)
         except ValueError as exc:
             raise _Bad(str(exc), name) from None
     return Feedback(run_id=data["run_id"], value=data["value"], comment=data.get("comment"),

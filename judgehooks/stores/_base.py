@@ -14,8 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
-from .._base.jsondata import record_data
 from .._base.feedback import Feedback
+from .._base.jsondata import record_data
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord

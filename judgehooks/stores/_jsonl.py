@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._base.jsondata import record_json
 from .._base.feedback import Feedback
+from .._base.jsondata import record_json
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord

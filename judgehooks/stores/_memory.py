@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from .._base.jsondata import storable
 from .._base.feedback import Feedback
+from .._base.jsondata import storable
 from .._base.label import Label
 from .._base.record import EvalRecord
 from . import _feedback

@@ -15,8 +15,8 @@ import weakref
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .._base.jsondata import jsonable
 from .._base.feedback import Feedback
+from .._base.jsondata import jsonable
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import FIELDS, EvalRecord

@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._base.jsondata import json_text
 from .._base.feedback import Feedback
+from .._base.jsondata import json_text
 from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, connect_wal
