@@ -61,6 +61,10 @@ def check_text(name: str, value: object, limit: int, *, required: bool, blank: b
         raise ValueError(f"{name} is longer than {limit} characters ({len(value)})")
     if "\x00" in value:  # PostgreSQL text cannot hold one
         raise ValueError(f"{name} holds a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in JSON): no store can write it
+        raise ValueError(f"{name} is not Unicode text (it holds a lone surrogate)") from None
 
 
 def feedback_id(run_id: str, user_id: str | None) -> str:

@@ -18,8 +18,9 @@ from .._base.feedback import MAX_COMMENT_CHARS, MAX_ID_CHARS, Feedback, check_te
 from .._base.log import log
 from .site import Site
 
-#: the largest body read, in bytes: a comment of MAX_COMMENT_CHARS written as \\uXXXX escapes, and the ids
-MAX_FEEDBACK_BYTES = 16 * 1024
+#: the largest body read, in bytes: a comment of MAX_COMMENT_CHARS characters beyond the BMP written
+#: as \uXXXX escapes (12 bytes each, as Python's json.dumps writes them), and the ids
+MAX_FEEDBACK_BYTES = 32 * 1024
 FIELDS = ("run_id", "value", "comment", "user_id")
 #: each text field's (longest, required, may be blank)
 _TEXTS = {"run_id": (MAX_ID_CHARS, True, False), "comment": (MAX_COMMENT_CHARS, False, True),
@@ -68,7 +69,7 @@ class FeedbackApi:
                          f"{MAX_COMMENT_CHARS} characters)", 413)
         try:
             data = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:  # ValueError: JSONDecodeError and too many digits
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits or [
             return error(f"the body is not JSON ({str(exc)[:120]})")
         if not isinstance(data, Mapping):
             return error(f"the body must be a JSON object with {', '.join(FIELDS)}, got {type(data).__name__}")

@@ -72,7 +72,7 @@ def test_a_bad_value_is_refused_naming_it_and_nothing_is_kept(store, value, says
 @pytest.mark.parametrize(("keywords", "says"), [
     ({"run_id": ""}, "run_id must be a non-empty string"), ({"run_id": "r" * 201}, "run_id is longer than 200"),
     ({"comment": "c" * 2001}, "comment is longer than 2000"), ({"user_id": 7}, "user_id must be"),
-    ({"comment": "a\x00b"}, "comment holds a NUL")])
+    ({"comment": "a\x00b"}, "comment holds a NUL"), ({"user_id": "u\ud800"}, "user_id is not Unicode text")])
 def test_a_bad_run_id_comment_or_user_is_refused_naming_it(store, keywords, says):
     with pytest.raises(ValueError, match=says):
         feedback(**{"run_id": "run-1", "value": "up", **keywords}, store=store)

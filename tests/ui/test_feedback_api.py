@@ -95,6 +95,15 @@ def test_an_oversized_body_is_refused_with_413(seeded, chunked):
     assert kept(seeded) == []
 
 
+def test_the_longest_comment_fits_the_body_limit_however_it_is_escaped(seeded):
+    comment = "\U0001f600" * 2000  # each written as a surrogate pair of escapes: 12 bytes
+    body = json.dumps({"run_id": "r" * 200, "value": "up", "comment": comment, "user_id": "\U0001f600" * 200})
+    reply = client(seeded).post("/api/feedback", content=body,
+                                headers={**SAME_ORIGIN, "content-type": "application/json"})
+    assert reply.status_code == 201, reply.text
+    assert [f.comment for f in kept(seeded)] == [comment]
+
+
 def test_too_much_feedback_from_one_user_is_429_with_retry_after_and_other_users_go_on(seeded):
     web = client(seeded, feedback_rate=(2, 3600))
 
@@ -123,6 +132,7 @@ def test_too_much_feedback_from_one_user_is_429_with_retry_after_and_other_users
     ({"run_id": "run-01", "value": "up", "comment": "c" * 2001}, "comment", "longer than 2000"),
     ({"run_id": "run-01", "value": "up", "user_id": ["u"]}, "user_id", "user_id must be"),
     ({"run_id": "run-01", "value": "up", "score": 3}, "score", "unknown field 'score'"),
+    ('{"run_id": "run-01", "value": "up", "comment": "\\ud800"}', "comment", "lone surrogate"),
 ])
 def test_a_bad_field_is_400_naming_it(seeded, body, field, says):
     content = body if isinstance(body, str) else json.dumps(body)
@@ -134,7 +144,7 @@ def test_a_bad_field_is_400_naming_it(seeded, body, field, says):
     assert kept(seeded) == []
 
 
-@pytest.mark.parametrize("content", ["not json", "[1, 2]", '"up"', b"\xff\xfe"])
+@pytest.mark.parametrize("content", ["not json", "[1, 2]", '"up"', b"\xff\xfe", "[" * 20_000, "1" * 5000])
 def test_a_body_that_is_not_a_json_object_is_400(seeded, content):
     reply = client(seeded).post("/api/feedback", content=content,
                                 headers={**SAME_ORIGIN, "content-type": "application/json"})
