@@ -130,3 +130,13 @@ def test_a_torn_or_forged_line_in_the_feedback_file_is_skipped_with_a_warning(tm
         kept = read(store)
     assert [f.value for f in kept] == ["up"]
     assert [e["line"] for e in logs if e["event"] == "feedback_line_skipped"] == [2, 3]
+
+
+def test_an_agno_database_store_keeps_no_feedback_and_says_which_stores_do(tmp_path):
+    from agno.db.sqlite import SqliteDb
+
+    from judgehooks import AgnoDbStore
+
+    store = AgnoDbStore(SqliteDb(db_file=str(tmp_path / "agno.db")))
+    with pytest.raises(NotImplementedError, match="does not keep user feedback: keep it in a SQLite, PostgreSQL"):
+        feedback("run-1", "up", store=store)

@@ -196,3 +196,30 @@ def test_in_chromium_a_same_origin_fetch_keeps_a_hostile_comment_shown_as_text_a
         assert page.dialogs == [] and page.errors == []
         assert page.locator("main img").count() == 0
     assert [(f.value, f.comment) for f in kept(seeded)] == [("down", HOSTILE)]
+
+
+def test_an_agentos_front_end_posts_a_thumb_on_the_run_agentos_answered_and_the_record_page_shows_it(
+        make_judge, make_agent, tmp_path):
+    import httpx
+    from agno.os import AgentOS
+
+    import judgehooks
+    from judgehooks import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    agent = make_agent(make_judge(store=store, scoring_strategy="numeric", name="echoes"), id="os-agent")
+    fastapi_app = AgentOS(agents=[agent], telemetry=False).get_app()
+    fastapi_app.mount("/evals", app(store))
+    with serve(fastapi_app) as base, httpx.Client(base_url=base, timeout=30) as web:
+        run = web.post("/agents/os-agent/runs", data={"message": "good [[score=9]]", "stream": "false"})
+        assert run.status_code == 200, run.text
+        run_id = run.json()["run_id"]
+        thumb = web.post("/evals/api/feedback", json={"run_id": run_id, "value": "down", "comment": "too terse"},
+                         headers={"origin": base})
+        assert thumb.status_code == 201, thumb.text
+        assert judgehooks.drain(60)
+        (record,) = runtime.call(store.query)
+        assert record.run_id == run_id
+        shown = web.get(f"/evals/records/{record.id}").text.split("<h2>User feedback</h2>", 1)[1]
+        assert "too terse" in shown and "down" in shown
+    store.close()
