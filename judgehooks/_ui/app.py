@@ -35,8 +35,10 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     by default, without a token, this machine's (``127.0.0.1``, ``localhost``, ``[::1]``), so a web
     page cannot read the app through a name of its own pointed at 127.0.0.1 (DNS rebinding), and
     with a token any (the token guards it).
-    ``feedback_rate``: ``(count, seconds)``, how much feedback ``POST /api/feedback`` takes from one
-    user (by its ``user_id``, else by the client's address) before answering 429."""
+    It also answers ``POST /api/feedback`` (JSON ``{run_id, value, comment?, user_id?}``): end users'
+    thumbs from the app's own pages (this origin) or its backend (the token), kept as
+    `judgehooks.feedback` keeps them. ``feedback_rate``: ``(count, seconds)``, how much feedback it
+    takes from one user (by its ``user_id``, else by the client's address) before answering 429."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
