@@ -205,7 +205,19 @@ class Pages:
                  "order": order, "since": request.query_params.get("since", "")}
         return self.site.render(request, "records.html", records=found[:PAGE], number=number,
                                 more=len(found) > PAGE, statuses=STATUSES, sorts=SORTS,
-                                filters={**filters, "status": status, **typed})
+                                filters={**filters, "status": status, **typed},
+                                feedback=await self._feedback_said({r.run_id for r in found[:PAGE] if r.run_id}))
+
+    async def _feedback_said(self, run_ids: set[str]) -> dict[str, str]:
+        """What end users said about each of these runs, in a few characters (one query for the page)."""
+        try:
+            given = await self.site.store.read_feedback(run_ids) if run_ids else []
+        except NotImplementedError:
+            return {}
+        said: dict[str, list[Feedback]] = {}
+        for item in given:
+            said.setdefault(item.run_id, []).append(item)
+        return {run: _said(items) for run, items in said.items()}
 
     async def record(self, request: Request) -> Response:
         record_id = request.path_params["record_id"]
@@ -352,6 +364,15 @@ class Pages:
         query = {"queue": form.get("queue") or None, "skip": ",".join(skipped) or None,
                  "evaluator": form.get("evaluator") or None}
         return RedirectResponse(self.site.render_link(request, "/review", **query), status_code=303)
+
+
+def _said(items: list[Feedback]) -> str:
+    """``👍 2 👎 1 · 3.5 (2)``: the thumbs up and down, and the mean of the numbers with their count."""
+    up, down = sum(f.value == "up" for f in items), sum(f.value == "down" for f in items)
+    scores = [f.score for f in items if f.score is not None]
+    parts = [*([f"\N{THUMBS UP SIGN} {up}"] if up else []), *([f"\N{THUMBS DOWN SIGN} {down}"] if down else []),
+             *([f"{sum(scores) / len(scores):.3g} ({len(scores)})"] if scores else [])]
+    return " · ".join(parts)
 
 
 def _skipped(text: str) -> list[str]:

@@ -223,3 +223,16 @@ def test_an_agentos_front_end_posts_a_thumb_on_the_run_agentos_answered_and_the_
         shown = web.get(f"/evals/records/{record.id}").text.split("<h2>User feedback</h2>", 1)[1]
         assert "too terse" in shown and "down" in shown
     store.close()
+
+
+def test_the_records_list_says_what_users_said_about_each_run(seeded):
+    web = client(seeded)
+    for fields in ({"value": "up", "user_id": "a"}, {"value": "up", "user_id": "b"}, {"value": "down"},
+                   {"value": 4}, {"value": 3, "user_id": "c"}):
+        assert web.post("/api/feedback", json={"run_id": "run-01", **fields}, headers=SAME_ORIGIN).status_code == 201
+    html = web.get("/records?evaluator=helpful").text
+    rows = {row.split('href="/records/', 1)[1].split('"', 1)[0]: row for row in html.split("<tr>")[2:]
+            if 'href="/records/' in row}
+    assert '<td class="feedback">\N{THUMBS UP SIGN} 2 · \N{THUMBS DOWN SIGN} 1 · 3.5 (2)</td>' in rows["helpful-01"]
+    assert '<td class="feedback"></td>' in rows["helpful-02"]
+    assert "<th>users said</th>" in html
