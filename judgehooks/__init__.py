@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._alerts.notifiers import LogNotifier, SlackNotifier, WebhookNotifier
     from ._alerts.windowed import QualityAlert, WindowedAlert
     from ._base.context import EvalContext, RunUsage, ToolCall
+    from ._base.feedback import Feedback
     from ._base.label import Label
     from ._base.outcome import Outcome
     from ._base.record import EvalRecord
@@ -86,7 +87,7 @@ if TYPE_CHECKING:
         SQLiteStore,
         Store,
     )
-    from .stores._human import alabel, label
+    from .stores._human import afeedback, alabel, feedback, label
 
 __version__ = "0.1.0"
 
@@ -97,6 +98,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._alerts.notifiers": ("LogNotifier", "SlackNotifier", "WebhookNotifier"),
     "._alerts.windowed": ("QualityAlert", "WindowedAlert"),
     "._base.context": ("EvalContext", "RunUsage", "ToolCall"),
+    "._base.feedback": ("Feedback",),
     "._base.label": ("Label",),
     "._base.outcome": ("Outcome",),
     "._base.record": ("EvalRecord",),
@@ -135,7 +137,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AgnoDbStore", "BaseStore", "FanoutStore", "JsonlStore", "MemoryStore", "PostgresStore", "RecordFilter",
         "SQLiteStore", "Store",
     ),
-    ".stores._human": ("alabel", "label"),
+    ".stores._human": ("afeedback", "alabel", "feedback", "label"),
 }
 __getattr__, __dir__ = attach(__name__, _EXPORTS)
 
@@ -164,6 +166,7 @@ __all__ = (
     "EvaluatorUnavailable",
     "ExactMatch",
     "FanoutStore",
+    "Feedback",
     "Group",
     "HookSettings",
     "IsJSON",
@@ -223,6 +226,7 @@ __all__ = (
     "add_judge",
     "adrain",
     "aend_session",
+    "afeedback",
     "alabel",
     "align_judge",
     "aoptimize",
@@ -232,6 +236,7 @@ __all__ = (
     "drain",
     "end_session",
     "evaluator",
+    "feedback",
     "get_judge",
     "label",
     "lifespan",

@@ -14,8 +14,9 @@ from starlette.staticfiles import StaticFiles
 
 from ..stores._base import BaseStore, Store
 from ..stores._human import default_reviewer
+from .api import FeedbackApi
 from .compare import Compare
-from .guard import LOOPBACK_HOSTS, Guard, host_name
+from .guard import FEEDBACK_PATH, LOOPBACK_HOSTS, Guard, host_name
 from .pages import Pages
 from .site import Site, templates
 
@@ -24,7 +25,8 @@ STATIC = Path(__file__).parent / "static"
 
 def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
         reviewer: str | None = None, allowed_hosts: Collection[str] | None = None,
-        live_every: float = 5.0, agno_db: Any = None, redact: Callable[[str], str] | None = None) -> Starlette:
+        live_every: float = 5.0, agno_db: Any = None, redact: Callable[[str], str] | None = None,
+        feedback_rate: tuple[int, float] = (30, 60.0)) -> Starlette:
     """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
     (``fastapi_app.mount("/evals", app(store))``).
 
@@ -40,7 +42,11 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     record while the page is visible, and show it without a reload; 0 turns that off.
     ``agno_db``: the agno db your agents store sessions in (sync or async): a session page shows
     every turn from it, also the ones no record keeps. ``redact``: the redactor those texts go
-    through first (give the one your evaluators use: agno's db holds the texts unredacted)."""
+    through first (give the one your evaluators use: agno's db holds the texts unredacted).
+    It also answers ``POST /api/feedback`` (JSON ``{run_id, value, comment?, user_id?}``): end users'
+    thumbs from the app's own pages (this origin) or its backend (the token), kept as
+    `judgehooks.feedback` keeps them. ``feedback_rate``: ``(count, seconds)``, how much feedback it
+    takes from one user (by its ``user_id``, else by the client's address) before answering 429."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
@@ -56,6 +62,11 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         raise TypeError(f"app agno_db must be an agno db (e.g. agno.db.sqlite.SqliteDb), got {type(agno_db).__name__}")
     if redact is not None and not callable(redact):
         raise TypeError(f"app redact must be a function of text (e.g. judgehooks.redact.PII), got {redact!r:.80}")
+    if (not isinstance(feedback_rate, tuple) or len(feedback_rate) != 2 or isinstance(feedback_rate[0], bool)
+            or not isinstance(feedback_rate[0], int) or feedback_rate[0] < 1
+            or not isinstance(feedback_rate[1], (int, float)) or not 0 < feedback_rate[1] < float("inf")):
+        raise ValueError(f"app feedback_rate must be (count, seconds), e.g. (30, 60.0) for 30 a minute per user, "
+                         f"got {feedback_rate!r:.80}")
     hosts = _hosts(allowed_hosts, token)
     site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates(), float(live_every),
                 agno_db, redact)
@@ -73,6 +84,8 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/sessions/{session_id:path}", pages.session, name="session"),
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),
         Route("/api/latest", pages.latest, name="latest"),
+        Route(FEEDBACK_PATH, FeedbackApi(site, (feedback_rate[0], float(feedback_rate[1]))).post, methods=["POST"],
+              name="feedback"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=hosts)],

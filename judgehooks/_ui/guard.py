@@ -1,7 +1,9 @@
 """What every response of the app carries and every request must pass: the security headers (a
 Content-Security-Policy without 'unsafe-inline'), the access token when one is set, the Host check
 that stops DNS rebinding when none is, and the CSRF check of the forms that write (a double-submit
-cookie, and the Origin header when the browser sends one)."""
+cookie, and the Origin header when the browser sends one). The feedback endpoint an app's own front
+end posts to has a rule of its own: the token (a backend) or this server's Origin (a browser on a
+page of this origin), never neither."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Referrer-Policy same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
@@ -35,6 +37,8 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 _HOST = re.compile(r"(?:\[([0-9a-f:.]+)\]|([a-z0-9_.-]+))(?::[0-9]{1,5})?")
 #: request methods that change nothing: no Origin check
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+#: where an app's front end (or its backend) posts end users' feedback, as JSON
+FEEDBACK_PATH = "/api/feedback"
 
 
 class Guard:
@@ -62,9 +66,12 @@ class Guard:
             await send(message)
 
         request = Request(scope)
-        refused = self._host(request) or self._origin(request)
-        if refused is None and self.token is not None:
-            refused = self._check(request)
+        if request.method == "POST" and route_path(scope) == FEEDBACK_PATH:
+            refused = self._host(request) or self._feedback(request)
+        else:
+            refused = self._host(request) or self._origin(request)
+            if refused is None and self.token is not None:
+                refused = self._check(request)
         if refused is not None:
             await refused(scope, receive, send_with_headers)
             return
@@ -93,6 +100,26 @@ class Guard:
         return PlainTextResponse("judgehooks ui: refused: this form was sent from another origin (CSRF check)",
                                  status_code=403)
 
+    def _feedback(self, request: Request) -> Any:
+        """None when a feedback POST shows the token (the app's backend) or comes from a page of this
+        origin (its Origin header is this server's: an end user's browser), else the JSON 403. A
+        page of another site cannot pass: its browser sends that site's Origin, and it cannot send
+        JSON here without a CORS preflight this app never grants."""
+        bearer = request.headers.get("authorization", "")
+        if self.token is not None and bearer.startswith("Bearer ") and _same(bearer[7:].strip(), self.token):
+            return None
+        origin = request.headers.get("origin")
+        if origin is None:
+            return JSONResponse({"error": "refused: feedback needs the app's token (Authorization: Bearer ...) "
+                                          "or a request from a page of this origin (its Origin header)",
+                                 "field": None}, status_code=403)
+        own = f"{request.url.scheme}://{request.url.netloc}"
+        if origin == own and (self.hosts is None or host_name(origin.split("://", 1)[1]) in self.hosts):
+            return None
+        return JSONResponse({"error": f"refused: feedback sent from another origin ({origin[:100]!r}): post it "
+                                      "from a page of this origin, or from a backend with the app's token",
+                             "field": None}, status_code=403)
+
     def _check(self, request: Request) -> Any:
         token = self.token or ""
         bearer = request.headers.get("authorization", "")
@@ -116,6 +143,12 @@ def host_name(value: str) -> str | None:
     (``[::1]:8765`` -> ``::1``); None when `value` is not of that form."""
     match = _HOST.fullmatch(value.strip().lower())
     return None if match is None else match.group(1) or match.group(2)
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path within this app, wherever it is mounted."""
+    path, root = str(scope.get("path", "")), str(scope.get("root_path") or "")
+    return path[len(root):] if root and path.startswith(root) else path
 
 
 def _same(given: str, expected: str) -> bool:

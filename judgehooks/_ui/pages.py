@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from .._alerts.calibration import acalibrate_all
+from .._base.feedback import Feedback
 from .._base.label import Label
 from .._base.record import STATUSES, EvalRecord
 from .._base.session import Turn
@@ -186,7 +187,19 @@ class Pages:
         return self.site.render(request, "records.html", records=found[:PAGE], number=number,
                                 more=len(found) > PAGE, statuses=STATUSES, sorts=SORTS,
                                 live=await self._latest(store) if number == 1 else None,
-                                filters={**filters, "status": status, **typed})
+                                filters={**filters, "status": status, **typed},
+                                feedback=await self._feedback_said({r.run_id for r in found[:PAGE] if r.run_id}))
+
+    async def _feedback_said(self, run_ids: set[str]) -> dict[str, str]:
+        """What end users said about each of these runs, in a few characters (one query for the page)."""
+        try:
+            given = await self.site.store.read_feedback(run_ids) if run_ids else []
+        except NotImplementedError:
+            return {}
+        said: dict[str, list[Feedback]] = {}
+        for item in given:
+            said.setdefault(item.run_id, []).append(item)
+        return {run: _said(items) for run, items in said.items()}
 
     async def record(self, request: Request) -> Response:
         record_id = request.path_params["record_id"]
@@ -195,7 +208,16 @@ class Pages:
             raise HTTPException(404, "No record with this id in the store.")
         record = found[0]
         return self.site.render(request, "record.html", record=record, labels=await self._labels(record.id),
-                                tool_calls=_tool_calls(record))
+                                feedback=await self._feedback(record.run_id), tool_calls=_tool_calls(record))
+
+    async def _feedback(self, run_id: str | None) -> list[Feedback]:
+        """End users' feedback on the run, newest first (none for a store that keeps none)."""
+        if run_id is None:
+            return []
+        try:
+            return list(reversed(await self.site.store.read_feedback([run_id])))
+        except NotImplementedError:
+            return []
 
     async def _labels(self, record_id: str | None = None) -> list[Label]:
         try:
@@ -333,6 +355,15 @@ class Pages:
         query = {"queue": form.get("queue") or None, "skip": ",".join(skipped) or None,
                  "evaluator": form.get("evaluator") or None}
         return RedirectResponse(self.site.render_link(request, "/review", **query), status_code=303)
+
+
+def _said(items: list[Feedback]) -> str:
+    """``👍 2 👎 1 · 3.5 (2)``: the thumbs up and down, and the mean of the numbers with their count."""
+    up, down = sum(f.value == "up" for f in items), sum(f.value == "down" for f in items)
+    scores = [f.score for f in items if f.score is not None]
+    parts = [*([f"\N{THUMBS UP SIGN} {up}"] if up else []), *([f"\N{THUMBS DOWN SIGN} {down}"] if down else []),
+             *([f"{sum(scores) / len(scores):.3g} ({len(scores)})"] if scores else [])]
+    return " · ".join(parts)
 
 
 def _skipped(text: str) -> list[str]:

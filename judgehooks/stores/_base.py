@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
+from .._base.feedback import Feedback
 from .._base.jsondata import record_data
 from .._base.label import Label
 from .._base.log import log
@@ -272,6 +273,17 @@ class BaseStore(ABC):
     async def read_labels(self) -> list[Label]:
         """Every label kept, one per (record, reviewer)."""
         raise NotImplementedError(f"{type(self).__name__} does not keep human labels")
+
+    async def write_feedback(self, items: Sequence[Feedback]) -> None:
+        """Keep end users' feedback beside the records (apart from the labels), one per id: a named
+        user's later feedback on a run replaces the earlier. A store that cannot keep it raises
+        NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep user feedback: keep it in a SQLite, "
+                                  "PostgreSQL, JSONL or memory store (the one your records are read from)")
+
+    async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
+        """The feedback on the runs `run_ids` (None: all), oldest first."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep user feedback")
 
     async def aclose(self) -> None:
         """Release connections and files; the next call opens them again."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from .._base.feedback import Feedback
 from .._base.label import Label
 from .._base.record import EvalRecord
 from ._base import BaseStore, RecordFilter, Store
@@ -43,6 +44,15 @@ class FanoutStore(BaseStore):
     async def read_labels(self) -> list[Label]:
         inner = self.stores[0]
         return await (inner.read_labels() if isinstance(inner, BaseStore) else super().read_labels())
+
+    async def write_feedback(self, items: Sequence[Feedback]) -> None:
+        """Kept by the store records are read from."""
+        inner = self.stores[0]
+        await (inner.write_feedback(items) if isinstance(inner, BaseStore) else super().write_feedback(items))
+
+    async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
+        inner = self.stores[0]
+        return await (inner.read_feedback(run_ids) if isinstance(inner, BaseStore) else super().read_feedback(run_ids))
 
     async def aclose(self) -> None:
         for store in self.stores:

@@ -1,5 +1,6 @@
 """`label()` / `alabel()`: a person's verdict on a stored record, kept beside it in the same store;
-`import_labels`: many at once from JSON lines (``{"record_id" | "run_id", "passed" | "score"}``)."""
+`import_labels`: many at once from JSON lines (``{"record_id" | "run_id", "passed" | "score"}``);
+`feedback()` / `afeedback()`: an end user's thumb or number on a run, kept apart from the labels."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._base.feedback import Feedback
 from .._base.label import Label
 from .._base.record import EvalRecord
 from .._runtime import runtime
@@ -39,7 +41,8 @@ def default_reviewer() -> str:
 def _labelling(store: Store | None) -> BaseStore:
     store = store if store is not None else default_store()
     if not isinstance(store, BaseStore):
-        raise TypeError(f"labels are kept by judgehooks stores (BaseStore subclasses), got {type(store).__name__}")
+        raise TypeError(f"labels and feedback are kept by judgehooks stores (BaseStore subclasses), "
+                        f"got {type(store).__name__}")
     return store
 
 
@@ -63,6 +66,26 @@ def label(record_id: str, *, passed: bool | None = None, score: float | None = N
     """`alabel` for sync callers (run on the judgehooks loop)."""
     return runtime.call(functools.partial(alabel, record_id, passed=passed, score=score, note=note, by=by,
                                           store=store))
+
+
+async def afeedback(run_id: str, value: str | float, *, comment: str | None = None, user_id: str | None = None,
+                    store: Store | None = None) -> Feedback:
+    """Keep an end user's feedback on the run `run_id` in `store` (default: the store the hooks
+    use, $JUDGEHOOKS_DB or ./judgehooks.db): `value` is ``"up"``, ``"down"`` or a finite number.
+    It is kept with ``source="user"`` beside the run's verdicts, apart from reviewers' labels
+    (`calibrate` never counts it). A run the store has no record of is fine: feedback may come
+    before a background verdict is stored, or for a run no evaluator sampled. A named `user_id`
+    who gives feedback on the run again replaces their earlier feedback. Raises ValueError naming
+    a bad value, comment or id."""
+    item = Feedback(run_id=run_id, value=value, comment=comment, user_id=user_id)  # checked before any store
+    await _labelling(store).write_feedback([item])
+    return item
+
+
+def feedback(run_id: str, value: str | float, *, comment: str | None = None, user_id: str | None = None,
+             store: Store | None = None) -> Feedback:
+    """`afeedback` for sync callers (run on the judgehooks loop)."""
+    return runtime.call(functools.partial(afeedback, run_id, value, comment=comment, user_id=user_id, store=store))
 
 
 @dataclass

@@ -16,12 +16,13 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._base.feedback import Feedback
 from .._base.jsondata import record_json
 from .._base.label import Label
 from .._base.log import log
 from .._base.record import EvalRecord
 from .._base.sqlitefile import PRIVATE, append_lines, check_mode, checked_path, create_file
-from . import _labels
+from . import _feedback, _labels
 from ._base import BaseStore, RecordFilter
 
 
@@ -112,6 +113,19 @@ class JsonlStore(BaseStore):
 
     async def read_labels(self) -> list[Label]:
         return await anyio.to_thread.run_sync(_labels.read_labels_file, self.labels_path)
+
+    @property
+    def feedback_path(self) -> str:
+        """Where end users' feedback is kept: beside the file (evals.jsonl -> evals.feedback.jsonl)."""
+        return _feedback.feedback_path(self.path)
+
+    async def write_feedback(self, items: Sequence[Feedback]) -> None:
+        """Appended to `feedback_path`; the last line per feedback id is the one read."""
+        if items:
+            await anyio.to_thread.run_sync(_feedback.append_feedback, self.feedback_path, items, self.mode)
+
+    async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
+        return await anyio.to_thread.run_sync(_feedback.read_feedback_file, self.feedback_path, run_ids)
 
     def close(self) -> None:
         with self._lock:

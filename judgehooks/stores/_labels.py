@@ -66,8 +66,13 @@ def labels_path(path: str) -> str:
 
 def append_labels(path: str, labels: Sequence[Label], mode: int) -> None:
     """Append labels as JSON lines, in one locked write (a torn last line from a crash is ended first)."""
+    append_lines_to(path, [json.dumps(label.data(), ensure_ascii=False) for label in labels], mode)
+
+
+def append_lines_to(path: str, lines: Sequence[str], mode: int) -> None:
+    """Append `lines` to the file `path`, in one locked write (a torn last line from a crash is ended first)."""
     create_file(path, mode)
-    data = "".join(json.dumps(label.data(), ensure_ascii=False) + "\n" for label in labels).encode()
+    data = "".join(line + "\n" for line in lines).encode()
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
     try:
         append_lines(fd, data, end_torn_line=True)

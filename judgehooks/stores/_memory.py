@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from .._base.feedback import Feedback
 from .._base.jsondata import storable
 from .._base.label import Label
 from .._base.record import EvalRecord
+from . import _feedback
 from ._base import BaseStore, RecordFilter
 
 
@@ -16,6 +18,7 @@ class MemoryStore(BaseStore):
     def __init__(self) -> None:
         self._records: dict[str, EvalRecord] = {}
         self._labels: dict[tuple[str, str], Label] = {}
+        self._feedback: dict[str, Feedback] = {}
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
         for record in records:
@@ -34,6 +37,14 @@ class MemoryStore(BaseStore):
 
     async def read_labels(self) -> list[Label]:
         return list(self._labels.values())
+
+    async def write_feedback(self, items: Sequence[Feedback]) -> None:
+        for item in items:
+            self._feedback[item.id] = item
+
+    async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
+        wanted = None if run_ids is None else set(run_ids)
+        return _feedback.sort([f for f in self._feedback.values() if wanted is None or f.run_id in wanted])
 
     @property
     def records(self) -> list[EvalRecord]:

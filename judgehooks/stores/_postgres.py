@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from .._base.feedback import Feedback
 from .._base.jsondata import jsonable
 from .._base.label import Label
 from .._base.log import log
@@ -22,7 +23,7 @@ from .._base.record import FIELDS, EvalRecord
 from .._base.text import lazy_pattern
 from .._base.validate import check_finite
 from .._runtime import runtime
-from . import _labels
+from . import _feedback, _labels
 from ._base import BaseStore, RecordFilter
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
@@ -187,6 +188,8 @@ class PostgresStore(BaseStore):
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")
             await conn.execute(_labels.create_sql(_labels.labels_table(t), _LABEL_TYPES))
+            for sql in _feedback.create_sql(_feedback.feedback_table(t), _LABEL_TYPES):
+                await conn.execute(sql)
         self._schema_ready = True
 
     async def write(self, records: Sequence[EvalRecord]) -> None:
@@ -251,6 +254,22 @@ class PostgresStore(BaseStore):
     async def read_labels(self) -> list[Label]:
         rows = await runtime.on_loop(self._fetch, _labels.select_sql(_labels.labels_table(self.table)), [])
         return [_labels.from_row(row) for row in rows]
+
+    async def write_feedback(self, items: Sequence[Feedback]) -> None:
+        if items:
+            await runtime.on_loop(self._write_feedback, [_feedback.row(item, lambda ts: ts) for item in items])
+
+    async def _write_feedback(self, rows: list[tuple[Any, ...]]) -> None:
+        pool = await self._pool()
+        async with pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(_feedback.upsert_sql(_feedback.feedback_table(self.table), "%s"),
+                                  [tuple(_clean(v) if isinstance(v, str) else v for v in row) for row in rows])
+
+    async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
+        found = []
+        for sql, params in _feedback.selects(_feedback.feedback_table(self.table), "%s", run_ids):
+            found += [_feedback.from_row(row) for row in await runtime.on_loop(self._fetch, sql, params)]
+        return _feedback.sort(found)
 
     async def aclose(self) -> None:
         """Close the pool; the next call opens a new one."""

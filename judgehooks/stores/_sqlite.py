@@ -13,13 +13,14 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._base.feedback import Feedback
 from .._base.jsondata import json_text
 from .._base.label import Label
 from .._base.record import FIELDS, EvalRecord
 from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, connect_wal
 from .._base.statedir import state_file
 from .._base.validate import check_number
-from . import _labels
+from . import _feedback, _labels
 from ._base import BaseStore, RecordFilter, store_key
 
 TABLE = "eval_records"
@@ -39,7 +40,9 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_overview ON {TABLE} (evaluator, evaluator_version, agent_id, team_id, "
     "status, created_at, rejudge_of, latency_ms, cost_usd)",
     _labels.create_sql("eval_labels", {"passed": "INTEGER", "score": "REAL"}),
+    *_feedback.create_sql("eval_feedback", {"passed": "INTEGER", "score": "REAL"}),
 )
+_UPSERT_FEEDBACK = _feedback.upsert_sql("eval_feedback", "?")
 _UPSERT_LABEL = _labels.upsert_sql("eval_labels", "?")
 _JSON = ("metadata", "details", "run_ids")
 _INSERT = f"INSERT OR IGNORE INTO {TABLE} ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
@@ -173,6 +176,18 @@ class SQLiteStore(BaseStore):
             return [_labels.from_row(row) for row in conn.execute(_labels.select_sql("eval_labels")).fetchall()]
 
         return list(await anyio.to_thread.run_sync(self._locked, select))
+
+    async def write_feedback(self, items: Sequence[Feedback]) -> None:
+        if items:
+            rows = [_feedback.row(item, _ts) for item in items]
+            await anyio.to_thread.run_sync(self._write, rows, _UPSERT_FEEDBACK)
+
+    async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
+        def select(conn: sqlite3.Connection) -> list[Feedback]:
+            return [_feedback.from_row(row) for sql, params in _feedback.selects("eval_feedback", "?", run_ids)
+                    for row in conn.execute(sql, params).fetchall()]
+
+        return _feedback.sort(await anyio.to_thread.run_sync(self._locked, select))
 
     def close(self) -> None:
         with self._lock:

@@ -56,7 +56,8 @@ def test_public_names_are_pinned():
         "BadOutcome",
         "BaseJudge", "BaseStore", "BinaryJudgeResponse", "Borderline", "Budget", "Calibration", "Consistency",
         "Contains", "Criterion", "Ensemble", "EvalContext", "EvalRecord",
-        "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Group", "HookSettings",
+        "Evaluator", "EvaluatorError", "EvaluatorUnavailable", "ExactMatch", "FanoutStore", "Feedback", "Group",
+        "HookSettings",
         "IsJSON", "JSONSchema", "JsonlStore", "Judge", "JudgeError", "JudgeProcessDied", "JudgeReply", "JudgeRequest",
         "JudgeTemplate", "JudgeUnavailable", "JudgehooksError", "Label", "LabelMatch", "LiteLLMJudge",
         "LocalModelUnavailable", "LogNotifier", "MalformedVerdict", "MatchesModel", "MemberError", "MemoryStore",
@@ -65,10 +66,11 @@ def test_public_names_are_pinned():
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
         "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "VerdictCut", "WebhookNotifier", "WindowedAlert", "__version__",
-        "aalign_judge", "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "alabel", "align_judge",
+        "aalign_judge", "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "afeedback", "alabel",
+        "align_judge",
         "aoptimize", "astream", "calibrate",
         "consistency", "drain", "end_session",
-        "evaluator", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict", "stats",
+        "evaluator", "feedback", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict", "stats",
         "stream",
     )
     for name in judgehooks.__all__:
