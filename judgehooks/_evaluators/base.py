@@ -304,14 +304,16 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
         self.pre_check(run_input)
 
     def post_check(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
-                   metadata: Mapping[str, Any] | None = None) -> None:
-        """agno's sync post hook: grade this run inline (then gate it), or persist it and hand it off."""
-        self._shell.post_check(run_output, agent, team, user_id, metadata)
+                   metadata: Mapping[str, Any] | None = None, run_context: Any = None) -> None:
+        """agno's sync post hook: grade this run inline (then gate it), or persist it and hand it off.
+        agno passes `run_context` because it is named here: the run's session_state is read from it."""
+        self._shell.post_check(run_output, agent, team, user_id, metadata, run_context)
 
     async def async_post_check(self, run_output: Any, agent: Any = None, team: Any = None,
-                               user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> None:
+                               user_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                               run_context: Any = None) -> None:
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
-        await self._shell.async_post_check(run_output, agent, team, user_id, metadata)
+        await self._shell.async_post_check(run_output, agent, team, user_id, metadata, run_context)
 
     # ---- agno's Scorer protocol --------------------------------------------------------------
 

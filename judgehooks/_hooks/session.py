@@ -58,14 +58,14 @@ def members(run_output: Any) -> tuple[Member, ...]:
 def snapshot_turn(run_output: Any, *, redact: Redactor | None, agent: Any = None, team: Any = None,
                   user_id: str | None = None, metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
                   team_members: tuple[Member, ...] | None = None,
-                  trace: tuple[str | None, str | None] = (None, None)) -> Turn:
+                  trace: tuple[str | None, str | None] = (None, None), session_state: Any = None) -> Turn:
     """The one snapshot of a session turn, for every session path (the hook, the Redis relay that
     forwards the book's turns, `grade-sessions`): the run and its members' runs, redacted together
     by `redact` before the session book, Redis, the judge or a store sees them. `team_members`:
     the member runs when they are not in the run (an agno db stores them apart); `trace`: the run's
     OpenTelemetry ids (the session record's event links to its last turn's run)."""
     turn = Turn(snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                             with_tools=with_tools, trace=trace),
+                             with_tools=with_tools, trace=trace, session_state=session_state),
                 members(run_output) if team_members is None else team_members)
     return turn if redact is None else redact_turn(turn, redact)
 
@@ -128,10 +128,12 @@ class SessionShell(HookShell):
         return json.dumps({**self._spec, "relay": True} if relayed else self._spec)
 
     def take(self, run_output: Any, *, agent: Any, team: Any, user_id: str | None,
-             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None]) -> Turn:
+             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None],
+             session_state: Any = None) -> Turn:
         """Snapshot and redact a turn: the run and its members' runs, redacted together."""
         return snapshot_turn(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                             with_tools=self.needs_tools, redact=self.settings.redact, trace=trace)
+                             with_tools=self.needs_tools, redact=self.settings.redact, trace=trace,
+                             session_state=session_state)
 
     def sampled_as(self, taken: Turn) -> EvalContext:
         """Sampling decides on the session, not the run: a sampled session has every turn, the others none."""
@@ -162,13 +164,13 @@ class SessionShell(HookShell):
         grader.arm(due)
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                   metadata: Mapping[str, Any] | None) -> None:
-        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
+                   metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata, run_context)) is not None:
             self.record_turn(*admitted[:2])
 
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                               metadata: Mapping[str, Any] | None) -> None:
-        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
+                               metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata, run_context)) is not None:
             self.record_turn(*admitted[:2])
 
     async def ascore(self, run_output: Any, expected: Any) -> Any:

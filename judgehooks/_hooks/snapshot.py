@@ -6,6 +6,7 @@ through the `redact=` function, before the judge, the outbox, Redis or any store
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -53,12 +54,46 @@ def _usage(run_output: Any) -> RunUsage | None:
                     total_tokens=metrics.total_tokens, cost_usd=metrics.cost)
 
 
+def session_state_of(run_context: Any, run_output: Any) -> Any:
+    """The run's session_state as agno's post hooks see it: the run context's (agno passes
+    `run_context` to hooks that name it), else the one on the run's output (agno fills that one in
+    only after the hooks, so it is the fallback for a run graded later, e.g. by `ascore`)."""
+    state = getattr(run_context, "session_state", None)
+    return state if state is not None else getattr(run_output, "session_state", None)
+
+
+def _plain_state(state: Any) -> dict[str, Any]:
+    """A copy of a session_state as JSON-like data (what the judge, the outbox and the stores can
+    hold): objects as their JSON (a pydantic model) or their text. A state that cannot be copied so
+    (a cycle, keys that are not text or numbers) keeps its top-level keys, each value as its text."""
+    if not isinstance(state, Mapping) or not state:
+        return {}
+    try:
+        data = json.loads(json.dumps(dict(state), default=_jsonable, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        data = {str(key): str(value) for key, value in state.items()}
+    return dict(storable_data(data))
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except Exception:  # e.g. a lone surrogate: its text instead
+            pass
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
 def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
                  metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
                  trace: tuple[str | None, str | None] = (None, None),
-                 redact: Callable[[str], str] | None = None) -> EvalContext:
+                 redact: Callable[[str], str] | None = None, session_state: Any = None) -> EvalContext:
     """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run (redacted by
-    `redact`); `trace` is the run's OpenTelemetry (trace id, span id), captured by the hook."""
+    `redact`); `trace` is the run's OpenTelemetry (trace id, span id), captured by the hook;
+    `session_state` is the run's (`session_state_of`), copied now: the session may change later."""
     is_team = hasattr(run_output, "team_id") and not hasattr(run_output, "agent_id")
     run_input = getattr(run_output, "input", None)
     status = getattr(run_output, "status", None)
@@ -89,6 +124,7 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         run_status=getattr(status, "value", status),
         usage=_usage(run_output),
         metadata=storable_data(merged),
+        session_state=_plain_state(session_state),
         trace_id=trace[0],
         span_id=trace[1],
     )

@@ -35,7 +35,7 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer
+from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer, session_refs
 from .verdict import Verdict, parse_verdict
 
 
@@ -96,6 +96,9 @@ class JudgeCall:
     label: str = ""  # who is asking, for the retry log line
     first_errors: FirstErrors = field(default_factory=FirstErrors, compare=False, repr=False)  # the evaluator's
     prompt_budget: int | None = DEFAULT_PROMPT_BUDGET  # characters of the whole prompt, tool calls included
+
+    def __post_init__(self) -> None:
+        session_refs(self.criteria, *self.guidelines)  # a malformed {session_state[...]} is refused now, by name
 
     def request(self, ctx: EvalContext) -> JudgeRequest:
         context = None if self.context_key is None else ctx.metadata.get(self.context_key)
@@ -180,6 +183,8 @@ class JudgeCall:
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
         said: dict[str, Any] = {} if cut is None else {"prompt": cut.details()}  # cut to its budget: the record says so
+        if keys := session_refs(self.criteria, *self.guidelines):  # the (redacted) values the judge was given
+            said["session_state"] = {k: ctx.session_state[k] for k in keys if k in ctx.session_state}
         if verdict is not None and reply is not None and reply.finish_reason == "length":
             said["reply"] = f"cut at the judge's token cap ({self._cap()})"  # a verdict before a runaway reason
         if verdict is None:  # a refused call says so: the record's details["spend_cap"]
