@@ -330,8 +330,8 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
             expected_output: str | None = None, print_summary: bool = False, print_results: bool = False,
             run_metrics: Any = None) -> AgentAsJudgeResult:
         """Grade one input/output pair or a batch of `cases` (dicts with input, output and optionally
-        expected_output), concurrently up to `max_concurrency`. Raises StoreError (with `.result`)
-        only after every case is graded, if the store could not take the records."""
+        expected_output, metadata and session_state), concurrently up to `max_concurrency`. Raises
+        StoreError (with `.result`) only after every case is graded, if the store could not take the records."""
         return self._shell.run(input, output, cases, expected_output, print_summary, print_results, run_metrics)
 
     async def arun(self, *, input: str | None = None, output: Any = None,

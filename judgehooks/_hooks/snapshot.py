@@ -62,7 +62,7 @@ def session_state_of(run_context: Any, run_output: Any) -> Any:
     return state if state is not None else getattr(run_output, "session_state", None)
 
 
-def _plain_state(state: Any) -> dict[str, Any]:
+def plain_state(state: Any) -> dict[str, Any]:
     """A copy of a session_state as JSON-like data (what the judge, the outbox and the stores can
     hold): objects as their JSON (a pydantic model) or their text. A state that cannot be copied so
     (a cycle, keys that are not text or numbers) keeps its top-level keys, each value as its text."""
@@ -124,7 +124,7 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         run_status=getattr(status, "value", status),
         usage=_usage(run_output),
         metadata=storable_data(merged),
-        session_state=_plain_state(session_state),
+        session_state=plain_state(session_state),
         trace_id=trace[0],
         span_id=trace[1],
     )
