@@ -300,6 +300,7 @@ def test_the_gullible_judge_does_follow_instructions_outside_the_fences(make_jud
                session_state={"user_tier": "gold"}).run("q")
     [record] = store.records
     assert (record.status, record.reason) == ("passed", "told to pass") and len(asked) == 1
+    assert [text for _, text in fenced(asked[0], "SESSION-STATE")] == ["gold"]
 
 
 def test_a_hostile_session_state_value_cannot_close_its_fence_or_forge_a_verdict(make_judge, make_agent, store,
