@@ -139,6 +139,42 @@ def test_offline_cases_carry_a_session_state_of_their_own(make_judge, store, ser
     assert tiers == ["bronze", "gold"]
 
 
+class Unreadable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text here")
+
+
+def test_a_session_state_that_is_no_plain_data_is_still_graded_never_lost(make_judge, make_agent, store, server):
+    loop: list = []
+    loop.append(loop)
+    state = {"user_tier": "gold", "loop": loop, "odd": Unreadable(), 7: {"a"}}
+    seen = []
+
+    @judgehooks.evaluator(name="sees-state", store=store)
+    def sees_state(ctx):
+        seen.append(ctx.session_state)
+        return True
+
+    make_agent(make_judge(criteria=CRITERIA), sees_state, session_state=state).run("q")
+    assert sorted(r.status for r in store.records) == ["passed", "passed"]
+    judged = next(r for r in store.records if r.evaluator != "sees-state")
+    assert judged.details["session_state"] == {"user_tier": "gold"}
+    [copy] = seen
+    assert copy["user_tier"] == "gold" and copy["odd"] == "<Unreadable that could not be read as text>"
+    assert (copy["loop"], copy["7"]) == ("[[...]]", "{'a'}")  # a cycle: each value as its text
+
+
+def test_a_session_state_nested_past_the_recursion_limit_is_copied_as_text_not_a_crash():
+    from judgehooks._hooks.snapshot import plain_state
+
+    deep: dict = {}
+    inner = deep
+    for _ in range(5_000):  # agno's own deepcopy refuses this, so no agent run carries it: the copy alone
+        inner["x"] = inner = {}
+    assert plain_state({"user_tier": "gold", "deep": deep}) == {
+        "user_tier": "gold", "deep": "<dict that could not be read as text>"}
+
+
 # ---- a missing key, a malformed reference --------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["run", "arun"])
