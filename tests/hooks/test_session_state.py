@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
+from _outbox import abandon
 from conftest import wait_for
 
 import judgehooks
-from judgehooks import MemoryStore, SessionJudge
+from judgehooks import MemoryStore, SessionJudge, SQLiteStore
 from judgehooks._base.context import context_from_dict
+from judgehooks._grading.outbox import Job, Outbox
 from judgehooks.redact import PII
 
 CRITERIA = "The answer suits a {session_state[user_tier]} tier customer."
@@ -34,8 +40,9 @@ def prompt_nonce(prompt: str) -> str:
     return nonce
 
 
-def outbox_puts(monkeypatch) -> list[str]:
-    """The context of every job the outbox is given, as written (the real put still runs)."""
+def outbox_puts(monkeypatch, jobs: list | None = None) -> list[str]:
+    """The context of every job the outbox is given, as written (the real put still runs); and, in
+    `jobs`, the jobs themselves."""
     from judgehooks._grading.journal import JournalLog
     from judgehooks._grading.outbox import Outbox
 
@@ -46,6 +53,8 @@ def outbox_puts(monkeypatch) -> list[str]:
         def put(outbox, job, context=None, *, _real=real, **kw):
             _real(outbox, job, context, **kw)
             puts.append(context if context is not None else json.dumps(job.context))
+            if jobs is not None:
+                jobs.append(job)
 
         monkeypatch.setattr(log, "put", put)
     return puts
@@ -88,6 +97,36 @@ def test_the_judge_reads_the_runs_session_state_fenced_with_the_prompts_nonce(ma
     assert fenced(system, "SESSION-STATE") == [(nonce, "gold")]
     assert "The answer suits a <<<SESSION-STATE-" in system and "{session_state[" not in system
     assert fenced(server.settings.judge_prompts[-1], "OUTPUT")[0][0] == nonce  # the same nonce as the run's text
+
+
+@pytest.mark.slow
+def test_a_job_the_hook_filed_is_resumed_in_another_process_with_the_runs_session_state(
+        make_judge, make_agent, server, tmp_path, monkeypatch):
+    """The job as the hook filed it, left in an outbox as a process that died leaves it, and graded by
+    `judgehooks resume` in a fresh interpreter: the session_state travels in the job, not in memory."""
+    jobs: list = []
+    puts = outbox_puts(monkeypatch, jobs)
+    judge = make_judge(name="tiered", criteria=CRITERIA, run_in_background=True, outbox=str(tmp_path / "app.db"),
+                       store=MemoryStore())
+    out = make_agent(judge, session_state={"user_tier": "gold"}).run("Which plan suits me?")
+    assert judgehooks.drain(30)
+    [job], [context] = jobs, puts
+    server.reset()
+    left = Outbox(str(tmp_path / "left.outbox.db"))
+    left.put(Job(id=job.id, evaluator=job.evaluator, context=json.loads(context), spec=job.spec,
+                 created_at=time.time()))
+    left.close()
+    abandon(left.path)
+    db = tmp_path / "left.db"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "test-key"}
+    done = subprocess.run([sys.executable, "-m", "judgehooks._cli", "resume", "--store", str(db), "--outbox",
+                           left.path, "--timeout", "60"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [record] = SQLiteStore(str(db)).query_sync()
+    assert (record.evaluator, record.run_id, record.status) == ("tiered", out.run_id, "passed"), record.error_message
+    assert record.details["session_state"] == {"user_tier": "gold"}
+    [request] = server.settings.judge_requests
+    assert [text for _, text in fenced(request["messages"][0]["content"], "SESSION-STATE")] == ["gold"]
 
 
 def test_a_team_runs_session_state_fills_its_judges_criteria(make_judge, make_team, store, server):
