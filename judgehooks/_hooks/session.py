@@ -58,14 +58,14 @@ def members(run_output: Any) -> tuple[Member, ...]:
 def snapshot_turn(run_output: Any, *, redact: Redactor | None, agent: Any = None, team: Any = None,
                   user_id: str | None = None, metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
                   team_members: tuple[Member, ...] | None = None,
-                  trace: tuple[str | None, str | None] = (None, None), session_state: Any = None) -> Turn:
+                  trace: tuple[str | None, str | None] = (None, None)) -> Turn:
     """The one snapshot of a session turn, for every session path (the hook, the Redis relay that
     forwards the book's turns, `grade-sessions`): the run and its members' runs, redacted together
     by `redact` before the session book, Redis, the judge or a store sees them. `team_members`:
     the member runs when they are not in the run (an agno db stores them apart); `trace`: the run's
     OpenTelemetry ids (the session record's event links to its last turn's run)."""
     turn = Turn(snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                             with_tools=with_tools, trace=trace, session_state=session_state),
+                             with_tools=with_tools, trace=trace),
                 members(run_output) if team_members is None else team_members)
     return turn if redact is None else redact_turn(turn, redact)
 
@@ -130,10 +130,10 @@ class SessionShell(HookShell):
     def take(self, run_output: Any, *, agent: Any, team: Any, user_id: str | None,
              metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None],
              session_state: Any = None) -> Turn:
-        """Snapshot and redact a turn: the run and its members' runs, redacted together."""
+        """Snapshot and redact a turn: the run and its members' runs, redacted together (without the
+        run's session_state: a SessionJudge reads none, and the session book keeps every turn)."""
         return snapshot_turn(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                             with_tools=self.needs_tools, redact=self.settings.redact, trace=trace,
-                             session_state=session_state)
+                             with_tools=self.needs_tools, redact=self.settings.redact, trace=trace)
 
     def sampled_as(self, taken: Turn) -> EvalContext:
         """Sampling decides on the session, not the run: a sampled session has every turn, the others none."""

@@ -62,19 +62,28 @@ def session_state_of(run_context: Any, run_output: Any) -> Any:
     return state if state is not None else getattr(run_output, "session_state", None)
 
 
+#: the keys agno adds to every run's session_state and removes before it stores the session
+#: (agent/_session.py, team/_session.py): the run's own ids, which the context and record carry
+AGNO_RUN_KEYS = frozenset({"current_session_id", "current_user_id", "current_run_id"})
+
+
 def plain_state(state: Any) -> dict[str, Any]:
     """A copy of a session_state as JSON-like data (what the judge, the outbox and the stores can
-    hold): objects as their JSON (a pydantic model) or their text. A state that cannot be copied so
-    (a cycle, keys that are not text or numbers) keeps its top-level keys, each value as its text."""
+    hold), without `AGNO_RUN_KEYS`: objects as their JSON (a pydantic model) or their text. A state
+    that cannot be copied so (a cycle, keys that are not text or numbers) keeps its top-level keys,
+    each value as its text."""
     if not isinstance(state, Mapping) or not state:
         return {}
+    state = {key: value for key, value in state.items() if key not in AGNO_RUN_KEYS}
+    if not state:  # a run with no state of its own: nothing to copy, nothing for every job to carry
+        return {}
     try:
-        copied: dict[str, Any] = _copy(dict(state), 0)  # the usual state: plain data, walked once
+        copied: dict[str, Any] = _copy(state, 0)  # the usual state: plain data, walked once
         return copied
     except _NotPlain:
         pass
     try:
-        data = json.loads(json.dumps(dict(state), default=_jsonable, ensure_ascii=False))
+        data = json.loads(json.dumps(state, default=_jsonable, ensure_ascii=False))
     except Exception:  # TypeError, ValueError (a cycle), RecursionError, an object's own error
         data = {_text_of(key): _text_of(value) for key, value in state.items()}
     return dict(storable_data(data))

@@ -60,11 +60,6 @@ def outbox_puts(monkeypatch, jobs: list | None = None) -> list[str]:
     return puts
 
 
-def own(state: dict) -> dict:
-    """A session_state without the keys agno adds to every run's (current_session_id, current_run_id)."""
-    return {k: v for k, v in state.items() if not k.startswith("current_")}
-
-
 def run_with(agent, how: str, prompt: str = "Which plan suits me?"):
     if how == "arun":
         return asyncio.run(agent.arun(prompt))
@@ -86,8 +81,8 @@ def test_the_judge_reads_the_runs_session_state_fenced_with_the_prompts_nonce(ma
         assert judgehooks.drain(30)
         wait_for(lambda: len(store.records) == 1)
         [job] = [json.loads(p) for p in puts]
-        assert job["session_state"]["user_tier"] == "gold"  # what `resume` or a Redis worker grades with
-        assert context_from_dict(job).session_state == job["session_state"]
+        assert job["session_state"] == {"user_tier": "gold"}  # what `resume` or a Redis worker grades with
+        assert context_from_dict(job).session_state == {"user_tier": "gold"}
     [record] = store.records
     assert (record.status, record.run_id) == ("passed", out.run_id), record.error_message
     assert record.details["session_state"] == {"user_tier": "gold"}
@@ -127,6 +122,30 @@ def test_a_job_the_hook_filed_is_resumed_in_another_process_with_the_runs_sessio
     assert record.details["session_state"] == {"user_tier": "gold"}
     [request] = server.settings.judge_requests
     assert [text for _, text in fenced(request["messages"][0]["content"], "SESSION-STATE")] == ["gold"]
+
+
+def test_an_agno_model_judge_is_sent_the_filled_criteria_too(make_judge, make_agent, store, server):
+    from conftest import model
+
+    make_agent(make_judge(criteria=CRITERIA, model=model(server)), session_state={"user_tier": "gold"}).run("q")
+    [record] = store.records
+    assert record.status == "passed" and record.details["session_state"] == {"user_tier": "gold"}
+    prompt = server.settings.judge_prompts[-1]
+    assert [text for _, text in fenced(prompt, "SESSION-STATE")] == ["gold"]
+    assert fenced(prompt, "SESSION-STATE")[0][0] == fenced(prompt, "OUTPUT")[0][0]
+
+
+def test_a_run_without_session_state_of_its_own_files_a_job_without_one(make_judge, make_agent, store, tmp_path,
+                                                                       monkeypatch):
+    """agno puts the run's ids in every run's session_state and takes them out before it stores the
+    session: they are the record's run and session ids, and a job carries none of them."""
+    puts = outbox_puts(monkeypatch)
+    make_agent(make_judge(name="plain", run_in_background=True, outbox=str(tmp_path / "o.db"))).run("hi")
+    make_agent(make_judge(name="tiered", run_in_background=True, outbox=str(tmp_path / "p.db")),
+               session_state={"tier": "x"}).run("hi")
+    assert judgehooks.drain(30)
+    assert ["session_state" in json.loads(p) for p in puts] == [False, True]
+    assert json.loads(puts[1])["session_state"] == {"tier": "x"}
 
 
 def test_a_team_runs_session_state_fills_its_judges_criteria(make_judge, make_team, store, server):
@@ -284,7 +303,7 @@ def test_a_check_gets_the_runs_session_state_as_an_argument_or_on_its_context(ma
     by_name = {r.evaluator: r for r in store.records}
     assert (by_name["tier-named"].status, by_name["tier-named"].reason) == ("passed", "tier gold")
     assert by_name["has-cart"].status == "passed"
-    assert [own(s) for s in seen] == [{"user_tier": "changed", "cart": ["A1"]}]
+    assert seen == [{"user_tier": "changed", "cart": ["A1"]}]  # without the ids agno adds to every run's
 
 
 def test_a_check_without_session_state_fails_where_one_with_it_passes(make_agent, store):
@@ -334,7 +353,7 @@ def test_redaction_masks_session_state_before_the_judge_the_record_the_check_and
     system = system_of(server)
     assert [text for _, text in fenced(system, "SESSION-STATE")] == ["mail [EMAIL]", "gold"]
     assert all("alice.smith" not in p for p in server.settings.judge_prompts)
-    [check_saw] = [own(s) for s in seen]
+    [check_saw] = seen
     assert check_saw == {"user_tier": "gold", "contact": "mail [EMAIL]", "profile": {"emails": ["[EMAIL]"]}}
     assert state["contact"] == f"mail {EMAIL}"  # the agent's own session_state is untouched
 
