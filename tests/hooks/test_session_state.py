@@ -148,6 +148,41 @@ def test_a_run_without_session_state_of_its_own_files_a_job_without_one(make_jud
     assert json.loads(puts[1])["session_state"] == {"tier": "x"}
 
 
+def test_a_redis_job_carries_the_redacted_session_state_to_the_workers_judge(make_judge, make_agent, redis_base,
+                                                                             tmp_path, server):
+    import redis
+
+    from judgehooks._grading.redis.broker import STREAM
+    from judgehooks._grading.redis.worker import Worker
+
+    rds = redis.Redis.from_url(redis_base)
+    rds.flushdb()
+    judge = make_judge(name="tiered-redis", criteria="Writes to {session_state[contact]}.", redact=PII,
+                       run_in_background=True, broker=redis_base, outbox=str(tmp_path / "producer.outbox.db"))
+    out = make_agent(judge, session_state={"contact": f"mail {EMAIL}"}).run("q")
+    assert judgehooks.drain(30) and rds.xlen(STREAM) == 1
+    [(_, fields)] = rds.xrange(STREAM)
+    assert b"mail [EMAIL]" in b"".join(fields.values()) and b"alice.smith" not in b"".join(fields.values())
+    server.reset()
+    store = SQLiteStore(str(tmp_path / "worker.db"))
+    worker = Worker(redis_base, store, evaluators={"tiered-redis": judge}, reclaim_after=2)
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.serve(stop))
+        while rds.xlen(STREAM):
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(serve())
+    rds.close()
+    [record] = asyncio.run(store.query(run_id=out.run_id))
+    assert record.status == "passed" and record.details["session_state"] == {"contact": "mail [EMAIL]"}
+    [request] = server.settings.judge_requests
+    assert [text for _, text in fenced(request["messages"][0]["content"], "SESSION-STATE")] == ["mail [EMAIL]"]
+
+
 def test_a_team_runs_session_state_fills_its_judges_criteria(make_judge, make_team, store, server):
     out = make_team(make_judge(criteria=CRITERIA), session_state={"user_tier": "platinum"}).run("Which plan?")
     [record] = store.records
