@@ -183,6 +183,18 @@ def test_a_redis_job_carries_the_redacted_session_state_to_the_workers_judge(mak
     assert [text for _, text in fenced(request["messages"][0]["content"], "SESSION-STATE")] == ["mail [EMAIL]"]
 
 
+def test_a_gates_repair_attempt_is_judged_with_the_original_runs_session_state(make_judge, make_agent, store, server):
+    judge = make_judge(criteria=CRITERIA, repair=1, fallback="Sorry.")
+    out = make_agent(judge, session_state={"user_tier": "gold"}).run("which plan [[fail_first=1:tier]]")
+    first, second = store.records
+    assert (first.status, second.status) == ("failed", "passed"), second.error_message
+    assert second.metadata["judgehooks_repair_of"] == out.run_id and out.content == second.output
+    assert first.details["session_state"] == second.details["session_state"] == {"user_tier": "gold"}
+    asked = [[text for _, text in fenced(r["messages"][0]["content"], "SESSION-STATE")]
+             for r in server.settings.judge_requests]
+    assert asked == [["gold"], ["gold"]]
+
+
 def test_a_team_runs_session_state_fills_its_judges_criteria(make_judge, make_team, store, server):
     out = make_team(make_judge(criteria=CRITERIA), session_state={"user_tier": "platinum"}).run("Which plan?")
     [record] = store.records
