@@ -195,6 +195,19 @@ def test_a_gates_repair_attempt_is_judged_with_the_original_runs_session_state(m
     assert asked == [["gold"], ["gold"]]
 
 
+def test_a_rubric_criterion_names_session_state_and_its_record_says_what_was_given(make_agent, server):
+    from judgehooks import Criterion, Rubric
+
+    store = MemoryStore()
+    rubric = Rubric([Criterion("tier", "Suits a {session_state[user_tier]} customer."), Criterion("tone", "Polite.")],
+                    model="openai/judge", api_base=server.base_url, api_key="k", store=store, retry_backoff=0.01)
+    make_agent(rubric, session_state={"user_tier": "gold"}).run("q")
+    make_agent(rubric).run("q")
+    graded, missing = store.records
+    assert graded.status == "passed" and graded.details["session_state"] == {"user_tier": "gold"}
+    assert (missing.status, missing.error_type) == ("error", "MemberError") and "'user_tier'" in missing.error_message
+
+
 def test_a_team_runs_session_state_fills_its_judges_criteria(make_judge, make_team, store, server):
     out = make_team(make_judge(criteria=CRITERIA), session_state={"user_tier": "platinum"}).run("Which plan?")
     [record] = store.records
