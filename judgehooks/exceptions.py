@@ -83,7 +83,8 @@ class BadOutcome(EvaluatorError):
 
 
 class MissingContext(EvaluatorError):
-    """The evaluator grades faithfulness to a context (``context_key``) but the run carried none."""
+    """The evaluator grades against context the run did not carry: no ``context_key`` in its metadata,
+    or no session_state key its criteria or guidelines name as ``{session_state[key]}``."""
 
 
 class MissingExpected(EvaluatorError):

@@ -63,6 +63,9 @@ class EvalContext:
     run_status: str | None = None
     usage: RunUsage | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # agno's session_state as the run left it (JSON-like data, copied): a later run of the session
+    # cannot change what this one is judged with
+    session_state: Mapping[str, Any] = field(default_factory=dict)
     case_index: int | None = None  # position in an offline batch
     trace_id: str | None = None  # the judged run's OpenTelemetry span, as lowercase hex, when one was current
     span_id: str | None = None
@@ -101,8 +104,10 @@ def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
         "metadata": dict(ctx.metadata), "case_index": ctx.case_index,
         "usage": None if ctx.usage is None else ctx.usage.as_dict(),
         "trace_id": ctx.trace_id, "span_id": ctx.span_id,
-        # only when set: a job of a run nobody redacted reads the same in a version without them
+        # only when set: a job of a run nobody redacted (or with no session state) reads the same in a
+        # version without them
         **{k: v for k, v in (("redacted_by", ctx.redacted_by), ("redaction_error", ctx.redaction_error)) if v},
+        **({"session_state": dict(ctx.session_state)} if ctx.session_state else {}),
     }
 
 
@@ -110,13 +115,14 @@ def context_from_dict(data: Mapping[str, Any]) -> EvalContext:
     calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments"), result=c.get("result"),
                            error=bool(c.get("error")), agent_id=c.get("agent_id"))
                   for c in data.get("tool_calls") or ())
-    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage", "trace_id", "span_id")}
+    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage", "trace_id", "span_id", "session_state")}
+    state = data.get("session_state")
     usage = data.get("usage")
     trace_id, span_id = _hex_id(data.get("trace_id"), 32), _hex_id(data.get("span_id"), 16)
     if trace_id is None or span_id is None:  # a job from an older version, or ids that are not OpenTelemetry's
         trace_id = span_id = None
     return EvalContext(**fields, tool_calls=calls, usage=None if usage is None else RunUsage(**usage),
-                       trace_id=trace_id, span_id=span_id)
+                       trace_id=trace_id, span_id=span_id, session_state=state if isinstance(state, dict) else {})
 
 
 def _hex_id(value: Any, digits: int) -> str | None:

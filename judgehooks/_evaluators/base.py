@@ -304,21 +304,23 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
         self.pre_check(run_input)
 
     def post_check(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
-                   metadata: Mapping[str, Any] | None = None) -> None:
-        """agno's sync post hook: grade this run inline (then gate it), or persist it and hand it off."""
-        self._shell.post_check(run_output, agent, team, user_id, metadata)
+                   metadata: Mapping[str, Any] | None = None, run_context: Any = None) -> None:
+        """agno's sync post hook: grade this run inline (then gate it), or persist it and hand it off.
+        agno passes `run_context` because it is named here: the run's session_state is read from it."""
+        self._shell.post_check(run_output, agent, team, user_id, metadata, run_context)
 
     async def async_post_check(self, run_output: Any, agent: Any = None, team: Any = None,
-                               user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> None:
+                               user_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                               run_context: Any = None) -> None:
         """agno's async post hook. Grading runs on the judgehooks loop; the caller's loop only awaits."""
-        await self._shell.async_post_check(run_output, agent, team, user_id, metadata)
+        await self._shell.async_post_check(run_output, agent, team, user_id, metadata, run_context)
 
     def __call__(self, run_output: Any, agent: Any = None, team: Any = None, user_id: str | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> None:
+                 metadata: Mapping[str, Any] | None = None, run_context: Any = None) -> None:
         """The hook itself, for an agno call that skips agno's hook normaliser: `continue_run` as an
         agent's or team's first call (a run resumed after a restart) calls this object as it stands
         in `post_hooks` (``_hooks/agno_compat.py``, item 6). The sync `post_check`."""
-        self._shell.post_check(run_output, agent, team, user_id, metadata)
+        self._shell.post_check(run_output, agent, team, user_id, metadata, run_context)
 
     # ---- agno's Scorer protocol --------------------------------------------------------------
 
@@ -335,8 +337,8 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
             expected_output: str | None = None, print_summary: bool = False, print_results: bool = False,
             run_metrics: Any = None) -> AgentAsJudgeResult:
         """Grade one input/output pair or a batch of `cases` (dicts with input, output and optionally
-        expected_output), concurrently up to `max_concurrency`. Raises StoreError (with `.result`)
-        only after every case is graded, if the store could not take the records."""
+        expected_output, metadata and session_state), concurrently up to `max_concurrency`. Raises
+        StoreError (with `.result`) only after every case is graded, if the store could not take the records."""
         return self._shell.run(input, output, cases, expected_output, print_summary, print_results, run_metrics)
 
     async def arun(self, *, input: str | None = None, output: Any = None,

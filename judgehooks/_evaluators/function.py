@@ -4,12 +4,17 @@
     def short(ctx):                        # bool, a score, a dict or an Outcome
         return 1.0 if len(ctx.output) < 200 else 0.0
 
+A function may also name a ``session_state`` parameter, as an agno hook does: it gets a copy of the
+run's session_state (also on ``ctx.session_state``), redacted like the rest of the run.
+
 Sync functions run on a worker thread so they never block the judgehooks loop. Built from user
 code: `judgehooks resume` needs ``--import`` with the module that defines it.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
@@ -25,7 +30,7 @@ from .base import Evaluator
 class FunctionEvaluator(Evaluator):
     """An evaluator whose `evaluate` is the wrapped function."""
 
-    fn: Callable[[EvalContext], Any]
+    fn: Callable[..., Any]  # fn(ctx), or fn(ctx, session_state)
     _: KW_ONLY
     tool_calls: bool = True
 
@@ -33,11 +38,14 @@ class FunctionEvaluator(Evaluator):
         fn = self.fn
         if not callable(fn):
             raise TypeError(f"evaluator needs a function taking the run's EvalContext, got {type(fn).__name__}")
+        self._wants_state = False
         try:
-            inspect.signature(fn).bind(None)
+            signature = inspect.signature(fn)
+            self._wants_state = "session_state" in signature.parameters
+            signature.bind(None, **({"session_state": {}} if self._wants_state else {}))
         except TypeError:
             raise TypeError(f"{getattr(fn, '__qualname__', fn)!r} must take exactly one argument, the run's "
-                            "EvalContext") from None
+                            "EvalContext (and, if it wants it, a `session_state` parameter)") from None
         except ValueError:  # no signature available (some builtins): let the call decide
             pass
         self.needs_tools = bool(self.tool_calls)  # type: ignore[misc]  # ClassVar set per instance
@@ -48,9 +56,12 @@ class FunctionEvaluator(Evaluator):
         return getattr(self.fn, "__name__", None) or type(self.fn).__name__
 
     async def evaluate(self, ctx: EvalContext) -> Any:
+        fn: Callable[..., Any] = self.fn
+        if self._wants_state:  # a copy: a function that changes it changes nothing another evaluator reads
+            fn = functools.partial(fn, session_state=copy.deepcopy(dict(ctx.session_state)))
         if self._fn_is_async:
-            return await self.fn(ctx)
-        return await anyio.to_thread.run_sync(self.fn, ctx)
+            return await fn(ctx)
+        return await anyio.to_thread.run_sync(fn, ctx)
 
 
 def evaluator(fn: Callable[[EvalContext], Any] | None = None, **settings: Any) -> Any:

@@ -125,7 +125,10 @@ class Rubric(Evaluator, JudgeConnection):
         outcomes = await assess_calls([call.ask for call in self._calls], ctx)
         lines = [o.summary(c.name, weight=c.weight, min_score=c.min_score)
                  for c, o in zip(self._criteria, outcomes, strict=True)]
-        details = {"criteria": lines}
+        details: dict[str, Any] = {"criteria": lines}
+        state = {k: v for o in outcomes for k, v in (o.details or {}).get("session_state", {}).items()}
+        if state:  # what the criteria naming {session_state[key]} were given, as an AgentAsJudgeEval's record says
+            details["session_state"] = state
         usage = add_usage(outcomes)
         errors = [(c.name, o) for c, o in zip(self._criteria, outcomes, strict=True) if o.status == "error"]
         if errors:

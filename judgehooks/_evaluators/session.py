@@ -22,6 +22,7 @@ from .._hooks.session import SessionShell
 from .._hooks.settings import HookSettings
 from .._judges.litellm import LiteLLMJudge
 from .._judges.process import ProcessJudge
+from .._judges.prompt import session_refs
 from .._judges.transcript import BudgetUnit, SessionCall, plan
 from ..exceptions import StoreError
 from .base import Evaluator
@@ -64,7 +65,10 @@ class SessionJudge(Evaluator, JudgeConnection):
 
     def __post_init__(self) -> None:
         check_grading(self.criteria, self.scoring_strategy, self.threshold)
-        guidelines_tuple(self.additional_guidelines)
+        if session_refs(self.criteria, *guidelines_tuple(self.additional_guidelines)):
+            raise ValueError("a SessionJudge's criteria cannot name {session_state[...]}: it grades a whole "
+                             "conversation, whose runs may each have another session_state; name it in a "
+                             "run-level AgentAsJudgeEval, whose run has one")
         check_number("idle_after", self.idle_after, minimum=0, allow_equal=False)
         if self.transcript_budget is not None:
             check_number("transcript_budget", self.transcript_budget, minimum=1, allow_equal=True, integer=True)

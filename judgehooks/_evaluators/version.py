@@ -26,7 +26,7 @@ from .._base.context import EvalContext
 from .._base.session import Turn
 from .._base.text import lone_surrogate, unstorable_at
 from .._judges.call import JudgeCall
-from .._judges.prompt import build_request
+from .._judges.prompt import build_request, session_refs
 from .._judges.transcript import Transcript, build_session_request
 
 #: settings that decide whether and how a judge is reached, or how results are shown, not the verdict
@@ -122,7 +122,10 @@ _PLACEHOLDER = EvalContext(input="{input}", output="{output}")
 def prompt_text(call: JudgeCall) -> str:
     """The messages `call` would send, with placeholders for the run, its context and the nonce: the
     template text, criteria, verdict shape and guidelines, as the judge reads them."""
-    request = build_request(_PLACEHOLDER, criteria=call.criteria, mode=call.mode, guidelines=call.guidelines,
+    # a {session_state[key]} the criteria name is versioned as itself, fenced where the value goes
+    state = {key: f"{{session_state[{key}]}}" for key in session_refs(call.criteria, *call.guidelines)}
+    ctx = dataclasses.replace(_PLACEHOLDER, session_state=state) if state else _PLACEHOLDER
+    request = build_request(ctx, criteria=call.criteria, mode=call.mode, guidelines=call.guidelines,
                             include_tools=call.include_tools,
                             context="{context}" if call.context_key is not None else None, nonce="{nonce}")
     return "\n".join(f"{m['role']}: {m['content']}" for m in request.messages)

@@ -24,6 +24,7 @@ from .._base.text import storable_data
 from .._grading.pipeline import Pipeline
 from ..exceptions import StoreError
 from ..stores import AgnoDbStore, Store, write_with_retry
+from .snapshot import plain_state
 
 
 class _Batch:
@@ -41,7 +42,8 @@ class _Batch:
 
 def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] | None,
              expected_output: str | None) -> list[EvalContext]:
-    """The contexts to grade: one pair, or every case (dicts with input, output, expected_output)."""
+    """The contexts to grade: one pair, or every case (dicts with input, output, and optionally
+    expected_output, metadata and session_state)."""
     single = input is not None or output is not None
     if single and cases is not None:
         raise ValueError("provide either input and output, or cases, not both")
@@ -66,7 +68,8 @@ def contexts(input: str | None, output: Any, cases: Sequence[Mapping[str, Any]] 
             input=render_content(case["input"]), output=render_content(case["output"]),
             expected=None if expected is None else render_content(expected),
             run_id=batch if single else case_run_id(batch, i), case_index=i,
-            metadata=storable_data(dict(case.get("metadata") or {}))))
+            metadata=storable_data(dict(case.get("metadata") or {})),
+            session_state=plain_state(case.get("session_state"))))
     return found
 
 

@@ -1,9 +1,10 @@
 """`redact=`: the run's text goes through the user's redactor in the snapshot, before the judge, the
 outbox, a Redis job, a notifier or a store can see it.
 
-Redacted: input, output, expected, tool call arguments and results, and metadata values (every
-string, at any depth; other values that are not numbers, booleans or None become their text first).
-Kept: identifiers (run, session, user, agent and team ids and names), tool names and metadata keys.
+Redacted: input, output, expected, tool call arguments and results, and metadata and session_state
+values (every string, at any depth; other values that are not numbers, booleans or None become
+their text first). Kept: identifiers (run, session, user, agent and team ids and names), tool names,
+and metadata and session_state keys.
 A redactor that raises (or returns something other than text) withholds all of that text: the run's
 record is an `error` (`RedactionError`) and its text is empty, so no unredacted byte leaves the process.
 A session turn (`redact_turn`) is the run plus what each team member was asked and answered: the
@@ -34,7 +35,8 @@ def redact_context(ctx: EvalContext, redact: Redactor) -> EvalContext:
                       for c in ctx.tool_calls)
         return dataclasses.replace(ctx, input=text(ctx.input), output=text(ctx.output),
                                    expected=None if ctx.expected is None else text(ctx.expected),
-                                   tool_calls=calls, metadata=data(dict(ctx.metadata)), redacted_by=name)
+                                   tool_calls=calls, metadata=data(dict(ctx.metadata)),
+                                   session_state=data(dict(ctx.session_state)), redacted_by=name)
     except Exception as exc:  # never the text, nor the message (it may quote the text): only the type
         return _withheld(ctx, name, exc)
 
@@ -78,7 +80,7 @@ def _through(redact: Redactor) -> tuple[Callable[[str], str], Callable[[Any], An
 
 
 def _withheld(ctx: EvalContext, name: str | None, exc: Exception) -> EvalContext:
-    return dataclasses.replace(ctx, input="", output="", expected=None, tool_calls=(), metadata={},
+    return dataclasses.replace(ctx, input="", output="", expected=None, tool_calls=(), metadata={}, session_state={},
                                redacted_by=name, redaction_error=type(exc).__name__)
 
 

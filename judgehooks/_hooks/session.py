@@ -128,8 +128,10 @@ class SessionShell(HookShell):
         return json.dumps({**self._spec, "relay": True} if relayed else self._spec)
 
     def take(self, run_output: Any, *, agent: Any, team: Any, user_id: str | None,
-             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None]) -> Turn:
-        """Snapshot and redact a turn: the run and its members' runs, redacted together."""
+             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None],
+             session_state: Any = None) -> Turn:
+        """Snapshot and redact a turn: the run and its members' runs, redacted together (without the
+        run's session_state: a SessionJudge reads none, and the session book keeps every turn)."""
         return snapshot_turn(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
                              with_tools=self.needs_tools, redact=self.settings.redact, trace=trace)
 
@@ -162,13 +164,13 @@ class SessionShell(HookShell):
         grader.arm(due)
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                   metadata: Mapping[str, Any] | None) -> None:
-        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
+                   metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata, run_context)) is not None:
             self.record_turn(*admitted[:2])
 
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                               metadata: Mapping[str, Any] | None) -> None:
-        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is not None:
+                               metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata, run_context)) is not None:
             self.record_turn(*admitted[:2])
 
     async def ascore(self, run_output: Any, expected: Any) -> Any:

@@ -45,7 +45,7 @@ from .redaction import redact_context
 from .resumed import is_paused
 from .sampling import Sampler
 from .settings import HookSettings, Wiring
-from .snapshot import snapshot_run
+from .snapshot import session_state_of, snapshot_run
 
 
 class HookShell:
@@ -130,12 +130,13 @@ class HookShell:
     # ---- agno's hooks -----------------------------------------------------------------------
 
     def admit(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-              metadata: Mapping[str, Any] | None) -> tuple[Any, float, Any] | None:
+              metadata: Mapping[str, Any] | None, run_context: Any = None) -> tuple[Any, float, Any] | None:
         """Every hook's first step, for every shell: the snapshot (with the run's OpenTelemetry
         trace ids, redacted by `redact=`), its sampling rate and the run's current span
         (`tracing.current_span`); or None when this run is not graded here (sampled out, filtered,
         or a gate's own repair re-run; a run paused for a person is not finished: the run that
-        resumes it is graded, `resumed`). The snapshot is `take`'s: a run's context, or a session turn."""
+        resumes it is graded, `resumed`). The snapshot is `take`'s: a run's context, or a session
+        turn; it copies the session_state agno's `run_context` holds now (a later run may change it)."""
         owner = agent if agent is not None else team
         if is_paused(run_output):
             log.debug("run_paused_not_graded", evaluator=self.evaluator.evaluator_name,
@@ -147,15 +148,18 @@ class HookShell:
             ensure_dual_hooks(owner)
         span = tracing.current_span()
         taken = self.take(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                          trace=(None, None) if span is None else span[:2])
+                          trace=(None, None) if span is None else span[:2],
+                          session_state=session_state_of(run_context, run_output))
         rate = self.sampler.decide(self.sampled_as(taken))
         return None if rate is None else (taken, rate, span)
 
     def take(self, run_output: Any, *, agent: Any, team: Any, user_id: str | None,
-             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None]) -> Any:
+             metadata: Mapping[str, Any] | None, trace: tuple[str | None, str | None],
+             session_state: Any = None) -> Any:
         """Snapshot and redact: the run's context (a session shell takes a turn instead)."""
         return snapshot_run(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
-                            with_tools=self.needs_tools, trace=trace, redact=self.settings.redact)
+                            with_tools=self.needs_tools, trace=trace, redact=self.settings.redact,
+                            session_state=session_state)
 
     def sampled_as(self, taken: Any) -> EvalContext:
         """What sampling decides on: the run (a session shell: its session, so a sampled session
@@ -164,9 +168,9 @@ class HookShell:
         return taken
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                   metadata: Mapping[str, Any] | None) -> None:
+                   metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:
         """Grade this run inline (then gate it), or persist it and hand it off."""
-        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata, run_context)) is None:
             return
         ctx, rate, span = admitted
         wiring = self.wiring
@@ -184,9 +188,9 @@ class HookShell:
                              grade, True)
 
     async def async_post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
-                               metadata: Mapping[str, Any] | None) -> None:
+                               metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:
         """Grading runs on the judgehooks loop; the caller's loop only awaits."""
-        if (admitted := self.admit(run_output, agent, team, user_id, metadata)) is None:
+        if (admitted := self.admit(run_output, agent, team, user_id, metadata, run_context)) is None:
             return
         ctx, rate, span = admitted
         wiring = self.wiring
@@ -204,9 +208,15 @@ class HookShell:
 
     def _snapshot(self, agent: Any, team: Any, original: EvalContext) -> Callable[[Any], EvalContext]:
         """How the gate snapshots a repair attempt's run, as this hook snapshots the original (in
-        the original run's trace: its events go where the original's go)."""
-        return lambda output: snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools,
-                                           trace=(original.trace_id, original.span_id), redact=self.settings.redact)
+        the original run's trace: its events go where the original's go), with the session_state the
+        original was judged with (already redacted: it is not redacted twice)."""
+
+        def snapshot(output: Any) -> EvalContext:
+            ctx = snapshot_run(output, agent=agent, team=team, with_tools=self.needs_tools,
+                               trace=(original.trace_id, original.span_id), redact=self.settings.redact)
+            return dataclasses.replace(ctx, session_state=original.session_state)
+
+        return snapshot
 
     def _print(self, record: EvalRecord | None) -> None:
         """`print_results` / `print_summary` on a post hook: agno's evaluator prints its tables after
@@ -225,7 +235,8 @@ class HookShell:
     async def ascore(self, run_output: Any, expected: Any) -> Any:
         """agno's Scorer protocol (`scoring`): the run snapshotted as the hook does, graded inline on
         the judgehooks loop through this evaluator's pipeline (one stored record), as a ``Score``."""
-        ctx = snapshot_run(run_output, with_tools=self.needs_tools, redact=self.settings.redact)
+        ctx = snapshot_run(run_output, with_tools=self.needs_tools, redact=self.settings.redact,
+                           session_state=session_state_of(None, run_output))
         record = await runtime.wait(runtime.submit(self.grade_quietly, scoring.with_expected(ctx, expected)))
         return scoring.score_of(record, self.evaluator.scale)
 

@@ -6,6 +6,7 @@ through the `redact=` function, before the judge, the outbox, Redis or any store
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -54,12 +55,98 @@ def _usage(run_output: Any) -> RunUsage | None:
                     total_tokens=metrics.total_tokens, cost_usd=metrics.cost)
 
 
+def session_state_of(run_context: Any, run_output: Any) -> Any:
+    """The run's session_state as agno's post hooks see it: the run context's (agno passes
+    `run_context` to hooks that name it), else the one on the run's output (agno fills that one in
+    only after the hooks, so it is the fallback for a run graded later, e.g. by `ascore`)."""
+    state = getattr(run_context, "session_state", None)
+    return state if state is not None else getattr(run_output, "session_state", None)
+
+
+#: the keys agno adds to every run's session_state and removes before it stores the session
+#: (agent/_session.py, team/_session.py): the run's own ids, which the context and record carry
+AGNO_RUN_KEYS = frozenset({"current_session_id", "current_user_id", "current_run_id"})
+
+
+def plain_state(state: Any) -> dict[str, Any]:
+    """A copy of a session_state as JSON-like data (what the judge, the outbox and the stores can
+    hold), without `AGNO_RUN_KEYS`: objects as their JSON (a pydantic model) or their text. A state
+    that cannot be copied so (a cycle, keys that are not text or numbers) keeps its top-level keys,
+    each value as its text."""
+    if not isinstance(state, Mapping) or not state:
+        return {}
+    state = {key: value for key, value in state.items() if key not in AGNO_RUN_KEYS}
+    if not state:  # a run with no state of its own: nothing to copy, nothing for every job to carry
+        return {}
+    try:
+        copied: dict[str, Any] = _copy(state, 0)  # the usual state: plain data, walked once
+        return copied
+    except _NotPlain:
+        pass
+    try:
+        data = json.loads(json.dumps(state, default=_jsonable, ensure_ascii=False))
+    except Exception:  # TypeError, ValueError (a cycle), RecursionError, an object's own error
+        data = {_text_of(key): _text_of(value) for key, value in state.items()}
+    return dict(storable_data(data))
+
+
+def _text_of(value: Any) -> str:
+    """A value's text; one whose text cannot be had (nested past Python's recursion limit, a
+    `__str__` that raises) is named by its type: the run is graded, never lost to its state."""
+    try:
+        return str(value)
+    except Exception:  # RecursionError included
+        return f"<{type(value).__name__} that could not be read as text>"
+
+
+class _NotPlain(Exception):
+    """Data `_copy` leaves to JSON's encoder: an object, a key that is not text, or deep nesting."""
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+def _copy(value: Any, depth: int) -> Any:
+    """A deep copy of plain JSON-like data, its text made storable: a few microseconds for a small
+    state, several times less than a JSON round trip (this runs on every run's hook path)."""
+    kind = type(value)
+    if kind is str:
+        return storable(value)
+    if kind in _SCALARS:
+        return value
+    if depth > 64:
+        raise _NotPlain
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[storable(key)] = _copy(item, depth + 1)
+        return out
+    if kind is list or kind is tuple:
+        return [_copy(item, depth + 1) for item in value]
+    raise _NotPlain
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except Exception:  # e.g. a lone surrogate: its text instead
+            pass
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return _text_of(value)
+
+
 def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_id: str | None = None,
                  metadata: Mapping[str, Any] | None = None, with_tools: bool = False,
                  trace: tuple[str | None, str | None] = (None, None),
-                 redact: Callable[[str], str] | None = None) -> EvalContext:
+                 redact: Callable[[str], str] | None = None, session_state: Any = None) -> EvalContext:
     """Take the frozen snapshot agno's post hook needs, for an Agent or a Team run (redacted by
-    `redact`); `trace` is the run's OpenTelemetry (trace id, span id), captured by the hook."""
+    `redact`); `trace` is the run's OpenTelemetry (trace id, span id), captured by the hook;
+    `session_state` is the run's (`session_state_of`), copied now: the session may change later."""
     is_team = hasattr(run_output, "team_id") and not hasattr(run_output, "agent_id")
     run_input = getattr(run_output, "input", None)
     status = getattr(run_output, "status", None)
@@ -91,6 +178,7 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         run_status=getattr(status, "value", status),
         usage=_usage(run_output),
         metadata=storable_data(merged),
+        session_state=plain_state(session_state),
         trace_id=trace[0],
         span_id=trace[1],
     )

@@ -35,7 +35,7 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer
+from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer, session_refs, session_values
 from .verdict import Verdict, parse_verdict
 
 
@@ -97,6 +97,9 @@ class JudgeCall:
     first_errors: FirstErrors = field(default_factory=FirstErrors, compare=False, repr=False)  # the evaluator's
     prompt_budget: int | None = DEFAULT_PROMPT_BUDGET  # characters of the whole prompt, tool calls included
 
+    def __post_init__(self) -> None:
+        session_refs(self.criteria, *self.guidelines)  # a malformed {session_state[...]} is refused now, by name
+
     def request(self, ctx: EvalContext) -> JudgeRequest:
         context = None if self.context_key is None else ctx.metadata.get(self.context_key)
         if self.context_key is not None and context is None:
@@ -128,6 +131,14 @@ class JudgeCall:
         verdict: Verdict | None = None
         error: BaseException | None = None
         cut: PromptCut | None = None
+        said: dict[str, Any] = {}
+        if keys := session_refs(self.criteria, *self.guidelines):  # the (redacted) values the judge is given
+            said["session_state"] = {k: ctx.session_state[k] for k in keys if k in ctx.session_state}
+            try:
+                session_values(ctx.session_state, keys)  # a key it lacks: an error now, before any judge or cap
+            except MissingContext as exc:
+                return Outcome(error=exc, attempts=0, details=said, judge_model=self.judge.model,
+                               used={"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold})
         if isinstance(self.judge, BaseJudge) and _prepares(self.judge):
             # e.g. import litellm (seconds) off the loop, outside the timeout
             stopwatch = current_stopwatch.get()  # and outside the record's latency: setup is not judging
@@ -179,7 +190,8 @@ class JudgeCall:
             "used": {"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold},
             "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
-        said: dict[str, Any] = {} if cut is None else {"prompt": cut.details()}  # cut to its budget: the record says so
+        if cut is not None:  # cut to its budget: the record says so
+            said["prompt"] = cut.details()
         if verdict is not None and reply is not None and reply.finish_reason == "length":
             said["reply"] = f"cut at the judge's token cap ({self._cap()})"  # a verdict before a runaway reason
         if verdict is None:  # a refused call says so: the record's details["spend_cap"]

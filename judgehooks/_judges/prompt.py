@@ -4,6 +4,10 @@ Every untrusted piece (the run's input, output, tool calls, expected answer) is 
 markers carrying a fresh random nonce, and the judge is told the fenced text is data to grade,
 never instructions to follow. A run cannot close the fence because it cannot guess the nonce.
 
+Criteria and guidelines may name the run's session_state as ``{session_state[key]}``: each is
+filled in per call with the value, fenced with the same nonce (`session_refs`, `build_request`).
+Nothing else in them is a template: other braces (a JSON example) stay as written.
+
 Every prompt has one hard character budget, its system and user messages together (`fit_prompt`):
 over it, the untrusted texts (tool calls and member runs included) are shortened fairly, each cut
 marked where it was made, and a note outside the fences says how much was left out. The request
@@ -15,16 +19,17 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.context import EvalContext
 from .._base.record import Mode
 from .._runtime import runtime
-from ..exceptions import EvaluatorError
+from ..exceptions import EvaluatorError, MissingContext
 
 #: a run-level judge's whole prompt is held to this many characters (about 100,000 tokens)
 DEFAULT_PROMPT_BUDGET = 400_000
@@ -250,11 +255,53 @@ def _forget_pool() -> None:
 runtime.on_fork(_forget_pool)
 
 
+#: ``{session_state[key]}``: one key, in square brackets, without quotes
+SESSION_REF = re.compile(r"\{session_state\[([^\[\]{}'\"\n]+)\]\}")
+_SESSION_NEAR = re.compile(r"\{\s*session_state")
+
+
+@functools.lru_cache(maxsize=256)
+def session_refs(*texts: str) -> tuple[str, ...]:
+    """The session_state keys `texts` (criteria, guidelines) name as ``{session_state[key]}``, each
+    once, in order. Raises ValueError on a form that looks meant as one but is not (quotes, a dot,
+    a missing bracket), naming it: it would otherwise reach the judge unfilled."""
+    keys: list[str] = []
+    for text in texts:
+        for near in _SESSION_NEAR.finditer(text):
+            ref = SESSION_REF.match(text, near.start())
+            if ref is None:
+                shown = text[near.start():near.start() + 40].split("}")[0] + "}"
+                raise ValueError(f"{shown!r} is not a session_state reference: write {{session_state[key]}} "
+                                 "(one key in square brackets, no quotes)")
+            if ref.group(1) not in keys:
+                keys.append(ref.group(1))
+    return tuple(keys)
+
+
+def session_value(value: Any) -> str:
+    """A session_state value as the judge reads it: text as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def session_values(state: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
+    """The values `keys` name, as text; raises MissingContext naming every key the run's
+    session_state lacks (an error record, never a failure: the run could not be judged as asked)."""
+    missing = [k for k in keys if k not in state]
+    if missing:
+        named = ", ".join(f"{{session_state[{k}]}}" for k in missing)
+        raise MissingContext(f"the run's session_state has no {', '.join(map(repr, missing))}: the criteria or "
+                             f"guidelines name {named}; run the agent with session_state={{{missing[0]!r}: ...}} "
+                             f"(its keys: {sorted(map(str, state))[:20]})")
+    return {k: session_value(state[k]) for k in keys}
+
+
 def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
                   include_tools: bool = False, context: Any = None, nonce: str | None = None,
                   budget: int | None = DEFAULT_PROMPT_BUDGET) -> JudgeRequest:
     """Build the judge's messages for one context, within `budget` characters. A fresh nonce per
-    call unless one is given."""
+    call unless one is given. Each ``{session_state[key]}`` in the criteria and guidelines becomes
+    the run's value fenced with the nonce (cut to the budget like the run's own texts); a key the
+    run's session_state lacks raises MissingContext."""
     nonce = nonce or new_nonce()
     labels = ["INPUT"]
     texts = [ctx.input]
@@ -270,10 +317,19 @@ def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Se
         labels.append("EXPECTED-OUTPUT")
         texts.append(ctx.expected)
     system = system_prompt(criteria, mode, guidelines, nonce)
+    asked = len(texts)
+    if session_refs(criteria, *guidelines):  # each place one is named: a text of its own, fenced where it stands
+        values = session_values(ctx.session_state, session_refs(criteria, *guidelines))
+        texts += [values[ref.group(1)] for ref in SESSION_REF.finditer(system)]
 
     def render(parts: Sequence[str], note: str) -> tuple[str, str]:
         head = "Grade this run.\n\n" + (note + "\n\n" if note else "")
-        return system, head + "\n\n".join(fence(label, text, nonce) for label, text in zip(labels, parts, strict=True))
+        filled = system
+        if len(parts) > asked:  # one pass, left to right: a value is never read again as a reference
+            values = iter(parts[asked:])
+            filled = SESSION_REF.sub(lambda _: fence("SESSION-STATE", next(values), nonce), system)
+        return filled, head + "\n\n".join(fence(label, text, nonce)
+                                           for label, text in zip(labels, parts[:asked], strict=True))
 
     (system, user), cut = fit_prompt(render, texts, budget)
     messages = ({"role": "system", "content": system}, {"role": "user", "content": user})

@@ -119,3 +119,25 @@ def test_a_fork_that_skips_pythons_fork_hooks_still_never_reuses_a_nonce(monkeyp
     monkeypatch.setattr(prompt, "_getpid", lambda: prompt._pool_pid[0] + 1)
     childs = {prompt.new_nonce() for _ in range(20)}
     assert len(childs) == 20 and not childs & parents
+
+
+def test_a_session_state_value_is_cut_to_the_prompt_budget_like_the_runs_own_text():
+    notes = "n" * 30_000
+    req = build_request(ctx(output="o" * 30_000, session_state={"notes": notes}),
+                        criteria="Mind {session_state[notes]}.", mode="binary", budget=8_000)
+    system, user = req.messages[0]["content"], req.messages[1]["content"]
+    assert len(system) + len(user) <= 8_000 and req.cut is not None and req.cut.texts == 2  # the value and the output
+    assert f"Mind <<<SESSION-STATE-{req.nonce}>>>\nnnn" in system and "characters cut here by judgehooks" in system
+    assert system.count("n" * 100) >= 1 and notes not in system
+
+
+def test_the_versioned_prompt_of_a_session_state_reference_names_the_key_not_a_value():
+    from judgehooks._evaluators.version import prompt_text
+    from judgehooks._judges.call import JudgeCall
+    from judgehooks.testing import FakeJudge
+
+    call = JudgeCall(judge=FakeJudge("{}"), criteria="A {session_state[user_tier]} customer.", mode="binary",
+                     threshold=None)
+    text = prompt_text(call)
+    fence = "<<<SESSION-STATE-{nonce}>>>\n{session_state[user_tier]}\n<<<END-SESSION-STATE-{nonce}>>>"
+    assert f"A {fence} customer." in text
