@@ -136,6 +136,8 @@ def _target(group: dict[str, Any]) -> str:
     if group["kind"] in ("offline", "all"):
         return str(group["kind"])
     name, ident = group["name"], group["id"]
+    if group["kind"] == "workflow":  # "workflow <name> · step <step>": its id is the name's parts
+        return f"workflow {name}"
     return f"{group['kind']} {name or ident}" + (f" ({ident})" if name and ident and name != ident else "")
 
 

@@ -11,7 +11,15 @@ from .._base.record import EvalRecord
 
 
 def target(record: EvalRecord) -> tuple[str, str, str]:
-    """What was graded: ("agent", id, name), ("team", id, name), or ("offline", "", "") for batches."""
+    """What was graded: ("workflow", id, "name · step") for a run inside an agno Workflow (its step's
+    agent or team, or the whole run without a step), ("agent", id, name), ("team", id, name), or
+    ("offline", "", "") for batches."""
+    flow = record.metadata.get("workflow_id") if isinstance(record.metadata, dict) else None
+    if isinstance(flow, str) and flow:
+        step = record.metadata.get("step_name")
+        name = str(record.metadata.get("workflow_name") or flow)
+        step_text = f"step {step}" if isinstance(step, str) and step else "whole run"
+        return "workflow", f"{flow}/{step if isinstance(step, str) else ''}", f"{name} · {step_text}"
     if record.agent_id or record.agent_name:
         return "agent", record.agent_id or "", record.agent_name or ""
     if record.team_id or record.team_name:

@@ -11,6 +11,9 @@ the workaround can go (or change) with it:
 4. `SharedAcrossCopies`: agno deep-copies an agent's hooks with the agent.
 5. `AGNO_ASSIGNED`: agno's users assign its evaluator's fields after construction.
 6. `Evaluator.__call__`: agno's `continue_run` calls the hooks it was given without normalising them.
+7. `install_step_names`: agno names a workflow step on its output only after the step's agent ran
+   (and its post hooks with it), so the step's name rides in a context variable set around
+   `Step.execute` (read by `_hooks/workflow.py`).
 
 The one frame read left (`DualHookList.__iter__`) has no alternative; ``docs/design.md`` ("What
 judgehooks works around in agno") says why, as a request agno could take upstream.
@@ -18,9 +21,11 @@ judgehooks works around in agno") says why, as a request agno could take upstrea
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import inspect
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -131,8 +136,8 @@ def judge_metrics(record: EvalRecord) -> Any:
 def fold_judge_usage(record: EvalRecord | None, run_metrics: Any) -> None:
     """Add the judge's usage behind `record` to `run_metrics` (a judged run's, or one a caller of
     ``run(run_metrics=...)`` passed), exactly as agno's evaluator does."""
-    if record is None or run_metrics is None:
-        return
+    if record is None or run_metrics is None or not hasattr(run_metrics, "details"):
+        return  # nothing to fold into (a whole workflow run's `WorkflowMetrics` keeps no model usage)
     metrics = judge_metrics(record)
     if metrics is not None:
         from agno.metrics import accumulate_eval_metrics
@@ -178,3 +183,91 @@ AGNO_ASSIGNED = frozenset({"on_fail", "print_summary", "print_results", "file_pa
 # graded. Our evaluators are callable (`Evaluator.__call__`, the sync `post_check`): the resumed run
 # is graded. In `acontinue_run` that sync hook runs on the caller's loop, as in item 1 after `run()`.
 
+
+# ---- 7. the workflow step, named while it runs ------------------------------------------------------
+# agno 3.1.10, workflow/step.py `Step.execute` (and `aexecute`, `execute_stream`, `aexecute_stream`):
+# the step runs its agent with the workflow's `run_context` (workflow id and name, the workflow run's
+# id) and names the step on the agent's output (`workflow_step_id`, in `_store_executor_response`)
+# only after `agent.run()` returned: the post hooks never see which step ran them. Each of the four
+# is wrapped once to set `STEP` (the step's name and id) while it runs; a parallel step's thread
+# copies the context, so each sees its own.
+
+#: the step running now (its name, its id), set by the wrapped `Step.execute` and its forms
+STEP: contextvars.ContextVar[tuple[str | None, str | None] | None] = contextvars.ContextVar(
+    "judgehooks_workflow_step", default=None)
+_WRAPPED = "__judgehooks_step__"
+
+
+def install_step_names() -> bool:
+    """Wrap agno's `Step` once, when agno's workflows are imported (they are imported with the
+    Workflow the application builds): True when the step is named from now on."""
+    module = sys.modules.get("agno.workflow.step")
+    step = getattr(module, "Step", None)
+    if step is None:
+        return False
+    if getattr(step, _WRAPPED, False):
+        return True
+    for name, wrap in (("execute", _plain), ("aexecute", _awaited), ("execute_stream", _streamed),
+                       ("aexecute_stream", _astreamed)):
+        method = getattr(step, name, None)
+        if callable(method):
+            setattr(step, name, functools.wraps(method)(wrap(method)))
+    setattr(step, _WRAPPED, True)
+    return True
+
+
+def _named(step: Any) -> tuple[str | None, str | None]:
+    name, ident = getattr(step, "name", None), getattr(step, "step_id", None)
+    return (name if isinstance(name, str) else None, ident if isinstance(ident, str) else None)
+
+
+def _reset(token: contextvars.Token[Any], before: Any) -> None:
+    try:
+        STEP.reset(token)
+    except ValueError:  # a stream closed from another context (e.g. collected later): put it back there
+        STEP.set(before)
+
+
+def _plain(method: Callable[..., Any]) -> Callable[..., Any]:
+    def execute(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = STEP.get()
+        token = STEP.set(_named(self))
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            _reset(token, before)
+    return execute
+
+
+def _awaited(method: Callable[..., Any]) -> Callable[..., Any]:
+    async def aexecute(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = STEP.get()
+        token = STEP.set(_named(self))
+        try:
+            return await method(self, *args, **kwargs)
+        finally:
+            _reset(token, before)
+    return aexecute
+
+
+def _streamed(method: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    def execute_stream(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        before = STEP.get()
+        token = STEP.set(_named(self))
+        try:
+            yield from method(self, *args, **kwargs)
+        finally:
+            _reset(token, before)
+    return execute_stream
+
+
+def _astreamed(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    async def aexecute_stream(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        before = STEP.get()
+        token = STEP.set(_named(self))
+        try:
+            async for event in method(self, *args, **kwargs):
+                yield event
+        finally:
+            _reset(token, before)
+    return aexecute_stream

@@ -38,7 +38,7 @@ from .._grading.pipeline import CALLBACKS, Graded, make_skipped
 from .._runtime import runtime
 from ..exceptions import StoreError
 from . import offline, scoring
-from .agno_compat import ensure_dual_hooks, fold_judge_usage
+from .agno_compat import ensure_dual_hooks, fold_judge_usage, install_step_names
 from .deployment import SETTINGS, job_spec
 from .gate import GATE_LATENCY
 from .redaction import redact_context
@@ -46,6 +46,7 @@ from .resumed import is_paused
 from .sampling import Sampler
 from .settings import HookSettings, Wiring
 from .snapshot import session_state_of, snapshot_run
+from .workflow import workflow_metadata
 
 
 class HookShell:
@@ -55,6 +56,7 @@ class HookShell:
                  spec: Mapping[str, Any] | None) -> None:
         self.evaluator = evaluator
         self.settings = settings
+        install_step_names()  # agno's workflows imported before this evaluator: their steps are named
         self.sampler = settings.sampler()
         self.gate = settings.gate_config
         self.needs_tools = needs_tools
@@ -147,7 +149,9 @@ class HookShell:
         if owner is not None:
             ensure_dual_hooks(owner)
         span = tracing.current_span()
-        taken = self.take(run_output, agent=agent, team=team, user_id=user_id, metadata=metadata,
+        flow = workflow_metadata(run_context)  # a workflow step's run: which workflow, run and step
+        taken = self.take(run_output, agent=agent, team=team, user_id=user_id,
+                          metadata={**(metadata or {}), **flow} if flow else metadata,
                           trace=(None, None) if span is None else span[:2],
                           session_state=session_state_of(run_context, run_output))
         rate = self.sampler.decide(self.sampled_as(taken))

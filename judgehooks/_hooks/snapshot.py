@@ -15,6 +15,7 @@ from .._base.text import storable, storable_data
 from .identity import stable_id
 from .redaction import redact_context
 from .resumed import resume_metadata
+from .workflow import whole_run_metadata
 
 
 def _tool_calls(run_output: Any) -> tuple[ToolCall, ...]:
@@ -47,12 +48,15 @@ def _usage(run_output: Any) -> RunUsage | None:
     metrics = getattr(run_output, "metrics", None)
     if metrics is None:
         return None
-    seconds = metrics.duration
-    if seconds is None and metrics.timer is not None and metrics.timer.start_time is not None:
-        seconds = metrics.timer.elapsed
+    seconds = getattr(metrics, "duration", None)
+    timer = getattr(metrics, "timer", None)
+    if seconds is None and timer is not None and getattr(timer, "start_time", None) is not None:
+        seconds = timer.elapsed
+    # a workflow's metrics (agno's WorkflowMetrics) hold a duration and no tokens of their own
     return RunUsage(latency_ms=None if seconds is None else round(seconds * 1000, 3),
-                    input_tokens=metrics.input_tokens, output_tokens=metrics.output_tokens,
-                    total_tokens=metrics.total_tokens, cost_usd=metrics.cost)
+                    input_tokens=getattr(metrics, "input_tokens", None),
+                    output_tokens=getattr(metrics, "output_tokens", None),
+                    total_tokens=getattr(metrics, "total_tokens", None), cost_usd=getattr(metrics, "cost", None))
 
 
 def session_state_of(run_context: Any, run_output: Any) -> Any:
@@ -153,7 +157,11 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
     merged: dict[str, Any] = dict(getattr(run_output, "metadata", None) or {})
     merged.update(metadata or {})
     merged.update(resume_metadata(run_output))  # a resumed run: the link to its pause (agno's, not the caller's)
-    if is_team:
+    whole = whole_run_metadata(run_output)  # a whole workflow run: its final output, no agent or team
+    merged.update(whole)
+    if whole:
+        agent_id = agent_name = team_id = team_name = None
+    elif is_team:
         agent_id = agent_name = None
         team_id = stable_id(team, getattr(run_output, "team_id", None) or getattr(team, "id", None))
         team_name = getattr(run_output, "team_name", None) or getattr(team, "name", None)
@@ -164,7 +172,8 @@ def snapshot_run(run_output: Any, *, agent: Any = None, team: Any = None, user_i
         team_id = getattr(run_output, "team_id", None) or getattr(agent, "team_id", None)
         team_name = None
     ctx = EvalContext(
-        input=storable(run_input.input_content_string()) if run_input is not None else "",
+        input=("" if run_input is None else storable(run_input.input_content_string())
+               if hasattr(run_input, "input_content_string") else render_content(run_input)),
         output=render_content(run_output.content),  # storable already
         run_id=_text(run_output.run_id),
         session_id=_text(run_output.session_id),

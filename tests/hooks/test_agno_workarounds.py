@@ -187,3 +187,26 @@ def test_agnos_continue_run_calls_hooks_it_never_normalised(make_agent, make_jud
     assert "'PlainEval' object is not callable" in caplog.text
     [record] = store.records
     assert record.run_id == done.run_id and record.output == done.content
+
+
+# ---- 7. the workflow step, named while it runs -----------------------------------------------------
+
+
+def test_agno_tells_a_steps_post_hooks_the_workflow_but_not_the_step(make_agent):
+    """agno's own objects: inside a step's agent, the post hook sees the workflow's run context
+    (id, name, the workflow run's id) but no step; agno names the step on the output only after the
+    hooks ran. When agno hands the step to the hooks, workaround 7 can go."""
+    from agno.workflow import Step, Workflow
+
+    seen: list[dict[str, Any]] = []
+
+    def hook(run_output: Any, run_context: Any = None) -> None:
+        seen.append({"step_on_output": getattr(run_output, "workflow_step_id", None),
+                     "step_in_context": [f for f in vars(run_context) if "step" in f],
+                     "workflow": (run_context.workflow_id, run_context.workflow_name, run_context.run_id)})
+
+    agent = make_agent(hook)
+    out = Workflow(name="flow", id="wf-x", steps=[Step(name="only", agent=agent)], telemetry=False).run("hi")
+    assert seen == [{"step_on_output": None, "step_in_context": [], "workflow": ("wf-x", "flow", out.run_id)}]
+    assert out.step_executor_runs is None or all(r.workflow_step_id for r in out.step_executor_runs)
+    assert agno_compat.install_step_names() and agno_compat.STEP.get() is None  # set only while a step runs
