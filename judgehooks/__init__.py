@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from ._judges.verdict import Verdict, parse_verdict
     from ._optimize.align import AlignResult, aalign_judge, align_judge
     from ._optimize.optimize import OptimizeResult, aoptimize, optimize
+    from ._optimize.shadow import Shadow
+    from ._optimize.shadowreport import ShadowReport, ashadow_report, shadow_report
     from ._runtime import adrain, drain, lifespan, stats
     from .exceptions import (
         BadOutcome,
@@ -124,6 +126,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._judges.verdict": ("Verdict", "parse_verdict"),
     "._optimize.align": ("AlignResult", "aalign_judge", "align_judge"),
     "._optimize.optimize": ("OptimizeResult", "aoptimize", "optimize"),
+    "._optimize.shadow": ("Shadow",),
+    "._optimize.shadowreport": ("ShadowReport", "ashadow_report", "shadow_report"),
     "._runtime": ("adrain", "drain", "lifespan", "stats"),
     ".exceptions": (
         "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
@@ -207,6 +211,8 @@ __all__ = (
     "SQLiteStore",
     "ScorerEval",
     "SessionJudge",
+    "Shadow",
+    "ShadowReport",
     "SlackNotifier",
     "Store",
     "StoreError",
@@ -226,6 +232,7 @@ __all__ = (
     "alabel",
     "align_judge",
     "aoptimize",
+    "ashadow_report",
     "astream",
     "calibrate",
     "consistency",
@@ -238,6 +245,7 @@ __all__ = (
     "list_judges",
     "optimize",
     "parse_verdict",
+    "shadow_report",
     "stats",
     "stream",
 )

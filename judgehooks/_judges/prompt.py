@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.context import EvalContext
-from .._base.record import Mode
+from .._base.record import JudgeMode, Mode
 from .._runtime import runtime
 from ..exceptions import EvaluatorError
 
@@ -56,7 +56,7 @@ FIRMER = ("Your last reply ran past its length limit before the verdict ended. R
           f"the reason under {REASON_CHARS} characters.")
 
 
-def verdict_schema(mode: Mode, *, cap_reason: bool = False) -> dict[str, Any]:
+def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, Any]:
     """The JSON schema response format asked of providers that support structured output.
 
     `cap_reason` adds ``maxLength`` to the reason, for servers that enforce it while decoding
@@ -67,6 +67,9 @@ def verdict_schema(mode: Mode, *, cap_reason: bool = False) -> dict[str, Any]:
     if mode == "numeric":
         props: dict[str, Any] = {"score": {"type": "integer", "minimum": 1, "maximum": 10}, "reason": reason}
         required = ["score", "reason"]
+    elif mode == "pairwise":  # which of two answers is better (`pairwise`)
+        props = {"winner": {"type": "string", "enum": ["A", "B", "tie"]}, "reason": reason}
+        required = ["winner", "reason"]
     else:
         props = {"passed": {"type": "boolean"}, "reason": reason}
         required = ["passed", "reason"]
@@ -95,7 +98,7 @@ class JudgeRequest:
     """What a Judge is asked: chat messages plus the verdict shape expected back."""
 
     messages: tuple[dict[str, str], ...]
-    mode: Mode
+    mode: JudgeMode
     nonce: str
     cut: PromptCut | None = None  # set when the prompt was cut to its budget
 
