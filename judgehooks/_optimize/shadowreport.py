@@ -56,10 +56,10 @@ def more_needed(wins: int, losses: int, ties: int, alpha: float = ALPHA) -> int 
     comparisons = decisive + ties
     if decisive and sign_test(wins, losses) < alpha:
         return 0
-    if decisive == 0 or 2 * wins == decisive:
-        if decisive:
-            return None  # a win rate of exactly 1/2: more of the same never differs
-        return MIN_DECISIVE if comparisons == 0 else None  # only ties so far: no rate to extrapolate
+    if decisive == 0:
+        return MIN_DECISIVE  # no rate to extrapolate: the fewest decisive comparisons that could be significant
+    if 2 * wins == decisive:
+        return None  # a win rate of exactly 1/2: more of the same never differs
     rate, share = wins / decisive, decisive / comparisons
     low, high = decisive, decisive
     while True:  # the first decisive total at which the same rate is significant (doubling, then halving)
@@ -155,9 +155,8 @@ def decide(tally: Tally, alpha: float = ALPHA) -> tuple[str, float | None, int |
     if decisive == 0:
         why = ("no comparison yet" if tally.comparisons == 0 else
                f"all {tally.comparisons} comparison(s) are ties: the sign test leaves ties out")
-        more = f"; at least {MIN_DECISIVE} decisive comparisons, all one way, are needed" if needed is None \
-            else f"; at least {needed} decisive comparisons, all one way, are needed"
-        return "not enough data", None, needed, why + more
+        return ("not enough data", None, needed,
+                f"{why}; at least {needed} decisive comparisons, all one way, are needed (ties do not count)")
     if needed is None:
         return ("not enough data", p, None,
                 f"the candidate wins exactly half of {decisive} decisive comparisons (p={p:.3g}): more of the same "
