@@ -35,7 +35,7 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer
+from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer, single
 from .verdict import Verdict, parse_verdict
 
 
@@ -102,9 +102,7 @@ class JudgeCall:
         if self.context_key is not None and context is None:
             raise MissingContext(f"run metadata has no {self.context_key!r}: this evaluator grades against the "
                                  f"context given there, e.g. agent.run(..., metadata={{{self.context_key!r}: docs}})")
-        if self.mode == "pairwise":
-            raise TypeError("a pairwise question is asked by `pairwise.PairwiseCall`")
-        return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
+        return build_request(ctx, criteria=self.criteria, mode=single(self.mode), guidelines=self.guidelines,
                              include_tools=self.include_tools, context=context, budget=self.prompt_budget)
 
     def read(self, verdict: Verdict) -> dict[str, Any]:

@@ -78,6 +78,13 @@ def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, An
         "schema": {"type": "object", "properties": props, "required": required, "additionalProperties": False}}}
 
 
+def single(mode: JudgeMode) -> Mode:
+    """The mode of a question about one answer (a pairwise question is `pairwise.PairwiseCall`'s)."""
+    if mode == "pairwise":
+        raise TypeError("a pairwise question compares two answers: `pairwise.PairwiseCall` asks it")
+    return mode
+
+
 @dataclass(frozen=True, slots=True)
 class PromptCut:
     """How a prompt was cut to its budget: the record's ``details["prompt"]``."""

@@ -37,7 +37,7 @@ from .._hooks.deployment import OwnKeywords
 from .._hooks.settings import HookSettings
 from .._judges.base import Judge
 from .._judges.call import FirstErrors, RetryPolicy
-from .._judges.pairwise import DEFAULT_PAIRWISE_CRITERIA, PairwiseCall
+from .._judges.pairwise import DEFAULT_PAIRWISE_CRITERIA, PairwiseCall, build_pairwise_request
 from ..exceptions import EvaluatorError, JudgeUnavailable
 from .trial import close_models, copy_with
 
@@ -131,9 +131,11 @@ class Shadow(Evaluator):
         if _is_optimize_result(candidate) and self.instructions is not None:
             raise ValueError("Shadow takes an OptimizeResult's instructions or instructions=..., not both")
         if self.instructions is not None and not isinstance(self.instructions, (str, list)):
-            raise TypeError(f"instructions must be a string or a list of strings, got {type(self.instructions).__name__}")
+            raise TypeError(f"instructions must be a string or a list of strings, "
+                            f"got {type(self.instructions).__name__}")
         if not isinstance(self.criteria, str) or not self.criteria.strip():
-            raise ValueError(f"criteria must be a non-empty string saying what a better answer is, got {self.criteria!r}")
+            raise ValueError(f"criteria must be a non-empty string saying what a better answer is, "
+                             f"got {self.criteria!r}")
         if self.judge is None and (not isinstance(self.judge_model, str) or not self.judge_model.strip()):
             raise ValueError("Shadow needs judge_model: a litellm model string (e.g. 'openai/gpt-4o-mini') for the "
                              f"pairwise judge, got {self.judge_model!r}")
@@ -179,7 +181,8 @@ class Shadow(Evaluator):
         candidate = self.candidate
         said: dict[str, Any] = {}
         if _is_agent(candidate):
-            said["agent"] = getattr(candidate, "name", None) or getattr(candidate, "id", None) or type(candidate).__name__
+            said["agent"] = (getattr(candidate, "name", None) or getattr(candidate, "id", None)
+                             or type(candidate).__name__)
         instructions = candidate.instructions if _is_optimize_result(candidate) else self.instructions
         if instructions is not None:
             said["instructions"] = instructions if isinstance(instructions, str) else list(instructions)
@@ -192,7 +195,11 @@ class Shadow(Evaluator):
                                       **self._describe_candidate()})
 
     def version_inputs(self) -> dict[str, Any]:
-        return {"criteria": self.criteria, "judge_model": self.judge_model or getattr(self.judge, "model", None),
+        """The pairwise prompt's wording (placeholders for the texts and the nonce), the judge model and
+        the candidate: a comparison under another of these is not pooled with these unnoticed."""
+        prompt = build_pairwise_request("{input}", "{a}", "{b}", criteria=self.criteria, nonce="{nonce}")
+        return {"prompt": [m["content"] for m in prompt.messages],
+                "judge_model": self.judge_model or getattr(self.judge, "model", None),
                 "candidate": self._describe_candidate()}
 
     def record_metadata(self) -> Mapping[str, Any]:

@@ -3,59 +3,14 @@ blind pairwise judge (over the loopback server) says which answer is better."""
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 
 import pytest
-from agno.agent import Agent
+from _shadow import GOOD, POOR, PairwiseJudge, agent, shadow
 from agno.models.openai.like import OpenAILike
 
 import judgehooks
-from judgehooks import Shadow, shadow_report
-from judgehooks.stores import MemoryStore
-
-GOOD = "A careful, complete answer."
-POOR = "meh"
-
-
-class PairwiseJudge:
-    """The loopback server's judge for pairwise prompts: prefers the answer holding GOOD, ties when
-    both or neither do; keeps every judge request it saw. Agents answer by `[[answer=...]]`."""
-
-    def __init__(self, server, *, quote: bool = False, status: int | None = None) -> None:
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        self.quote = quote
-        server.configure(handler=self)
-
-    def __call__(self, body: dict) -> str | None:
-        system = body["messages"][0]["content"] if body.get("messages") else ""
-        if not str(body.get("model", "")).startswith("judge") or "Two AI answers" not in str(system):
-            return None  # the agents: the server's own behaviour
-        with self.lock:
-            self.requests.append(body)
-        system, user = (m["content"] for m in body["messages"])
-        nonce = re.search(r"contain the code ([0-9a-f]+)", system).group(1)
-        answers = dict(re.findall(rf"<<<ANSWER-([AB])-{nonce}>>>\n(.*?)\n<<<END-ANSWER-\1-{nonce}>>>", user, re.S))
-        good = [label for label, text in answers.items() if GOOD in text]
-        winner = good[0] if len(good) == 1 else "tie"
-        verdict = json.dumps({"winner": winner, "reason": "compared", "nonce": nonce})
-        if self.quote:  # a judge that quotes both answers before its own verdict, in plain text
-            return f"Answer A said: {answers.get('A')}\nAnswer B said: {answers.get('B')}\n{verdict}"
-        return verdict
-
-
-def agent(server, answer: str, *hooks, model_id: str = "agent", name: str = "live") -> Agent:
-    return Agent(name=name, model=OpenAILike(id=model_id, base_url=server.base_url, api_key="test-key"),
-                 instructions=f"[[answer={answer}]]", post_hooks=list(hooks), telemetry=False)
-
-
-def shadow(server, store, candidate=None, **kw) -> Shadow:
-    kw.setdefault("judge_model", "openai/judge")
-    kw.setdefault("sample_rate", 1.0)
-    return Shadow(candidate, api_base=server.base_url, api_key="test-key", store=store, retry_backoff=0.01,
-                  timeout=10, name=kw.pop("name", "shadow-test"), **kw)
+from judgehooks import shadow_report
 
 
 def test_a_candidate_that_answers_better_wins_and_the_report_says_promote(server, store):
@@ -225,11 +180,11 @@ def model():
     return OpenAILike(id="agent", base_url=base_url, api_key="k")
 
 
-candidate = Agent(name="candidate", model=model(), instructions="[[answer=%s]]", telemetry=False)
+candidate = Agent(name="candidate", model=model(), instructions="[[answer={good}]]", telemetry=False)
 shadow = Shadow(candidate, judge_model="openai/judge", api_base=base_url, api_key="k", name="crashy-shadow",
                 sample_rate=1.0, store=SQLiteStore(db), retry_backoff=0.01)
-live = Agent(name="live", model=model(), instructions="[[answer=%s]]", post_hooks=[shadow], telemetry=False)
-""" % (GOOD, POOR)
+live = Agent(name="live", model=model(), instructions="[[answer={poor}]]", post_hooks=[shadow], telemetry=False)
+""".replace("{good}", GOOD).replace("{poor}", POOR)
 
 PRODUCER = """
 import time
