@@ -242,3 +242,30 @@ def test_comparisons_left_by_a_dead_process_are_kept_then_finished_by_resume_imp
     records = SQLiteStore(tmp_path / "live.db").query_sync(limit=None)
     assert sorted(r.input for r in records) == [f"question {i} [[agent_delay=800]]" for i in range(2)]
     assert {r.details["winner"] for r in records} == {"candidate"} and len(judge.requests) >= 2
+
+
+def test_the_comparisons_the_live_agent_won_reach_on_fail(server, store):
+    PairwiseJudge(server)
+    lost = []
+    ev = shadow(server, store, agent(server, POOR, name="candidate"), on_fail=lost.append)
+    agent(server, GOOD, ev).run("question")
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert record.status == "failed" and record.details["winner"] == "live" and record.score == 0.0
+    assert [r.id for r in lost] == [record.id]
+
+
+def test_a_copy_of_a_live_agent_never_seen_here_is_an_error_record_naming_why(server, store):
+    ev = shadow(server, store, instructions="be brief", run_in_background=False)
+    result = ev.run(input="question", output="an answer")  # graded with no live run in this process
+    [record] = result.results
+    assert record.status == "error" and "no run of the live agent has reached this Shadow" in record.error_message
+
+
+def test_the_loopback_server_s_own_judge_answers_pairwise_prompts(server, store):
+    ev = shadow(server, store, agent(server, GOOD, name="candidate"))  # no handler: the server's stub judge
+    agent(server, POOR, ev).run("question")
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert record.details["winner"] == "candidate" and record.reason == "stub judge prefers " + (
+        "A" if record.details["shown_as_a"] == "candidate" else "B")
