@@ -3,6 +3,7 @@ blind pairwise judge (over the loopback server) says which answer is better."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -269,3 +270,40 @@ def test_the_loopback_server_s_own_judge_answers_pairwise_prompts(server, store)
     [record] = store.records
     assert record.details["winner"] == "candidate" and record.reason == "stub judge prefers " + (
         "A" if record.details["shown_as_a"] == "candidate" else "B")
+
+
+def test_requests_per_minute_paces_the_candidate_s_run_as_well_as_the_judge_s_call(server, store):
+    from judgehooks._grading.ratelimit import RateLimiter
+
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # the limiter's clock stands still: every wait is recorded
+        waits.append(seconds)
+
+    RateLimiter._by_model["paced-shadow"] = RateLimiter(clock=lambda: 0.0, sleep=sleep)
+    try:
+        judge = PairwiseJudge(server)
+        ev = shadow(server, store, agent(server, GOOD, name="candidate"), requests_per_minute=60,
+                    name="paced-shadow")
+        agent(server, POOR, ev).run("question")
+        assert judgehooks.drain(30)
+    finally:
+        del RateLimiter._by_model["paced-shadow"]
+    assert store.records[0].details["winner"] == "candidate" and len(judge.requests) == 1
+    assert waits == [1.0]  # two calls took slots: the candidate's run at 0 s, then the judge's at 1 s
+
+
+def test_the_record_s_cost_adds_the_candidate_s_run_to_the_judge_s_call(server, store):
+    from judgehooks import JudgeReply
+    from judgehooks.testing import FakeJudge
+
+    def tie(request):  # a judge that reports its cost, as a priced model's reply does
+        return JudgeReply(text=json.dumps({"winner": "tie", "reason": "same", "nonce": request.nonce}),
+                          model="fake/judge", cost_usd=0.001)
+
+    ev = shadow(server, store, agent(server, GOOD, name="candidate"), judge=FakeJudge(tie), judge_model=None)
+    agent(server, POOR, ev).run("question [[cost=0.002]]")  # the agents' reported usage costs 0.002 USD a call
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert record.details["winner"] == "tie" and record.details["candidate_cost_usd"] == pytest.approx(0.002)
+    assert record.cost_usd == pytest.approx(0.003)
