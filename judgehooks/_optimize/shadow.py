@@ -163,6 +163,12 @@ class Shadow(Evaluator):
                 "own answers (self-preference); choose another judge_model, or pass allow_self_judging=True")
 
     def _prepare(self, settings: HookSettings) -> None:
+        if settings.gate:
+            raise ValueError("Shadow never changes the live answer: gate=True is refused (a gate would block the "
+                             "live answer whenever the candidate's was judged better)")
+        if not settings.run_in_background:
+            raise ValueError("Shadow compares in the background, so the live answer never waits for the candidate "
+                             "and the judge: run_in_background=False is refused")
         self.__dict__["_judge"] = make_judge(self.judge, self.judge_model, api_base=self.api_base,
                                              api_key=self.api_key, timeout=self.timeout)
         self.__dict__["_call"] = PairwiseCall(

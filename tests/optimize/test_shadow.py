@@ -257,7 +257,7 @@ def test_the_comparisons_the_live_agent_won_reach_on_fail(server, store):
 
 
 def test_a_copy_of_a_live_agent_never_seen_here_is_an_error_record_naming_why(server, store):
-    ev = shadow(server, store, instructions="be brief", run_in_background=False)
+    ev = shadow(server, store, instructions="be brief")
     result = ev.run(input="question", output="an answer")  # graded with no live run in this process
     [record] = result.results
     assert record.status == "error" and "no run of the live agent has reached this Shadow" in record.error_message
@@ -307,3 +307,10 @@ def test_the_record_s_cost_adds_the_candidate_s_run_to_the_judge_s_call(server, 
     [record] = store.records
     assert record.details["winner"] == "tie" and record.details["candidate_cost_usd"] == pytest.approx(0.002)
     assert record.cost_usd == pytest.approx(0.003)
+
+
+@pytest.mark.parametrize(("setting", "message"), [({"gate": True}, "gate=True"),
+                                                  ({"run_in_background": False}, "run_in_background=False")])
+def test_settings_that_would_change_or_delay_the_live_answer_are_refused(server, store, setting, message):
+    with pytest.raises(ValueError, match=message):
+        shadow(server, store, instructions="be brief", **setting)
