@@ -314,3 +314,15 @@ def test_the_record_s_cost_adds_the_candidate_s_run_to_the_judge_s_call(server, 
 def test_settings_that_would_change_or_delay_the_live_answer_are_refused(server, store, setting, message):
     with pytest.raises(ValueError, match=message):
         shadow(server, store, instructions="be brief", **setting)
+
+
+def test_a_team_is_shadowed_by_a_copy_with_new_instructions(server, store, make_team):
+    PairwiseJudge(server)
+    ev = shadow(server, store, instructions=f"[[answer={GOOD}]]")
+    team = make_team(ev, name="support-team", instructions=f"[[answer={POOR}]]")
+    out = team.run("question")
+    assert out.content == POOR
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert record.team_id is not None and record.details["winner"] == "candidate"
+    assert record.details["candidate_output"] == GOOD
