@@ -29,6 +29,7 @@ from .._base.context import EvalContext, render_content
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import EvalRecord
+from .._base.text import storable
 from .._base.validate import check_number
 from .._evaluators.base import Evaluator
 from .._evaluators.fields import stable_name
@@ -38,7 +39,7 @@ from .._hooks.settings import HookSettings
 from .._judges.base import Judge
 from .._judges.call import FirstErrors, RetryPolicy
 from .._judges.pairwise import DEFAULT_PAIRWISE_CRITERIA, PairwiseCall, build_pairwise_request
-from ..exceptions import EvaluatorError, JudgeUnavailable
+from ..exceptions import EvaluatorError, JudgeUnavailable, RedactionError
 from .trial import close_models, copy_with
 
 #: the record's ``details["winner"]`` for the judge's choice, by which side was shown as A
@@ -291,6 +292,8 @@ class Shadow(Evaluator):
         answer, run_cost, error = await self._run_candidate(base, update, ctx.input)
         if meter is not None and run_cost is not None:
             await meter.add_cost(run_cost)
+        if error is None:
+            answer, error = self._redacted(answer)
         if error is not None:
             return Outcome(error=error, cost_usd=run_cost, details={"candidate": described})
         live_first = secrets.randbelow(2) == 0
@@ -308,6 +311,21 @@ class Shadow(Evaluator):
         details["winner"] = winner
         return replace(asked, passed=winner != "live", score=_SCORES[winner], details=details, cost_usd=cost,
                        used=used)
+
+    def _redacted(self, answer: str) -> tuple[str, BaseException | None]:
+        """The candidate's answer through `redact=`, as the live run's text went: the judge and the store
+        see both answers redacted alike. A redactor that raises withholds it (its type only is said)."""
+        redact = self.hook_settings.redact
+        if redact is None:
+            return answer, None
+        try:
+            found = redact(answer)
+            if not isinstance(found, str):
+                raise TypeError(f"a redactor returns text, got {type(found).__name__}")
+            return storable(found), None
+        except Exception as exc:  # never the message: it may quote the text
+            return "", RedactionError(f"the redactor raised {type(exc).__name__} on the candidate's answer; the "
+                                      "answer was withheld from the judge and the store")
 
     async def _run_candidate(self, base: Any, update: dict[str, Any], question: str
                              ) -> tuple[str, float | None, BaseException | None]:

@@ -326,3 +326,14 @@ def test_a_team_is_shadowed_by_a_copy_with_new_instructions(server, store, make_
     [record] = store.records
     assert record.team_id is not None and record.details["winner"] == "candidate"
     assert record.details["candidate_output"] == GOOD
+
+
+def test_the_candidate_s_answer_is_redacted_as_the_live_run_is(server, store):
+    judge = PairwiseJudge(server)
+    ev = shadow(server, store, agent(server, GOOD + " Call 555-0100.", name="candidate"),
+                redact=lambda text: text.replace("555-0100", "[PHONE]"))
+    agent(server, POOR, ev).run("question")
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert record.details["candidate_output"] == GOOD + " Call [PHONE]."
+    assert "555-0100" not in json.dumps(judge.requests) and record.details["winner"] == "candidate"
