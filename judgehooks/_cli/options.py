@@ -285,6 +285,8 @@ def shadow_report(parser: argparse.ArgumentParser) -> None:
     """Say whether a Shadow's candidate beats the live agent: wins, losses, ties, win rate, sign test, decision."""
     add_store_argument(parser)
     parser.add_argument("--name", required=True, metavar="NAME", help="the Shadow's name (its records' evaluator)")
+    parser.add_argument("--evaluator-version", metavar="V",
+                        help="the Shadow version to report (default: the newest record's)")
     parser.add_argument("--by", action="append", metavar="KEY",
                         help="segment by this record field (agent_id, agent_name, team_id, user_id, session_id) or "
                              "run metadata key; repeat for several (default: agent_id and user_id)")

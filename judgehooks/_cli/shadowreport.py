@@ -15,8 +15,9 @@ from .terminal import printable_strings, say
 def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, must_exist=True)
     try:
-        report = call(ashadow_report, store, args.name, by=tuple(args.by or ("agent_id", "user_id")))
-    except ValueError as exc:
+        report = call(ashadow_report, store, args.name, by=tuple(args.by or ("agent_id", "user_id")),
+                      version=args.evaluator_version)
+    except (ValueError, LookupError) as exc:
         raise CommandError(f"shadow-report: {one_line(exc)}", code=2) from None
     except Exception as exc:
         raise CommandError(f"cannot read store {label_of(args.store)}: {one_line(exc)}") from None
@@ -36,7 +37,7 @@ def _interval(value: list[float] | None) -> str:
 def render(data: dict[str, Any]) -> str:
     """The report as text: the totals, the decision and why, then one table per segment."""
     p = data["p_value"]
-    lines = [f"judgehooks shadow-report: {data['name']}: {data['comparisons']} comparison(s), "
+    lines = [f"judgehooks shadow-report: {data['name']}@{data['version']}: {data['comparisons']} comparison(s), "
              f"{data['errors']} error(s), {data['skipped']} skipped", ""]
     lines += table(["comparisons", "wins", "losses", "ties", "win rate", "95% CI (Wilson)", "sign test p"],
                    [[str(data["comparisons"]), str(data["wins"]), str(data["losses"]), str(data["ties"]),
@@ -45,6 +46,9 @@ def render(data: dict[str, Any]) -> str:
     needed = data["needed"]
     more = f" ({needed} more comparison(s) needed)" if data["decision"] == "not enough data" and needed else ""
     lines += ["", f"decision: {data['decision']}{more}", f"why: {data['note']}"]
+    if len(data["versions"]) > 1:
+        lines += [f"note: other versions of {data['name']} (another candidate, criteria or judge) are not pooled: "
+                  f"{', '.join(v for v in data['versions'] if v != data['version'])} (--evaluator-version)"]
     for key, groups in data["segments"].items():
         rows = [[label, str(g["comparisons"]), str(g["wins"]), str(g["losses"]), str(g["ties"]), _pct(g["win_rate"]),
                  _interval(g["interval"])] for label, g in groups.items()]

@@ -34,6 +34,8 @@ Z95 = 1.959963984540054
 MIN_DECISIVE = 6
 #: no more than this many comparisons are ever suggested (a difference too small to show)
 MAX_NEEDED = 1_000_000
+#: the version of records that carry none
+UNVERSIONED = "unversioned"
 #: the record fields a report is segmented by, besides any metadata key
 SEGMENT_FIELDS = ("agent_id", "agent_name", "team_id", "user_id", "session_id")
 
@@ -122,6 +124,8 @@ class ShadowReport:
     """What a shadow's comparisons say. `decision` is "promote", "keep" or "not enough data"."""
 
     name: str
+    version: str | None  # the Shadow version reported (its candidate, criteria and judge): the newest by default
+    versions: list[str]  # every version the store holds under `name`, newest first
     comparisons: int
     wins: int
     losses: int
@@ -167,7 +171,7 @@ def decide(tally: Tally, alpha: float = ALPHA) -> tuple[str, float | None, int |
 
 
 async def ashadow_report(store: Store | None, name: str, *, by: Sequence[str] = ("agent_id", "user_id"),
-                         alpha: float = ALPHA) -> ShadowReport:
+                         version: str | None = None, alpha: float = ALPHA) -> ShadowReport:
     """`shadow_report` for async callers."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be the Shadow's name (its records' evaluator), got {name!r}")
@@ -176,9 +180,16 @@ async def ashadow_report(store: Store | None, name: str, *, by: Sequence[str] = 
     store = store if store is not None else default_store()
     total = Tally()
     segments: dict[str, dict[str, Tally]] = {key: {} for key in by}
-    async for record in iter_records(store, evaluator=name):
-        if record.rejudge_of is not None:
-            continue
+    records = [r async for r in iter_records(store, evaluator=name) if r.rejudge_of is None]
+    versions = list(dict.fromkeys(r.evaluator_version or UNVERSIONED for r in records))  # newest first
+    if version is None and versions:
+        version = versions[0]
+    elif version is not None and version not in versions:
+        raise LookupError(f"the Shadow {name!r} has no records of version {version!r} "
+                          f"(it has {', '.join(versions) or 'none'})")
+    for record in records:
+        if (record.evaluator_version or UNVERSIONED) != version:
+            continue  # another candidate, criteria or judge: never pooled
         total = _add(total, record)
         for key in by:
             value = getattr(record, key) if key in SEGMENT_FIELDS else (record.metadata or {}).get(key)
@@ -186,7 +197,7 @@ async def ashadow_report(store: Store | None, name: str, *, by: Sequence[str] = 
             segments[key][label] = _add(segments[key].get(label, Tally()), record)
     decision, p, needed, note = decide(total, alpha)
     return ShadowReport(
-        name=name, comparisons=total.comparisons, wins=total.wins, losses=total.losses, ties=total.ties,
+        name=name, version=version, versions=versions, comparisons=total.comparisons, wins=total.wins, losses=total.losses, ties=total.ties,
         errors=total.errors, skipped=total.skipped, win_rate=total.win_rate,
         interval=wilson_interval(total.wins, total.wins + total.losses), p_value=p, decision=decision,
         needed=needed, note=note,
@@ -194,9 +205,10 @@ async def ashadow_report(store: Store | None, name: str, *, by: Sequence[str] = 
 
 
 def shadow_report(store: Store | None, name: str, *, by: Sequence[str] = ("agent_id", "user_id"),
-                  alpha: float = ALPHA) -> ShadowReport:
+                  version: str | None = None, alpha: float = ALPHA) -> ShadowReport:
     """What the comparisons of the `Shadow` named `name` in `store` say: comparisons, wins, losses and
     ties, the candidate's win rate (ties left out) with its 95% Wilson interval, the exact two-sided
     sign test, the decision (promote, keep, not enough data: with how many more comparisons), and the
-    same per segment: ``by`` names record fields (agent_id, user_id, ...) or run metadata keys."""
-    return runtime.call(functools.partial(ashadow_report, store, name, by=by, alpha=alpha))
+    same per segment: ``by`` names record fields (agent_id, user_id, ...) or run metadata keys. One
+    `version` of the Shadow (its candidate, criteria and judge) is reported: the newest by default."""
+    return runtime.call(functools.partial(ashadow_report, store, name, by=by, version=version, alpha=alpha))

@@ -40,3 +40,26 @@ def test_shadow_report_on_a_name_with_no_records_says_not_enough_data(tmp_path, 
     assert main(["shadow-report", "--store", str(db), "--name", "nothing-yet", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["comparisons"] == 0 and data["decision"] == "not enough data" and data["needed"] == 6
+
+
+def test_a_changed_candidate_is_a_new_version_never_pooled_with_the_old(server, tmp_path, capsys):
+    PairwiseJudge(server)
+    db = tmp_path / "versions.db"
+    old = shadow(server, SQLiteStore(db), agent(server, POOR, name="candidate"), name="v")
+    for i in range(3):
+        agent(server, POOR, old).run(f"old {i}")
+    assert judgehooks.drain(30)
+    new = shadow(server, SQLiteStore(db), agent(server, GOOD, name="candidate-2"), name="v")
+    for i in range(7):
+        agent(server, POOR, new).run(f"new {i}")
+    assert judgehooks.drain(30)
+    capsys.readouterr()
+    assert main(["shadow-report", "--store", str(db), "--name", "v", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["version"] == new.evaluator_version != old.evaluator_version
+    assert (data["comparisons"], data["wins"], data["ties"]) == (7, 7, 0) and len(data["versions"]) == 2
+    assert main(["shadow-report", "--store", str(db), "--name", "v", "--evaluator-version", old.evaluator_version,
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ties"] == 3
+    assert main(["shadow-report", "--store", str(db), "--name", "v", "--evaluator-version", "nope"]) == 2
+    assert "no records of version 'nope'" in capsys.readouterr().err
