@@ -197,7 +197,8 @@ async def ashadow_report(store: Store | None, name: str, *, by: Sequence[str] = 
             segments[key][label] = _add(segments[key].get(label, Tally()), record)
     decision, p, needed, note = decide(total, alpha)
     return ShadowReport(
-        name=name, version=version, versions=versions, comparisons=total.comparisons, wins=total.wins, losses=total.losses, ties=total.ties,
+        name=name, version=version, versions=versions, comparisons=total.comparisons, wins=total.wins,
+        losses=total.losses, ties=total.ties,
         errors=total.errors, skipped=total.skipped, win_rate=total.win_rate,
         interval=wilson_interval(total.wins, total.wins + total.losses), p_value=p, decision=decision,
         needed=needed, note=note,
