@@ -1,11 +1,14 @@
 """The web app's Shadow page: the report `shadow_report` gives, under the strict CSP, every record
 byte escaped."""
 
+# ruff: noqa: F811  (the fixtures imported from _ui_fixtures are test parameters here)
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from _ui_fixtures import HOSTILE
+import pytest
+from _servers import serve
+from _ui_fixtures import HOSTILE, browser, page  # noqa: F401 (fixtures)
 from starlette.testclient import TestClient
 
 from judgehooks import EvalRecord, SQLiteStore
@@ -37,3 +40,13 @@ def test_the_shadow_page_shows_the_decision_and_escapes_every_record_byte(tmp_pa
     assert "by user_id" in html and "<script>window.__pwned" not in html and "&lt;script&gt;" in html
     assert "Name a Shadow" in client.get("/shadow").text
     assert client.get("/shadow?name=%00").status_code == 400
+
+
+@pytest.mark.slow
+def test_the_shadow_page_in_a_browser_shows_hostile_segments_as_text_and_runs_nothing(tmp_path, page):
+    with serve(app(_store(tmp_path))) as base:
+        page.goto(base + "/shadow?name=new-prompt&by=user_id")
+        page.wait_for_load_state("load")
+        assert page.evaluate("window.__pwned") is None and page.dialogs == [] and page.errors == []
+        assert page.locator("p.decision strong").inner_text() == "promote"
+        assert HOSTILE in page.locator("table.segments").inner_text()  # shown as text
