@@ -190,7 +190,7 @@ live = Agent(name="live", model=model(), instructions="[[answer={poor}]]", post_
 PRODUCER = """
 import time
 import shadowapp
-for i in range(2):
+for i in range(3):
     shadowapp.live.run(f"question {i} [[agent_delay=800]]")
 print("SUBMITTED", flush=True)
 time.sleep(600)
@@ -216,8 +216,9 @@ def _die_with_pending_comparisons(server, tmp_path):
         os.kill(producer.pid, signal.SIGKILL)
     finally:
         producer.wait(30)
-    assert pending(tmp_path / "live.outbox.db") == 2  # the candidate was still answering the first
-    return env
+    left = pending(tmp_path / "live.outbox.db")
+    assert left >= 1  # at least the last comparison: its candidate was still answering
+    return env, left
 
 
 @pytest.mark.slow
@@ -230,19 +231,19 @@ def test_comparisons_left_by_a_dead_process_are_kept_then_finished_by_resume_imp
     from judgehooks import SQLiteStore
 
     judge = PairwiseJudge(server)
-    env = _die_with_pending_comparisons(server, tmp_path)
+    env, left = _die_with_pending_comparisons(server, tmp_path)
     resume = [sys.executable, "-m", "judgehooks._cli", "resume", "--store", f"sqlite:///{tmp_path / 'live.db'}",
               "--timeout", "60"]
     kept = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert "'crashy-shadow'" in kept.stderr and "--import" in kept.stderr  # says why, and how
-    assert pending(tmp_path / "live.outbox.db") == 2  # nothing lost
+    assert pending(tmp_path / "live.outbox.db") == left  # nothing lost
     done = subprocess.run([*resume, "--import", "shadowapp"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert pending(tmp_path / "live.outbox.db") == 0
     records = SQLiteStore(tmp_path / "live.db").query_sync(limit=None)
-    assert sorted(r.input for r in records) == [f"question {i} [[agent_delay=800]]" for i in range(2)]
-    assert {r.details["winner"] for r in records} == {"candidate"} and len(judge.requests) >= 2
+    assert sorted(r.input for r in records) == [f"question {i} [[agent_delay=800]]" for i in range(3)]
+    assert {r.details["winner"] for r in records} == {"candidate"} and len(judge.requests) >= 3
 
 
 def test_the_comparisons_the_live_agent_won_reach_on_fail(server, store):
