@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from ._judges.verdict import Verdict, parse_verdict
     from ._optimize.align import AlignResult, aalign_judge, align_judge
     from ._optimize.optimize import OptimizeResult, aoptimize, optimize
+    from ._optimize.shadow import Shadow
+    from ._optimize.shadowreport import ShadowReport, ashadow_report, shadow_report
     from ._runtime import adrain, drain, lifespan, stats
     from .exceptions import (
         BadOutcome,
@@ -126,6 +128,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._judges.verdict": ("Verdict", "parse_verdict"),
     "._optimize.align": ("AlignResult", "aalign_judge", "align_judge"),
     "._optimize.optimize": ("OptimizeResult", "aoptimize", "optimize"),
+    "._optimize.shadow": ("Shadow",),
+    "._optimize.shadowreport": ("ShadowReport", "ashadow_report", "shadow_report"),
     "._runtime": ("adrain", "drain", "lifespan", "stats"),
     ".exceptions": (
         "BadOutcome", "EvaluatorError", "EvaluatorUnavailable", "JudgeError", "JudgehooksError", "JudgeProcessDied",
@@ -210,6 +214,8 @@ __all__ = (
     "SQLiteStore",
     "ScorerEval",
     "SessionJudge",
+    "Shadow",
+    "ShadowReport",
     "SlackNotifier",
     "Store",
     "StoreError",
@@ -230,6 +236,7 @@ __all__ = (
     "alabel",
     "align_judge",
     "aoptimize",
+    "ashadow_report",
     "astream",
     "calibrate",
     "consistency",
@@ -243,6 +250,7 @@ __all__ = (
     "list_judges",
     "optimize",
     "parse_verdict",
+    "shadow_report",
     "stats",
     "stream",
 )

@@ -20,6 +20,8 @@ from .text import storable_data, storable_values
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
+#: what a judge is asked for: a record's mode, or which of two answers is better (a `Shadow`'s comparison)
+JudgeMode = Literal["binary", "numeric", "pairwise"]
 Scope = Literal["run", "session"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 from typing import Any
@@ -18,7 +19,7 @@ from .terminal import say
 
 def _load(spec: str, what: str, check: Any) -> Any:
     obj = import_object(spec, f"optimize: {what}")
-    if not check(obj) and callable(obj):
+    if not check(obj) and (inspect.isfunction(obj) or inspect.isclass(obj)):  # a factory (an evaluator is callable too)
         obj = obj()
     if not check(obj):
         raise CommandError(f"optimize: {what} {spec!r} is a {type(obj).__name__}", code=2)

@@ -281,6 +281,18 @@ def calibrate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
+def shadow_report(parser: argparse.ArgumentParser) -> None:
+    """Say whether a Shadow's candidate beats the live agent: wins, losses, ties, win rate, sign test, decision."""
+    add_store_argument(parser)
+    parser.add_argument("--name", required=True, metavar="NAME", help="the Shadow's name (its records' evaluator)")
+    parser.add_argument("--evaluator-version", metavar="V",
+                        help="the Shadow version to report (default: the newest record's)")
+    parser.add_argument("--by", action="append", metavar="KEY",
+                        help="segment by this record field (agent_id, agent_name, team_id, user_id, session_id) or "
+                             "run metadata key; repeat for several (default: agent_id and user_id)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
 def export(parser: argparse.ArgumentParser) -> None:
     """Write stored records (failures by default) as test cases: JSONL to grade again, or a pydantic-evals dataset."""
     add_store_argument(parser)
@@ -396,6 +408,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "doctor": (doctor, "judgehooks._cli.doctor"),
     "ui": (ui, "judgehooks._cli.ui"),
     "optimize": (optimize, "judgehooks._cli.optimize"),
+    "shadow-report": (shadow_report, "judgehooks._cli.shadowreport"),
 }
 
 _FILTERED = ("report", "tail", "review", "export")

@@ -320,7 +320,7 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
         """The hook itself, for an agno call that skips agno's hook normaliser: `continue_run` as an
         agent's or team's first call (a run resumed after a restart) calls this object as it stands
         in `post_hooks` (``_hooks/agno_compat.py``, item 6). The sync `post_check`."""
-        self._shell.post_check(run_output, agent, team, user_id, metadata, run_context)
+        self.post_check(run_output, agent, team, user_id, metadata, run_context)
 
     # ---- agno's Scorer protocol --------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from .._base.context import EvalContext
 from .._base.session import Turn
 from .._base.text import lone_surrogate, unstorable_at
 from .._judges.call import JudgeCall
-from .._judges.prompt import build_request, session_refs
+from .._judges.prompt import build_request, session_refs, single
 from .._judges.transcript import Transcript, build_session_request
 
 #: settings that decide whether and how a judge is reached, or how results are shown, not the verdict
@@ -125,7 +125,7 @@ def prompt_text(call: JudgeCall) -> str:
     # a {session_state[key]} the criteria name is versioned as itself, fenced where the value goes
     state = {key: f"{{session_state[{key}]}}" for key in session_refs(call.criteria, *call.guidelines)}
     ctx = dataclasses.replace(_PLACEHOLDER, session_state=state) if state else _PLACEHOLDER
-    request = build_request(ctx, criteria=call.criteria, mode=call.mode, guidelines=call.guidelines,
+    request = build_request(ctx, criteria=call.criteria, mode=single(call.mode), guidelines=call.guidelines,
                             include_tools=call.include_tools,
                             context="{context}" if call.context_key is not None else None, nonce="{nonce}")
     return "\n".join(f"{m['role']}: {m['content']}" for m in request.messages)
@@ -135,7 +135,8 @@ def session_prompt_text(call: JudgeCall) -> str:
     """The messages a session judge's `call` would send about a one-turn conversation of
     placeholders: the session template's wording, criteria, verdict shape and guidelines."""
     transcript = Transcript(turns=(Turn(_PLACEHOLDER),), numbers=(1,), total=1, chars=0)
-    request = build_session_request(transcript, criteria=call.criteria, mode=call.mode, guidelines=call.guidelines,
+    request = build_session_request(transcript, criteria=call.criteria, mode=single(call.mode),
+                                    guidelines=call.guidelines,
                                     include_tools=call.include_tools, nonce="{nonce}")
     return "\n".join(f"{m['role']}: {m['content']}" for m in request.messages)
 

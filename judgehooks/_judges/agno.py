@@ -11,7 +11,8 @@ import anyio.to_thread
 
 from .._base.caller import sync_caller
 from .._base.context import render_content
-from .._base.record import Mode
+from .._base.record import JudgeMode, Mode
+from ..exceptions import EvaluatorError
 from .base import BaseJudge, JudgeReply, refuses_structured_output
 from .prompt import JudgeRequest
 
@@ -74,7 +75,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def schema_for(mode: Mode) -> Any:
+def schema_for(mode: JudgeMode) -> Any:
     """agno's verdict schema for a scoring strategy (the `output_schema` its judge Agent gets)."""
     from agno.eval.agent_as_judge import BinaryJudgeResponse, NumericJudgeResponse
 
@@ -188,6 +189,9 @@ class AgnoJudge(BaseJudge):
             metrics = output.metrics
             text = content if isinstance(content, str) else (render_content(content) if content is not None else "")
         else:
+            if request.mode == "pairwise":
+                raise EvaluatorError("an agno Model judges pass/fail and scores: a pairwise comparison (Shadow) "
+                                     "needs a litellm model string judge (judge_model='provider/model')")
             schema = schema_for(request.mode)
             response = await self._ask_model(request, response_format(self._model, schema))
             text = verdict_text(response.content, getattr(response, "parsed", None), schema)

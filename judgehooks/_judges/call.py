@@ -19,7 +19,7 @@ from .._base.context import EvalContext
 from .._base.log import log
 from .._base.metering import current_meter
 from .._base.outcome import Outcome
-from .._base.record import Mode
+from .._base.record import JudgeMode
 from .._base.stopwatch import current_stopwatch
 from .._base.urls import without_credentials
 from ..exceptions import EvaluatorError, JudgeUnavailable, MalformedVerdict, MissingContext, VerdictCut
@@ -35,7 +35,16 @@ from .base import (
     is_retryable,
     retry_after_seconds,
 )
-from .prompt import DEFAULT_PROMPT_BUDGET, JudgeRequest, PromptCut, build_request, firmer, session_refs, session_values
+from .prompt import (
+    DEFAULT_PROMPT_BUDGET,
+    JudgeRequest,
+    PromptCut,
+    build_request,
+    firmer,
+    session_refs,
+    session_values,
+    single,
+)
 from .verdict import Verdict, parse_verdict
 
 
@@ -86,7 +95,7 @@ class JudgeCall:
 
     judge: Judge
     criteria: str
-    mode: Mode
+    mode: JudgeMode
     threshold: float | None
     guidelines: tuple[str, ...] = ()
     include_tools: bool = False
@@ -105,8 +114,13 @@ class JudgeCall:
         if self.context_key is not None and context is None:
             raise MissingContext(f"run metadata has no {self.context_key!r}: this evaluator grades against the "
                                  f"context given there, e.g. agent.run(..., metadata={{{self.context_key!r}: docs}})")
-        return build_request(ctx, criteria=self.criteria, mode=self.mode, guidelines=self.guidelines,
+        return build_request(ctx, criteria=self.criteria, mode=single(self.mode), guidelines=self.guidelines,
                              include_tools=self.include_tools, context=context, budget=self.prompt_budget)
+
+    def read(self, verdict: Verdict) -> dict[str, Any]:
+        """What the outcome's details keep of a verdict besides pass/fail, score and reason (a
+        pairwise verdict's choice)."""
+        return {}
 
     def decide(self, verdict: Verdict) -> bool:
         if self.mode == "numeric":
@@ -198,7 +212,8 @@ class JudgeCall:
             assert error is not None
             kept = error if refused and attempts == 0 else self.failed(error, attempts)  # a cap is no judge error
             return Outcome(error=kept, details={**said, "spend_cap": refused} if refused else said, **usage)
-        return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason, details=said, **usage)
+        return Outcome(passed=self.decide(verdict), score=verdict.score, reason=verdict.reason,
+                       details={**said, **self.read(verdict)}, **usage)
 
     def parse(self, reply: JudgeReply, nonce: str) -> Verdict:
         """The reply's verdict. A reply cut at the judge's token cap is read like any other (a JSON

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import anyio.to_thread
 
 from .._base.log import log
-from .._base.record import Mode
+from .._base.record import JudgeMode
 from .._base.secrets import remember, remember_environment
 from .._base.urls import without_credentials
 from .._base.validate import check_number, check_optional_number
@@ -40,7 +40,7 @@ class LiteLLMClient:
     def __repr__(self) -> str:
         return f"LiteLLMClient(model={self.model!r})"
 
-    async def send(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> JudgeReply:
+    async def send(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> JudgeReply:
         schema = {"response_format": verdict_schema(mode, cap_reason=self.cap_reason)} if structured else {}
         response = await load_litellm().acompletion(model=self.model, messages=messages, **schema, **self.kwargs)
         choices = getattr(response, "choices", None) or []

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.context import EvalContext
-from .._base.record import Mode
+from .._base.record import JudgeMode, Mode
 from .._runtime import runtime
 from ..exceptions import EvaluatorError, MissingContext
 
@@ -61,7 +61,7 @@ FIRMER = ("Your last reply ran past its length limit before the verdict ended. R
           f"the reason under {REASON_CHARS} characters.")
 
 
-def verdict_schema(mode: Mode, *, cap_reason: bool = False) -> dict[str, Any]:
+def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, Any]:
     """The JSON schema response format asked of providers that support structured output.
 
     `cap_reason` adds ``maxLength`` to the reason, for servers that enforce it while decoding
@@ -72,12 +72,22 @@ def verdict_schema(mode: Mode, *, cap_reason: bool = False) -> dict[str, Any]:
     if mode == "numeric":
         props: dict[str, Any] = {"score": {"type": "integer", "minimum": 1, "maximum": 10}, "reason": reason}
         required = ["score", "reason"]
+    elif mode == "pairwise":  # which of two answers is better (`pairwise`)
+        props = {"winner": {"type": "string", "enum": ["A", "B", "tie"]}, "reason": reason}
+        required = ["winner", "reason"]
     else:
         props = {"passed": {"type": "boolean"}, "reason": reason}
         required = ["passed", "reason"]
     return {"type": "json_schema", "json_schema": {
         "name": f"{mode}_verdict", "strict": True,
         "schema": {"type": "object", "properties": props, "required": required, "additionalProperties": False}}}
+
+
+def single(mode: JudgeMode) -> Mode:
+    """The mode of a question about one answer (a pairwise question is `pairwise.PairwiseCall`'s)."""
+    if mode == "pairwise":
+        raise TypeError("a pairwise question compares two answers: `pairwise.PairwiseCall` asks it")
+    return mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +110,7 @@ class JudgeRequest:
     """What a Judge is asked: chat messages plus the verdict shape expected back."""
 
     messages: tuple[dict[str, str], ...]
-    mode: Mode
+    mode: JudgeMode
     nonce: str
     cut: PromptCut | None = None  # set when the prompt was cut to its budget
 

@@ -20,7 +20,7 @@ from .._base.record import Mode
 from .._base.session import Turn
 from ..exceptions import EvaluatorError
 from .call import JudgeCall
-from .prompt import JudgeRequest, fence, fit_prompt, new_nonce, system_prompt
+from .prompt import JudgeRequest, fence, fit_prompt, new_nonce, single, system_prompt
 
 BudgetUnit = Literal["chars", "tokens"]
 #: a token budget is held as characters at this rate (an estimate: no tokenizer is loaded)
@@ -159,5 +159,5 @@ class SessionCall(JudgeCall):
     def request(self, ctx: EvalContext) -> JudgeRequest:
         if self.transcript is None:
             raise ValueError("SessionCall.request needs the transcript planned for this session")
-        return build_session_request(self.transcript, criteria=self.criteria, mode=self.mode,
+        return build_session_request(self.transcript, criteria=self.criteria, mode=single(self.mode),
                                      guidelines=self.guidelines, include_tools=self.include_tools)

@@ -29,13 +29,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .._base.record import Mode
+from .._base.record import JudgeMode
 from .._base.text import lazy_pattern
 from ..exceptions import MalformedVerdict
 
 _SCORE_LINE = lazy_pattern(r"^([^\w\n]*)(score)\W*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
 _PASSED_LINE = lazy_pattern(r"^([^\w\n]*)(passed|pass|verdict|result)\W*[:=]\s*\**\s*(\w+)",
                           re.IGNORECASE | re.MULTILINE)
+_WINNER_LINE = lazy_pattern(r"^([^\w\n]*)(winner|better)\W*[:=]\s*\**\s*(\w+)", re.IGNORECASE | re.MULTILINE)
 _REASON_LINE = lazy_pattern(r"\b(?:reasoning|reason)\W*[:=]\s*(.+)", re.IGNORECASE)
 # The prompt's fences (prompt.py), echoed by a judge: what is inside is the run's data.
 _NONCE_FENCE = lazy_pattern(r"<<<(?!END-)([A-Z-]+)-([0-9a-f]+)>>>.*?(?:<<<END-\1-\2>>>|\Z)", re.DOTALL)
@@ -62,6 +63,12 @@ class Verdict:
     passed: bool | None  # binary verdicts only; numeric ones are thresholded by the evaluator
     score: int | None
     reason: str
+    choice: str | None = None  # pairwise verdicts only: "A", "B" or "tie" (which answer is better)
+
+
+#: the key a verdict of each mode carries
+KEYS: dict[str, str] = {"numeric": "score", "binary": "passed", "pairwise": "winner"}
+_CHOICES = {"a": "A", "b": "B", "tie": "tie", "equal": "tie", "draw": "tie", "neither": "tie", "both": "tie"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +120,16 @@ def _as_bool(value: Any) -> bool:
     raise MalformedVerdict(f"passed must be true or false, got {value!r}")
 
 
-def _verdict(value: Any, reason: str, mode: Mode) -> Verdict:
+def _as_choice(value: Any) -> str:
+    word = str(value).strip().lower() if isinstance(value, str) else None
+    if word is None or word not in _CHOICES:
+        raise MalformedVerdict(f"winner must be \"A\", \"B\" or \"tie\", got {value!r}")
+    return _CHOICES[word]
+
+
+def _verdict(value: Any, reason: str, mode: JudgeMode) -> Verdict:
+    if mode == "pairwise":
+        return Verdict(passed=None, score=None, reason=reason, choice=_as_choice(value))
     if mode == "numeric":
         return Verdict(passed=None, score=_as_score(value), reason=reason)
     return Verdict(passed=_as_bool(value), score=None, reason=reason)
@@ -151,8 +167,8 @@ def _wrong_nonce(obj: dict[str, Any], nonce: str | None) -> bool:
     return nonce is not None and "nonce" in obj and str(obj["nonce"]).strip() != nonce
 
 
-def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
-    key = "score" if mode == "numeric" else "passed"
+def _candidates(text: str, mode: JudgeMode, nonce: str | None) -> list[_Candidate]:
+    key = KEYS[mode]
     fence, marker = _fences(nonce)
     nonce_fenced = _spans(fence, text)
     code_fenced = _spans(_CODE_FENCE, text)
@@ -166,7 +182,7 @@ def _candidates(text: str, mode: Mode, nonce: str | None) -> list[_Candidate]:
             quoted=_inside(nonce_fenced, start) or _inside(quoted_lines, start) or _opens_quote(text, start)
             or _wrong_nonce(obj, nonce),
             fenced=_inside(code_fenced, start)))
-    line_pattern = _SCORE_LINE if mode == "numeric" else _PASSED_LINE
+    line_pattern = {"numeric": _SCORE_LINE, "binary": _PASSED_LINE, "pairwise": _WINNER_LINE}[mode]
     for match in line_pattern.finditer(text):
         start = match.start()
         if any(a <= start < b for a, b, _ in objects):
@@ -228,7 +244,7 @@ def _reason_near(text: str, candidate: _Candidate, nonce: str | None) -> str:
     return chosen.group(1).strip() if chosen else ""
 
 
-def _normal(value: Any, mode: Mode) -> Any:
+def _normal(value: Any, mode: JudgeMode) -> Any:
     """What a candidate's value means, so that "true" and "yes" agree; an unreadable value is its own."""
     try:
         return _verdict(value, "", mode)
@@ -236,7 +252,7 @@ def _normal(value: Any, mode: Mode) -> Any:
         return repr(value)
 
 
-def _agreeing(group: list[_Candidate], mode: Mode, where: str) -> _Candidate:
+def _agreeing(group: list[_Candidate], mode: JudgeMode, where: str) -> _Candidate:
     if len({_normal(c.value, mode) for c in group}) > 1:
         shown = sorted({str(c.value) for c in group})
         raise MalformedVerdict(f"judge reply has conflicting verdicts {where} ({', '.join(shown)}) and none carries "
@@ -244,14 +260,14 @@ def _agreeing(group: list[_Candidate], mode: Mode, where: str) -> _Candidate:
     return group[-1]
 
 
-def parse_verdict(text: str | None, mode: Mode, *, nonce: str | None = None) -> Verdict:
+def parse_verdict(text: str | None, mode: JudgeMode, *, nonce: str | None = None) -> Verdict:
     """Parse a judge reply for `mode`; raise MalformedVerdict naming what was wrong.
 
     `nonce` is the one the prompt fenced the run with (`JudgeRequest.nonce`): a verdict carrying it
     is the judge's own."""
     if not text or not text.strip():
         raise MalformedVerdict("judge reply is empty")
-    key = "score" if mode == "numeric" else "passed"
+    key = KEYS[mode]
     try:
         whole = json.loads(text)
     except ValueError:

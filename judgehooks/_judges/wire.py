@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urljoin, urlsplit
 
-from .._base.record import Mode
+from .._base.record import JudgeMode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
 from .base import JudgeReply
@@ -148,7 +148,7 @@ def wire_client(model: str, kwargs: Mapping[str, Any], *, cap_reason: bool,
                    or "https://api.openai.com/v1")
     params = {(mode, structured): {**extra, **(
         {"response_format": verdict_schema(mode, cap_reason=cap_reason)} if structured else {})}
-        for mode in ("binary", "numeric") for structured in (True, False)}
+        for mode in ("binary", "numeric", "pairwise") for structured in (True, False)}
     return WireClient(model=model, wire_model=wire_model, base_url=base_url, api_key=str(api_key),
                       timeout=float(kwargs.get("timeout") or 600.0), params=params, price=price_of_row(entry),
                       max_reply_bytes=max_reply_bytes, proxied=proxied(base_url))
@@ -179,10 +179,10 @@ class WireClient:
 
     name = "wire"
 
-    def body(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> dict[str, Any]:
+    def body(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> dict[str, Any]:
         return {"model": self.wire_model, "messages": messages, **self.params[(mode, structured)]}
 
-    async def send(self, messages: list[dict[str, str]], mode: Mode, structured: bool) -> JudgeReply:
+    async def send(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> JudgeReply:
         """One call; on failure, the exception litellm raises for it."""
         try:
             content = await poster(self.base_url, self.api_key, self.timeout, self.proxied).post(

@@ -49,7 +49,13 @@ def _own_models(owner: Any, made: list[Any], seen: set[int]) -> None:
 def trial_copy(agent: Any, instructions: str) -> tuple[Any, list[Any]]:
     """A copy of `agent` that runs `instructions`, without post hooks or db, on models of its own;
     and those models, for `close_models` once the trial ends."""
-    trial = agent.deep_copy(update={"instructions": instructions, "post_hooks": None, "db": None})
+    return copy_with(agent, {"instructions": instructions})
+
+
+def copy_with(agent: Any, update: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """A copy of `agent` with `update` applied, without post hooks or db, on models of its own (a
+    model in `update` is copied too); and those models, for `close_models` once the copy has run."""
+    trial = agent.deep_copy(update={**update, "post_hooks": None, "db": None})
     made: list[Any] = []
     _own_models(trial, made, set())
     return trial, made

@@ -80,6 +80,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/records/{record_id:path}", pages.record, name="record"),
         Route("/calibration", pages.calibration, name="calibration"),
         Route("/compare", Compare(site).page, name="compare"),
+        Route("/shadow", pages.shadow, name="shadow"),
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),
         Route("/review", pages.review, methods=["GET", "POST"], name="review"),

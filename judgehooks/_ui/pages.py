@@ -21,6 +21,7 @@ from .._base.record import STATUSES, EvalRecord
 from .._base.session import Turn
 from .._base.when import parse_when
 from .._hooks.agnodb import aread_session
+from .._optimize.shadowreport import ashadow_report
 from ..stores._base import RecordFilter, Store
 from ..stores._browse import SORTS, Browse, Sort, for_page, page, tallies
 from ..stores._human import FAIL_KEY, PASS_KEY, SKIP_KEY, alabel
@@ -275,6 +276,22 @@ class Pages:
             problem = str(exc)
         return self.site.render(request, "calibration.html", results=results, problem=problem,
                                 filters={"evaluator": wanted})
+
+    # ---- shadow ------------------------------------------------------------------------------
+
+    async def shadow(self, request: Request) -> Response:
+        """A Shadow's report (`shadow_report`): the decision, the totals and the segments."""
+        try:
+            name = _text(request, "name")
+            by = _text(request, "by")
+        except BadRequest as exc:
+            return self.site.render(request, "shadow.html", 400, bad=str(exc), bad_field=exc.field, report=None,
+                                    filters=_typed(request, "name", "by"))
+        report = None
+        if name is not None:
+            keys = tuple(k.strip() for k in (by or "agent_id,user_id").split(",") if k.strip())
+            report = await ashadow_report(self.site.store, name, by=keys)
+        return self.site.render(request, "shadow.html", report=report, filters={"name": name, "by": by})
 
     # ---- review -----------------------------------------------------------------------------
 

@@ -27,6 +27,8 @@ message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
 makes the agent answer with the message itself, directives removed (e.g. a JSON document);
 ``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
+A pairwise judge prompt (a `judgehooks.Shadow`'s: answers fenced as ``ANSWER-A`` and ``ANSWER-B``)
+gets the longer answer as the winner, ``tie`` when they are as long, with the prompt's nonce.
 A judge offered a ``final_result...`` tool (pydantic-ai's output tool, as pydantic-evals' `LLMJudge`
 asks) answers by calling it with ``reason``, ``pass`` and ``score``.
 ``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds);
@@ -100,6 +102,15 @@ class StubSettings:
 
 def _directives(text: str) -> dict[str, str]:
     return {m.group(1): (m.group(2) or "") for m in _DIRECTIVE.finditer(text)}
+
+
+_PAIRWISE = re.compile(r"<<<ANSWER-A-([0-9a-f]+)>>>")
+
+
+def _fenced(text: str, label: str, nonce: str) -> str:
+    """The text a judge prompt fenced as `label` with `nonce` ("" when absent)."""
+    found = re.search(rf"<<<{label}-{nonce}>>>\n(.*?)\n<<<END-{label}-{nonce}>>>", text, re.DOTALL)
+    return found.group(1) if found else ""
 
 
 def _reason(d: dict[str, str], default: str) -> str:
@@ -266,8 +277,16 @@ class _StubApp:
             if seen <= int(key.split(":")[0] or 1):
                 d.setdefault("fail", "")
                 d.setdefault("score", "1")
+        pairwise = _PAIRWISE.search(text)
         if "judge_malformed" in d:
             content = "I think it is fine {not json"
+        elif pairwise is not None:  # a Shadow's comparison: the longer answer is better, equal ones tie
+            a, b = (_fenced(text, label, pairwise.group(1)) for label in ("ANSWER-A", "ANSWER-B"))
+            winner = "tie" if len(a) == len(b) else ("A" if len(a) > len(b) else "B")
+            reason = _reason(d, f"stub judge prefers {winner}" if winner != "tie" else "stub judge sees a tie")
+            content = (json.dumps({"winner": winner, "reason": reason, "nonce": pairwise.group(1)})
+                       if "response_format" in request
+                       else f"REASONING: {reason}\nWINNER: {winner}\nNONCE: {pairwise.group(1)}")
         elif numeric:
             score = int(d.get("score", "8") or 8)
             if d.get("scores"):

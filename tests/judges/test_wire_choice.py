@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from judgehooks._base.record import Mode
+from judgehooks._base.record import JudgeMode
 from judgehooks._judges.base import load_litellm
 from judgehooks._judges.prompt import verdict_schema
 from judgehooks._judges.wire import WireClient, price_of_row, price_table, wire_client
@@ -44,7 +44,7 @@ def _litellms(litellm: Any, model: str, kwargs: dict[str, Any]) -> tuple[str, di
                                          api_base=kwargs.get("api_base"))
     assert info.get("mode") != "responses", model
 
-    def params(mode: Mode, structured: bool) -> dict[str, Any]:
+    def params(mode: JudgeMode, structured: bool) -> dict[str, Any]:
         found = litellm.get_optional_params(model=wire_model, custom_llm_provider="openai",
                                             temperature=kwargs.get("temperature"), max_tokens=kwargs.get("max_tokens"),
                                             response_format=verdict_schema(mode) if structured else None)
@@ -55,7 +55,7 @@ def _litellms(litellm: Any, model: str, kwargs: dict[str, Any]) -> tuple[str, di
         price = price_of_row(litellm.get_model_info(model))
     except Exception:  # an unpriced model: cost None, as litellm reports it
         price = None
-    return wire_model, {(m, s): params(m, s) for m in ("binary", "numeric") for s in (True, False)}, price
+    return wire_model, {(m, s): params(m, s) for m in ("binary", "numeric", "pairwise") for s in (True, False)}, price
 
 
 @pytest.mark.parametrize("temperature", [None, 0.0, 0.7])

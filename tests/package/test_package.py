@@ -64,13 +64,15 @@ def test_public_names_are_pinned():
         "MissingContext", "MissingExpected", "MissingMetrics", "NotContains", "NotRebuildable", "NumericJudgeResponse",
         "OptimizeResult", "Ordered", "Outcome",
         "PostgresStore", "QualityAlert", "RecordFilter", "RedactionError", "Regex", "RemoteJudgeError",
-        "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "SlackNotifier", "Store",
+        "RetryPolicy", "Rubric", "RunUsage", "SQLiteStore", "ScorerEval", "SessionJudge", "Shadow", "ShadowReport",
+        "SlackNotifier", "Store",
         "StoreError", "ToolCall", "ToolUse", "Verdict", "VerdictCut", "WebhookNotifier", "WindowedAlert", "__version__",
         "aalign_judge", "acalibrate", "aconsistency", "add_judge", "adrain", "aend_session", "afeedback", "alabel",
         "align_judge",
-        "aoptimize", "astream", "calibrate",
+        "aoptimize", "ashadow_report", "astream", "calibrate",
         "consistency", "drain", "end_session",
-        "evaluator", "feedback", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict", "stats",
+        "evaluator", "feedback", "get_judge", "label", "lifespan", "list_judges", "optimize", "parse_verdict",
+        "shadow_report", "stats",
         "stream",
     )
     for name in judgehooks.__all__:
