@@ -168,22 +168,25 @@ class Histogram:
         return self.bottom - share / self.peak * (self.bottom - self.top)
 
 
-def histogram(labels: list[str], a: list[int], b: list[int], names: tuple[str, str]) -> Histogram:
-    """`labels`: the buckets' names; `a`, `b`: each side's count per bucket; `names`: the sides' names
-    for the tooltips (text, escaped by the template like every other)."""
+def histogram(labels: list[str], a: list[int], b: list[int] | None, names: tuple[str, ...]) -> Histogram:
+    """`labels`: the buckets' names; `a`, `b`: each side's count per bucket (`b` None: one side, its
+    bars twice as wide); `names`: the sides' names for the tooltips (text, escaped by the template
+    like every other)."""
     drawn = Histogram()
     if not labels:
         return drawn
+    sides = [("a", a)] if b is None else [("a", a), ("b", b)]
     slot = (drawn.right - drawn.left) / len(labels)
-    bar = slot * 0.4
-    totals = (sum(a) or 1, sum(b) or 1)
-    drawn.peak = max(math.ceil(10 * max(*(n / totals[0] for n in a), *(n / totals[1] for n in b)) - 1e-9) / 10, 0.1)
+    bar = slot * 0.8 / len(sides)
+    totals = [sum(counts) or 1 for _, counts in sides]
+    drawn.peak = max(math.ceil(10 * max(n / totals[j] for j, (_, counts) in enumerate(sides) for n in counts)
+                               - 1e-9) / 10, 0.1)
     for i, text in enumerate(labels):
         centre = drawn.left + slot * (i + 0.5)
-        for j, (side, counts) in enumerate((("a", a), ("b", b))):
+        for j, (side, counts) in enumerate(sides):
             share = counts[i] / totals[j]
             y = drawn._y(share)
-            drawn.bars.append(Bar(centre - bar + j * bar, y, bar, drawn.bottom - y, side,
+            drawn.bars.append(Bar(centre - slot * 0.4 + j * bar, y, bar, drawn.bottom - y, side,
                                   f"{names[j]}, score {text}: {100 * share:.0f}% ({counts[i]} of {sum(counts)})"))
         drawn.ticks.append((centre, text))
     return drawn

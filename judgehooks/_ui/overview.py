@@ -9,8 +9,10 @@ from typing import Any, cast
 
 from ..stores._base import Store
 from ..stores._browse import Browse, Tally
+from ..stores._compare import buckets
+from ..stores._compare import histogram as score_counts
 from ..stores._series import Bucket, pass_rates, run_series
-from .chart import Chart, chart, value_chart
+from .chart import Chart, Histogram, chart, histogram, value_chart
 
 #: the overview's time buckets: width, and how its ticks are written
 BUCKETS: dict[str, tuple[timedelta, str]] = {
@@ -83,3 +85,29 @@ async def draw(store: Store, browse: Browse, groups: list[Tally], asked: str, si
             run_charts.append((value_chart(title, points, step, fmt, unit, within if since is not None else None),
                                title))
     return bucket, charts, run_charts
+
+
+async def scores(store: Store, browse: Browse, groups: list[Tally]) -> dict[str, Any] | None:
+    """The overview filtered to one evaluator: its numeric scores as a histogram, the newest two of
+    its versions side by side (or its one version); None when it gave no numeric score."""
+    evaluator = browse.where.evaluator
+    if evaluator is None:
+        return None
+    firsts: dict[str, datetime] = {}
+    for tally in groups:
+        if tally.key[0] == evaluator and tally.first:
+            version = tally.key[1] or ""
+            firsts[version] = min(firsts.get(version, tally.first), tally.first)
+    versions = sorted(firsts, key=lambda v: firsts[v])[-2:]
+    if not versions:
+        return None
+    sides = [Browse(browse.where, version=v or None) for v in versions]
+    cut = await buckets(store, sides)
+    if cut is None:
+        return None
+    counts = [await score_counts(store, side, cut) for side in sides]
+    names = tuple(v or "unversioned" for v in versions)
+    labels = cut.labels()
+    drawn: Histogram = histogram(labels, counts[0], counts[1] if len(counts) > 1 else None, names)
+    rows = [[text, *(f"{c[i]} ({100 * c[i] / (sum(c) or 1):.0f}%)" for c in counts)] for i, text in enumerate(labels)]
+    return {"evaluator": evaluator, "names": names, "chart": drawn, "rows": rows}

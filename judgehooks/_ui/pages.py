@@ -28,7 +28,7 @@ from ..stores._human import FAIL_KEY, PASS_KEY, SKIP_KEY, alabel
 from ..stores._search import SearchError
 from .conversation import conversation
 from .guard import CSRF_FIELD, csrf_token, read_form, set_csrf_cookie
-from .overview import BUCKETS, draw, tally_row
+from .overview import BUCKETS, draw, scores, tally_row
 from .site import Site
 
 PAGE = 50
@@ -139,15 +139,16 @@ class Pages:
                 raise BadRequest(f"bucket must be auto, {', '.join(BUCKETS)}", "bucket")
         except BadRequest as exc:
             return self.site.render(request, "overview.html", 400, bad=str(exc), bad_field=exc.field, rows=[],
-                                    charts=[], run_charts=[], bucket="auto",
+                                    charts=[], run_charts=[], scores=None, bucket="auto",
                                     filters=_typed(request, "agent", "evaluator", "since"))
         browse = Browse(RecordFilter(agent_id=agent, evaluator=evaluator, since=since))
         store = await for_page(self.site.store)
         groups = await tallies(store, browse)
         rows = sorted((tally_row(t) for t in groups), key=lambda r: (r["target"], r["evaluator"], r["first"] or 0))
         bucket, charts, run_charts = await draw(store, browse, groups, asked, since)
+        histogram = await scores(store, browse, groups) if groups else None
         return self.site.render(request, "overview.html", rows=rows, charts=charts, bucket=bucket,
-                                run_charts=run_charts,
+                                run_charts=run_charts, scores=histogram,
                                 live=await self._latest(store), filters={"agent": agent, "evaluator": evaluator,
                                          "since": request.query_params.get("since", "")})
 

@@ -83,3 +83,26 @@ def test_wilson_matches_known_values():
     low, high = wilson(8, 10)
     assert (round(low, 4), round(high, 4)) == (0.4902, 0.9433)  # Wilson 1927 / Newcombe 1998, 95%
     assert wilson(0, 5)[0] == 0.0 and wilson(5, 5)[1] == 1.0
+
+
+def test_one_evaluators_overview_draws_its_scores_newest_two_versions_side_by_side(tmp_path):
+    from _ui_fixtures import seeded_records
+
+    now = datetime.now(UTC)
+    store = SQLiteStore(tmp_path / "evals.db")
+    tone = [EvalRecord(id=f"t-{v}-{i}", created_at=now - timedelta(hours=10 - i + (5 if v == "v1" else 0)),
+                       status="passed" if s >= 6 else "failed", evaluator="tone", evaluator_version=v,
+                       mode="numeric", threshold=6, score=s, passed=s >= 6, agent_id="support", run_id=f"r-{i}")
+            for v, shift in (("v1", 0), ("v2", 2)) for i, s in enumerate(range(3 + shift, 8 + shift))]
+    runtime.call(store.write, [*seeded_records(), *tone])
+    web = TestClient(app(store), base_url="http://127.0.0.1:8765")
+    both = web.get("/?evaluator=tone").text
+    assert "tone: scores, versions v1 and v2" in both
+    section = both.split("tone: scores")[1].split("</section>")[0]
+    assert section.count('class="bar a"') == 7 and section.count('class="bar b"') == 7  # scores 3..9, shared
+    assert len(re.findall(r"<tr><td>\d+</td>", section)) == 7
+    polite = web.get("/?evaluator=polite").text
+    assert "polite: scores</h2>" in polite and 'class="bar b"' not in polite  # one version: one side
+    assert "scores" not in web.get("/?evaluator=helpful").text.split("pass rate per")[0]  # no numeric score
+    assert "histogram" not in web.get("/").text  # only for one evaluator
+    runtime.call(store.aclose)
