@@ -332,8 +332,9 @@ class Shadow(Evaluator):
                              ) -> tuple[str, float | None, BaseException | None]:
         """The candidate's answer to `question`, from a copy of `base` (no post hooks, no db, models of
         its own, so nothing of the live agent's sessions or clients is touched); its cost; or the error."""
+        shared = self.__dict__.setdefault("_models", {})  # per event loop: a model's client belongs to one
         try:
-            copy, models = copy_with(base, update)
+            copy, models = copy_with(base, update, shared.setdefault(asyncio.get_running_loop(), {}))
         except Exception as exc:
             return "", None, EvaluatorError(f"the candidate could not be copied: {type(exc).__name__}: {exc}")
         try:

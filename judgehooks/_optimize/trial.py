@@ -25,25 +25,34 @@ def _is_model(value: Any) -> bool:
             and callable(getattr(value, "response", None)) and hasattr(value, "id"))
 
 
-def _own_models(owner: Any, made: list[Any], seen: set[int]) -> None:
+def _own_models(owner: Any, made: list[Any], seen: set[int], shared: dict[int, Any] | None = None) -> None:
+    """Give `owner` (and its members) models of their own: fresh copies (listed in `made`), or with
+    `shared`, the copies kept there for each original model (made once, then used by every copy at
+    once, as agno's AgentOS shares one model across its concurrent runs)."""
     if id(owner) in seen:
         return
     seen.add(id(owner))
+
+    def own(model: Any) -> Any:
+        if shared is None:
+            made.append(fresh := copy.deepcopy(model))
+            return fresh
+        kept = shared.get(id(model))
+        if kept is None or kept[0] is not model:  # (the original, held: its id is never another's)
+            kept = shared[id(model)] = (model, copy.deepcopy(model))
+        return kept[1]
+
     for name, value in list(vars(owner).items()):
         if name.startswith("_"):
             continue
         if _is_model(value):
-            own = copy.deepcopy(value)
-            setattr(owner, name, own)
-            made.append(own)
+            setattr(owner, name, own(value))
         elif isinstance(value, list) and any(_is_model(v) for v in value):  # fallback models
-            owned = [copy.deepcopy(v) if _is_model(v) else v for v in value]
-            setattr(owner, name, owned)
-            made += [v for v in owned if _is_model(v)]
+            setattr(owner, name, [own(v) if _is_model(v) else v for v in value])
     members = getattr(owner, "members", None)  # a team's members (deep_copy copied them, sharing their models)
     for inner in [*(members if isinstance(members, (list, tuple)) else ()), getattr(owner, "reasoning_agent", None)]:
         if inner is not None and callable(getattr(inner, "deep_copy", None)):
-            _own_models(inner, made, seen)
+            _own_models(inner, made, seen, shared)
 
 
 def trial_copy(agent: Any, instructions: str) -> tuple[Any, list[Any]]:
@@ -52,12 +61,14 @@ def trial_copy(agent: Any, instructions: str) -> tuple[Any, list[Any]]:
     return copy_with(agent, {"instructions": instructions})
 
 
-def copy_with(agent: Any, update: dict[str, Any]) -> tuple[Any, list[Any]]:
+def copy_with(agent: Any, update: dict[str, Any], shared: dict[int, Any] | None = None) -> tuple[Any, list[Any]]:
     """A copy of `agent` with `update` applied, without post hooks or db, on models of its own (a
-    model in `update` is copied too); and those models, for `close_models` once the copy has run."""
+    model in `update` is copied too); and those models, for `close_models` once the copy has run.
+    With `shared`, the models are the ones kept there (made on first use, never closed here), so
+    many copies share their HTTP clients: a client of its own costs tens of milliseconds to make."""
     trial = agent.deep_copy(update={**update, "post_hooks": None, "db": None})
     made: list[Any] = []
-    _own_models(trial, made, set())
+    _own_models(trial, made, set(), shared)
     return trial, made
 
 

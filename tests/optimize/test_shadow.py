@@ -338,3 +338,20 @@ def test_the_candidate_s_answer_is_redacted_as_the_live_run_is(server, store):
     [record] = store.records
     assert record.details["candidate_output"] == GOOD + " Call [PHONE]."
     assert "555-0100" not in json.dumps(judge.requests) and record.details["winner"] == "candidate"
+
+
+def test_comparisons_share_one_model_client_per_loop_and_each_copy_is_fresh(server, store):
+    """A model of its own for every copy made an HTTP client each time (tens of milliseconds of
+    CPU: a comparison rate of about 12 a second at 256 in flight); the copies now share the
+    Shadow's own copy of each model, made once per event loop, while each agent copy is still new."""
+    PairwiseJudge(server)
+    ev = shadow(server, store, instructions=f"[[answer={GOOD}]]")
+    live = agent(server, POOR, ev)
+    for i in range(4):
+        live.run(f"question {i}")
+    assert judgehooks.drain(30)
+    assert [r.details["candidate_output"] for r in store.records] == [GOOD] * 4
+    [(loop, kept)] = ev.__dict__["_models"].items()
+    [(original, own)] = kept.values()
+    assert original is live.model and own is not live.model  # the live agent's client is never used
+    assert own.async_client is not None and live.model.async_client is None
