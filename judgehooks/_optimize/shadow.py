@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Unpack
@@ -112,7 +111,10 @@ class Shadow(Evaluator):
         self.judge, self.api_base, self.api_key, self.timeout = judge, api_base, api_key, timeout
         self.retries, self.retry_backoff, self.candidate_timeout = retries, retry_backoff, candidate_timeout
         self.name = name
-        self.__dict__["_live"] = weakref.WeakValueDictionary()  # the live agents seen, by id
+        # the live agent last seen under each id and name, held (not weakly: a comparison runs after
+        # the run returned, when the app may have dropped its agent, e.g. one made per request); one per
+        # id or name, so AgentOS's copy of the agent per request replaces the one before
+        self.__dict__["_live"] = {}
         self.__dict__["_live_lock"] = threading.Lock()
         self.check()
         settings: dict[str, Any] = {"sample_rate": 0.1, **deployment}
