@@ -30,25 +30,31 @@ class Marker:
     version: str
 
 
-@dataclass
-class Chart:
-    """One evaluator's pass rate per bucket, with where each of its versions first appears."""
+@dataclass(kw_only=True)
+class Frame:
+    """The SVG frame every chart is drawn in: its size, the plot area's edges, and the x axis."""
 
-    evaluator: str
-    points: list[Point] = field(default_factory=list)
-    markers: list[Marker] = field(default_factory=list)
     ticks: list[tuple[float, str]] = field(default_factory=list)  # x axis: position, text
-    band: list[tuple[float, float]] = field(default_factory=list)  # the interval: upper edge, then lower back
-    columns: list[str] = field(default_factory=list)  # the chart as a table: its head, and a row per bucket
-    rows: list[list[str]] = field(default_factory=list)
-    top_value: float = 1.0  # the value at the top of the y axis
-    unit: str = "%"
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
     right: int = WIDTH - RIGHT
     top: int = TOP
     bottom: int = HEIGHT - BOTTOM
+
+
+@dataclass
+class Chart(Frame):
+    """One evaluator's pass rate per bucket, with where each of its versions first appears."""
+
+    evaluator: str
+    points: list[Point] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)
+    band: list[tuple[float, float]] = field(default_factory=list)  # the interval: upper edge, then lower back
+    columns: list[str] = field(default_factory=list)  # the chart as a table: its head, and a row per bucket
+    rows: list[list[str]] = field(default_factory=list)
+    top_value: float = 1.0  # the value at the top of the y axis
+    unit: str = "%"
 
     @property
     def path(self) -> str:
@@ -146,18 +152,11 @@ class Bar:
 
 
 @dataclass
-class Histogram:
-    """Two sides' score histograms on one axis, each bucket a pair of bars: the share of that side's
-    scores in the bucket (the sides may hold different numbers of verdicts)."""
+class Histogram(Frame):
+    """Two sides' score histograms on one axis (or one side's), each bucket a pair of bars: the share
+    of that side's scores in the bucket (the sides may hold different numbers of verdicts)."""
 
     bars: list[Bar] = field(default_factory=list)
-    ticks: list[tuple[float, str]] = field(default_factory=list)  # x axis: bucket centre, text
-    width: int = WIDTH
-    height: int = HEIGHT
-    left: int = LEFT
-    right: int = WIDTH - RIGHT
-    top: int = TOP
-    bottom: int = HEIGHT - BOTTOM
     peak: float = 1.0  # the share at the top of the y axis: the largest bar's, rounded up to 10%
 
     @property
