@@ -228,3 +228,18 @@ def transport(request, monkeypatch) -> str:
     if request.param == "sdk":
         monkeypatch.setattr(wire, "proxied", lambda base_url: True)
     return request.param
+
+
+def serve_until_drained(worker: Any, rds: Any, stream: str) -> None:
+    """Run a Redis `Worker` until `stream` is empty (every job taken and acked), then stop it."""
+    import asyncio
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.serve(stop))
+        while rds.xlen(stream):
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(serve())

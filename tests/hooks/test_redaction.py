@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import wait_for
+from conftest import serve_until_drained, wait_for
 
 import judgehooks
 from judgehooks import JsonlStore, RedactionError, SQLiteStore, WebhookNotifier
@@ -247,15 +247,7 @@ def test_the_redis_job_and_the_workers_record_hold_no_unredacted_byte(make_judge
     store = SQLiteStore(str(tmp_path / "worker.db"))
     worker = Worker(redis_base, store, evaluators={"redacted": judge}, reclaim_after=2)
 
-    async def serve() -> None:
-        stop = asyncio.Event()
-        task = asyncio.create_task(worker.serve(stop))
-        while rds.xlen(STREAM):
-            await asyncio.sleep(0.05)
-        stop.set()
-        await asyncio.wait_for(task, 30)
-
-    asyncio.run(serve())
+    serve_until_drained(worker, rds, STREAM)
     [record] = asyncio.run(store.query(run_id=out.run_id))
     assert record.redacted_by == "PII" and leaks(record.model_dump_json()) == []
     assert leaks(Path(store.path).read_bytes()) == [] and leaks("\n".join(server.settings.judge_prompts)) == []

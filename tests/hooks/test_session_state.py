@@ -14,7 +14,7 @@ import time
 
 import pytest
 from _outbox import abandon
-from conftest import wait_for
+from conftest import serve_until_drained, wait_for
 
 import judgehooks
 from judgehooks import MemoryStore, SessionJudge, SQLiteStore
@@ -167,15 +167,7 @@ def test_a_redis_job_carries_the_redacted_session_state_to_the_workers_judge(mak
     store = SQLiteStore(str(tmp_path / "worker.db"))
     worker = Worker(redis_base, store, evaluators={"tiered-redis": judge}, reclaim_after=2)
 
-    async def serve() -> None:
-        stop = asyncio.Event()
-        task = asyncio.create_task(worker.serve(stop))
-        while rds.xlen(STREAM):
-            await asyncio.sleep(0.05)
-        stop.set()
-        await asyncio.wait_for(task, 30)
-
-    asyncio.run(serve())
+    serve_until_drained(worker, rds, STREAM)
     rds.close()
     [record] = asyncio.run(store.query(run_id=out.run_id))
     assert record.status == "passed" and record.details["session_state"] == {"contact": "mail [EMAIL]"}
