@@ -5,9 +5,10 @@ finishes with 256 in flight.
     python benchmarks/bench_shadow.py --quick    # fewer runs
 
 Tables (median of the repeats, and their range):
-1. the latency the hook adds to each `arun()` of the live agent, with a `Shadow` (sample_rate=1:
-   every run compared), beside judgehooks' background judge and agno's own `AgentAsJudgeEval`
-   (run_in_background=True: outside AgentOS agno grades inline, so the run waits for its judge);
+1. the latency the hook adds to each `arun()` of the live agent (the hook's own time, as
+   bench_peers measures it), with a `Shadow` (sample_rate=1: every run compared), beside
+   judgehooks' background judge and agno's own `AgentAsJudgeEval` (run_in_background=True: outside
+   AgentOS agno grades inline, so the run waits for its judge);
 2. comparisons finished per second at 256 in flight: each one a candidate run (the stub model) and a
    pairwise judge call (200 ms), stored in SQLite, beside the background judge's rate on the same
    stub (one judge call per evaluation). The loopback server is a separate process. Not a test.
@@ -56,22 +57,21 @@ def background_judge(base_url: str, tmp: str, name: str, **kw: Any) -> AgentAsJu
                             run_in_background=True, **kw)
 
 
-async def added_ms(agent: Agent, bare: Agent, n: int) -> float:
-    """Median of (the run with the hook) - (the same run without it), `n` runs at 100 a second."""
+async def added_ms(hook: Any, agent: Agent, run: Any, n: int, tag: str) -> float:
+    """Median time the hook takes in a live `arun()` (what the run waits for), `n` runs at 100 a
+    second, as bench_peers times it: the hook alone, so the comparisons running meanwhile in the
+    background count only as far as they slow the hook."""
     added = []
     for i in range(n):
+        run.run_id = f"{tag}-{i}"
         start = time.perf_counter()
-        await agent.arun(f"question {i}")
-        hooked = time.perf_counter() - start
-        start = time.perf_counter()
-        await bare.arun(f"question {i}")
-        added.append((hooked - (time.perf_counter() - start)) * 1000)
+        await hook.async_post_check(run, agent=agent)
+        added.append((time.perf_counter() - start) * 1000)
         await asyncio.sleep(0.01)
     return statistics.median(added)
 
 
 def latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
-    bare = live_agent(base_url)
     rows: list[list[object]] = []
     cases = [("judgehooks Shadow (sample_rate=1)", lambda r: shadow(base_url, tmp, f"shadow-lat-{r}")),
              ("judgehooks AgentAsJudgeEval(run_in_background=True)",
@@ -82,12 +82,14 @@ def latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
     for label, make in cases:
         medians = []
         for r in range(repeats):
-            hooked = live_agent(base_url, make(r))
-            asyncio.run(added_ms(hooked, bare, 5))  # warm up
-            medians.append(asyncio.run(added_ms(hooked, bare, n)))
+            hook = make(r)
+            agent = live_agent(base_url, hook)
+            run = agent.run("What is the capital of France?")  # the live run, graded once here too
+            asyncio.run(added_ms(hook, agent, run, 5, f"warm-{r}"))
+            medians.append(asyncio.run(added_ms(hook, agent, run, n, f"lat-{r}")))
             judgehooks.drain(600)
         rows.append([label, n, *spread(medians)])
-    table("Added latency per live arun(), 200 ms judge, 100 runs/s (median ms per repeat)",
+    table("Added latency per live arun(): the hook's own time, 200 ms judge, 100 runs/s (median ms per repeat)",
           ["hook", "runs/repeat", "median ms", "range ms"], rows)
 
 
