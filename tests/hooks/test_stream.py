@@ -222,3 +222,24 @@ async def test_astream_checkpoints_release_early_and_stop_at_a_failing_check(mak
     blocked = [e async for e in judgehooks.astream(agent, "Hi. The forbidden word. More", checkpoints="sentence")]
     assert text(blocked) == "ECHO: Hi." + FALLBACK
     assert [r.status for r in store.records] == ["passed", "failed"]
+
+
+def test_checkpoints_then_a_repair_show_the_repaired_answer_once(make_judge, make_agent, make_team, server, store):
+    gate = judgehooks.Ordered([judgehooks.NotContains("forbidden"), make_judge()], repair=1, fallback=FALLBACK,
+                              store=store)
+    before, first, events = server.settings.counts["judge"], None, []
+    for event in judgehooks.stream(make_agent(gate), "Hello there. stream [[fail_first=1]]", checkpoints="sentence"):
+        if isinstance(event, RunContentEvent) and first is None:
+            first = server.settings.counts["judge"] - before
+        events.append(event)
+    shown = text(events)
+    assert first == 0  # the first sentence went out before the judge was asked
+    assert shown.startswith("ECHO: Hello there. stream") and "rejected the previous answer" in shown
+    assert shown.count("ECHO: Hello there.") == 1  # the repaired answer starts with what had gone: only its rest
+    team, first, events = make_team(checked_gate(make_judge, store)), None, []
+    before = server.settings.counts["judge"]
+    for event in judgehooks.stream(team, SENTENCES, checkpoints="sentence"):
+        if isinstance(event, TeamRunContentEvent) and first is None:
+            first = server.settings.counts["judge"] - before
+        events.append(event)
+    assert first == 0 and text(events) == f"ECHO: {SENTENCES}"  # a team's leader text is released too
