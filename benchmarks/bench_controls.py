@@ -16,7 +16,8 @@ Tables, each row repeated (median and range of the repeats):
   4. a streamed run's time to the first content token, over the loopback stub server (its own
      process, the judge answering after `--judge-delay-ms`): agno's plain `run(stream=True)`,
      `judgehooks.stream` without a gate, and `judgehooks.stream` with a gate (which holds the content
-     until the judge's verdict). `--only stream` runs this table alone.
+     until the judge's verdict), and with a gate whose cheap check lets `checkpoints="sentence"`
+     release the first sentence before the verdict. `--only stream` runs this table alone.
 Not a test: no asserts.
 """
 
@@ -41,7 +42,7 @@ from agno.guardrails import PIIDetectionGuardrail  # noqa: E402
 from agno.run.agent import RunInput, RunOutput  # noqa: E402
 
 import judgehooks  # noqa: E402
-from judgehooks import AgentAsJudgeEval, MemoryStore  # noqa: E402
+from judgehooks import AgentAsJudgeEval, MemoryStore, NotContains, Ordered  # noqa: E402
 from judgehooks._grading.spend import LocalLedger, SpendCap  # noqa: E402
 from judgehooks.redact import PII, Presidio  # noqa: E402
 from judgehooks.testing import FakeJudge, RedisServer  # noqa: E402
@@ -215,11 +216,16 @@ def first_token(repeats: int, runs: int, judge_delay_ms: float) -> None:
 
         gate = AgentAsJudgeEval(name="bench-stream-gate", criteria="c", model="openai/judge", api_base=stub.base_url,
                                 api_key="k", store=MemoryStore(), gate=True)
-        plain, gated = agent(), agent(gate)
+        checked = Ordered([NotContains("forbidden"), AgentAsJudgeEval(
+            name="bench-stream-judge", criteria="c", model="openai/judge", api_base=stub.base_url, api_key="k")],
+            name="bench-stream-checked", store=MemoryStore(), gate=True)
+        plain, gated, checked_agent = agent(), agent(gate), agent(checked)
         ways: list[tuple[str, Callable[[str], Iterator[object]]]] = [
             ("agno run(stream=True)", lambda q: plain.run(q, stream=True)),
             ("judgehooks.stream, no gate", lambda q: judgehooks.stream(plain, q)),
             ("judgehooks.stream, gate", lambda q: judgehooks.stream(gated, q)),
+            ("judgehooks.stream, gate with a cheap check, checkpoints='sentence'",
+             lambda q: judgehooks.stream(checked_agent, q, checkpoints="sentence")),
         ]
         for label, way in ways:
             samples = []
@@ -227,7 +233,7 @@ def first_token(repeats: int, runs: int, judge_delay_ms: float) -> None:
                 waits = []
                 for i in range(runs):
                     start, first = time.perf_counter(), None
-                    for event in way(f"where is order {rep}-{i}"):  # to the end: the run completes as usual
+                    for event in way(f"Where is my order? It is order {rep}-{i}"):  # to the end: the run completes
                         if first is None and isinstance(event, RunContentEvent) and event.content:
                             first = (time.perf_counter() - start) * 1000
                     if first is not None:

@@ -88,6 +88,10 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
     #: whether evaluate() reads ctx.tool_calls (the snapshot skips them otherwise); checks that
     #: only read the text turn it off to keep the hook path short
     needs_tools: ClassVar[bool] = True
+    #: whether this is a cheap deterministic check that can judge the text streamed so far: one a
+    #: prefix of the answer fails only when something in that prefix is wrong (text that must not
+    #: appear). `judgehooks.stream` runs such checks at its checkpoints (docs/how-to/gates.md)
+    prefix_check: ClassVar[bool] = False
     #: what answers agno's hooks (a session evaluator's records turns instead of grading runs)
     shell_type: ClassVar[type[HookShell]] = HookShell
 

@@ -89,6 +89,8 @@ class Regex(Evaluator):
         check_choice("engine", self.engine, REGEX_ENGINES)
         self.regex = _compile(pattern, flags, self.engine)
         self.must_match = bool(self.must_match)
+        # a pattern that must not match can judge a prefix; one that must match may match later on
+        self.prefix_check = not self.must_match  # type: ignore[misc]  # ClassVar set per instance
 
     def default_name(self) -> str:
         # timeout and engine bound how it searches, not what it looks for: names stay as they were
@@ -153,6 +155,7 @@ class NotContains(Evaluator):
     case_sensitive: bool = True
 
     needs_tools = False
+    prefix_check = True
 
     def __post_init__(self) -> None:
         self.values = check_strings("values", self.values)

@@ -3,6 +3,8 @@ teams over the loopback model server. Each test collects every event a client wo
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from agno.agent import Agent
 from agno.run.agent import RunCompletedEvent, RunContentEvent, RunErrorEvent, RunOutput
@@ -125,3 +127,119 @@ def test_in_a_team_stream_a_member_only_gate_does_not_keep_the_rejected_text_fro
                  post_hooks=[make_judge(gate=True, fallback=FALLBACK)])
     events = list(judgehooks.stream(gated, ask))
     assert text(events) == FALLBACK and "ECHO" not in text(events)
+
+
+# checkpoints: the text goes out in pieces once the gate's cheap checks pass on the text so far
+
+SENTENCES = "Hello there. Where is my order? It is late"
+
+
+def checked_gate(make_judge, store, **judge):
+    """A gate whose cheap check (no "forbidden") runs before its LLM judge."""
+    return judgehooks.Ordered([judgehooks.NotContains("forbidden"), make_judge(**judge)], gate=True,
+                              fallback=FALLBACK, store=store)
+
+
+def test_checkpoints_release_the_first_sentence_before_the_judge_is_asked(make_judge, make_agent, server, store):
+    agent = make_agent(checked_gate(make_judge, store))
+    asked_before = server.settings.counts["judge"]
+    asked_at_first_content = None
+    events = []
+    for event in judgehooks.stream(agent, f"{SENTENCES} [[judge_delay=300]]", checkpoints="sentence"):
+        if isinstance(event, RunContentEvent) and asked_at_first_content is None:
+            asked_at_first_content = server.settings.counts["judge"] - asked_before
+        events.append(event)
+    assert asked_at_first_content == 0  # held until the verdict, it would come after the judge's request
+    assert text(events) == f"ECHO: {SENTENCES} [[judge_delay=300]]"
+    assert [r.status for r in store.records] == ["passed"]  # graded once, the whole answer
+
+
+def test_a_check_failing_at_a_checkpoint_stops_the_release_and_the_fallback_replaces_the_rest(
+        make_judge, make_agent, store, caplog):
+    agent = make_agent(checked_gate(make_judge, store))
+    with caplog.at_level(logging.WARNING):
+        events = list(judgehooks.stream(agent, "Hello there. The forbidden word. More text here",
+                                        checkpoints="sentence"))
+    assert "stream_checkpoint_failed" in caplog.text
+    assert text(events) == "ECHO: Hello there." + FALLBACK  # the first sentence had gone out; the rest never
+    assert "forbidden" not in seen(events)
+    assert isinstance(events[-1], RunCompletedEvent) and events[-1].content == FALLBACK
+    assert [r.status for r in store.records] == ["failed"]
+
+
+def test_without_checkpoints_or_without_a_cheap_check_nothing_goes_out_before_the_judge(make_judge, make_agent,
+                                                                                         server, store):
+    for agent, kwargs in [(make_agent(checked_gate(make_judge, store)), {}),
+                          (make_agent(make_judge(gate=True, fallback=FALLBACK)), {"checkpoints": "sentence"})]:
+        asked_before = server.settings.counts["judge"]
+        for event in judgehooks.stream(agent, SENTENCES, **kwargs):
+            if isinstance(event, RunContentEvent):
+                assert server.settings.counts["judge"] > asked_before  # the verdict came first
+                break
+    with pytest.raises(ValueError, match="checkpoints must be"):
+        next(judgehooks.stream(agent, "q", checkpoints="word"))  # type: ignore[arg-type]
+
+
+def test_a_raising_finder_or_check_stops_the_release_without_crashing_the_stream(make_judge, make_agent, store,
+                                                                                 caplog):
+    def finder(so_far: str) -> int | None:
+        raise RuntimeError("bad finder")
+
+    agent = make_agent(checked_gate(make_judge, store))
+    with caplog.at_level(logging.WARNING):
+        events = list(judgehooks.stream(agent, SENTENCES, checkpoints=finder))
+    assert text(events) == f"ECHO: {SENTENCES}"  # nothing early; the verdict released it all at the end
+    assert "stream_checkpoint_failed" in caplog.text and "bad finder" in caplog.text
+
+    class Raises(judgehooks.NotContains):
+        def evaluate(self, ctx):
+            raise RuntimeError("check broke")
+
+    gate = judgehooks.Ordered([Raises("x"), make_judge()], gate=True, fallback=FALLBACK, store=store)
+    events = list(judgehooks.stream(make_agent(gate), SENTENCES, checkpoints="sentence"))
+    assert text(events) == FALLBACK  # the check's error is the gate's error at the end: nothing went out early
+
+
+def test_sentence_ends_is_one_pass_over_hostile_text():
+    from judgehooks._hooks.stream import sentence_ends
+
+    assert sentence_ends("One. Two! Three? four") == 16
+    assert sentence_ends("3.14 is pi") is None and sentence_ends("line\n") == 5
+    assert sentence_ends("." * 200_000 + " x") == 200_000  # linear: no backtracking on model output
+
+
+@pytest.mark.anyio
+async def test_astream_checkpoints_release_early_and_stop_at_a_failing_check(make_judge, make_agent, server, store):
+    agent = make_agent(checked_gate(make_judge, store))
+    asked_before = server.settings.counts["judge"]
+    first = None
+    events = []
+    async for event in judgehooks.astream(agent, SENTENCES, checkpoints="sentence"):
+        if isinstance(event, RunContentEvent) and first is None:
+            first = server.settings.counts["judge"] - asked_before
+        events.append(event)
+    assert first == 0 and text(events) == f"ECHO: {SENTENCES}"
+    blocked = [e async for e in judgehooks.astream(agent, "Hi. The forbidden word. More", checkpoints="sentence")]
+    assert text(blocked) == "ECHO: Hi." + FALLBACK
+    assert [r.status for r in store.records] == ["passed", "failed"]
+
+
+def test_checkpoints_then_a_repair_show_the_repaired_answer_once(make_judge, make_agent, make_team, server, store):
+    gate = judgehooks.Ordered([judgehooks.NotContains("forbidden"), make_judge()], repair=1, fallback=FALLBACK,
+                              store=store)
+    before, first, events = server.settings.counts["judge"], None, []
+    for event in judgehooks.stream(make_agent(gate), "Hello there. stream [[fail_first=1]]", checkpoints="sentence"):
+        if isinstance(event, RunContentEvent) and first is None:
+            first = server.settings.counts["judge"] - before
+        events.append(event)
+    shown = text(events)
+    assert first == 0  # the first sentence went out before the judge was asked
+    assert shown.startswith("ECHO: Hello there. stream") and "rejected the previous answer" in shown
+    assert shown.count("ECHO: Hello there.") == 1  # the repaired answer starts with what had gone: only its rest
+    team, first, events = make_team(checked_gate(make_judge, store)), None, []
+    before = server.settings.counts["judge"]
+    for event in judgehooks.stream(team, SENTENCES, checkpoints="sentence"):
+        if isinstance(event, TeamRunContentEvent) and first is None:
+            first = server.settings.counts["judge"] - before
+        events.append(event)
+    assert first == 0 and text(events) == f"ECHO: {SENTENCES}"  # a team's leader text is released too
