@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import statistics
 import sys
@@ -62,10 +63,11 @@ async def added_ms(hook: Any, agent: Agent, run: Any, n: int, tag: str) -> float
     second, as bench_peers times it: the hook alone, so the comparisons running meanwhile in the
     background count only as far as they slow the hook."""
     added = []
+    given = {"agent": agent} if "agent" in inspect.signature(hook.async_post_check).parameters else {}  # agno's: none
     for i in range(n):
         run.run_id = f"{tag}-{i}"
         start = time.perf_counter()
-        await hook.async_post_check(run, agent=agent)
+        await hook.async_post_check(run, **given)
         added.append((time.perf_counter() - start) * 1000)
         await asyncio.sleep(0.01)
     return statistics.median(added)
