@@ -44,6 +44,8 @@ def resume_metadata(run_output: Any) -> dict[str, Any]:
       the decision ("confirmed", "rejected" or "resolved") and, for a team member's pause, the
       member's run id.
     """
+    if not getattr(run_output, "requirements", None) and not getattr(run_output, "member_responses", None):
+        return {}  # the usual run (this is on every run's hook path): nothing to walk
     requirements = list(_requirements(run_output))
     if not requirements:
         return {}
