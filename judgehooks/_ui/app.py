@@ -18,6 +18,7 @@ from .api import FeedbackApi
 from .compare import Compare
 from .guard import FEEDBACK_PATH, LOOPBACK_HOSTS, Guard, host_name
 from .pages import Pages
+from .segments import Segments
 from .site import Site, templates
 
 STATIC = Path(__file__).parent / "static"
@@ -80,6 +81,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/records/{record_id:path}", pages.record, name="record"),
         Route("/calibration", pages.calibration, name="calibration"),
         Route("/compare", Compare(site).page, name="compare"),
+        Route("/segments", Segments(site).page, name="segments"),
         Route("/shadow", pages.shadow, name="shadow"),
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),
