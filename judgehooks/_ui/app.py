@@ -16,6 +16,7 @@ from ..stores._base import BaseStore, Store
 from ..stores._human import default_reviewer
 from .api import FeedbackApi
 from .compare import Compare
+from .failures import Failures
 from .guard import FEEDBACK_PATH, LOOPBACK_HOSTS, Guard, host_name
 from .pages import Pages
 from .segments import Segments
@@ -82,6 +83,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/calibration", pages.calibration, name="calibration"),
         Route("/compare", Compare(site).page, name="compare"),
         Route("/segments", Segments(site).page, name="segments"),
+        Route("/failures", Failures(site).page, name="failures"),
         Route("/shadow", pages.shadow, name="shadow"),
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),

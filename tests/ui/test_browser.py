@@ -33,7 +33,7 @@ def test_the_overview_draws_a_pass_rate_chart_per_evaluator_with_version_markers
         screenshot(page, "overview")
 
 
-@pytest.mark.parametrize("path", ["/records/hostile-1", "/records", "/", "/review?queue=failed"])
+@pytest.mark.parametrize("path", ["/records/hostile-1", "/records", "/", "/review?queue=failed", "/failures"])
 def test_a_hostile_record_is_shown_as_text_and_runs_nothing(seeded, page, path):
     with serve(app(seeded, trace_url="http://127.0.0.1:9/trace/{trace_id}")) as base:
         page.goto(base + path)

@@ -17,7 +17,7 @@ from judgehooks import MemoryStore, label
 from judgehooks._runtime import runtime
 from judgehooks.ui import app
 
-PAGES = ["/", "/records", "/segments?by=meta:plan",
+PAGES = ["/", "/records", "/segments?by=meta:plan", "/failures",
          "/records/helpful-01", "/review", "/calibration", "/sessions", "/sessions/sess-1",
          "/records?status=failed&evaluator=helpful&version=v2&session=sess-15&since=all&page=1",
          "/?agent=support&evaluator=polite&since=30d&bucket=day", "/compare",
