@@ -89,15 +89,40 @@ def plain_state(state: Any) -> dict[str, Any]:
         pass
     try:
         data = json.loads(json.dumps(state, default=_jsonable, ensure_ascii=False))
+        if _deeper_than(data, DEEPEST):  # Python 3.13's JSON goes deeper than the walks after it can
+            raise RecursionError
+        return dict(storable_data(data))
     except Exception:  # TypeError, ValueError (a cycle), RecursionError, an object's own error
         data = {_text_of(key): _text_of(value) for key, value in state.items()}
     return dict(storable_data(data))
+
+
+#: nesting past this is named by its type, on every Python (3.13 reads and prints far deeper than 3.11)
+DEEPEST = 200
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest past `limit` levels in `value` (without recursing: any depth)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > limit:
+                return True
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _text_of(value: Any) -> str:
     """A value's text; one whose text cannot be had (nested past Python's recursion limit, a
     `__str__` that raises) is named by its type: the run is graded, never lost to its state."""
     try:
+        if _deeper_than(value, DEEPEST):
+            raise RecursionError
         return str(value)
     except Exception:  # RecursionError included
         return f"<{type(value).__name__} that could not be read as text>"
