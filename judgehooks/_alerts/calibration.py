@@ -15,13 +15,13 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .._base.agreement import Confusion, kappa_interval, mean_absolute_error, rogan_gladen, spearman
 from .._base.label import Label
 from .._base.record import EvalRecord
 from .._runtime import runtime
 from ..stores._base import BaseStore, RecordFilter, Store
 from ..stores._browse import Browse, Tally, page, tallies
 from ..stores._url import default_store
-from .agreement import Confusion, kappa_interval, mean_absolute_error, rogan_gladen, spearman
 
 #: below this many labelled records the numbers say little: the result says so
 MIN_LABELS = 30

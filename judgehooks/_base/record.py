@@ -22,7 +22,8 @@ Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
 #: what a judge is asked for: a record's mode, or which of two answers is better (a `Shadow`'s comparison)
 JudgeMode = Literal["binary", "numeric", "pairwise"]
-Scope = Literal["run", "session"]
+#: what a record grades: one run, a session's turns, or (a judge health check) the judge itself
+Scope = Literal["run", "session", "health"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 
 # Fixed namespace: record ids must be the same in every process that grades the same run.
@@ -134,6 +135,9 @@ class EvalRecord:
     run_input_tokens: int | None = None
     run_output_tokens: int | None = None
     run_cost_usd: float | None = None
+    # Why this live verdict went to people (`review_margin`, `review_sample_rate`, jurors that
+    # disagree: `_grading.routing`); None when it was not routed. The review queues take these first.
+    review_reason: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -37,6 +37,15 @@ def parse_when(value: str, *, now: datetime | None = None) -> datetime:
     return moment
 
 
+def parse_duration(value: str) -> float:
+    """A duration as people write it (``90s``, ``30m``, ``24h``, ``7d``, ``2w``), in seconds; ValueError
+    says which forms it takes."""
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if not match:
+        raise ValueError(f"{value!r:.40} is not a duration: give a number and a unit (90s, 30m, 24h, 7d, 2w)")
+    return float(timedelta(**{_UNITS[match.group(2)]: float(match.group(1))}).total_seconds())
+
+
 def as_moment(name: str, value: datetime | str | None) -> datetime | None:
     """A query bound (`since`, `until`) as a datetime: a datetime as given, text through `parse_when`."""
     if value is None or isinstance(value, datetime):

@@ -257,9 +257,11 @@ def review(parser: argparse.ArgumentParser) -> None:
     parser.epilog = REVIEW_KEYS
     add_store_argument(parser)
     add_filter_arguments(parser)
-    parser.add_argument("--queue", default="failed,borderline", metavar="KINDS",
-                        help="which records, comma-separated: failed, borderline (numeric scores within --margin "
-                             "of the threshold), sample (--sample random graded records) (default failed,borderline)")
+    parser.add_argument("--queue", default="routed,failed,borderline", metavar="KINDS",
+                        help="which records, comma-separated: routed (live verdicts in doubt, routed to review by "
+                             "review_margin, review_sample_rate or jurors that disagree), failed, borderline "
+                             "(numeric scores within --margin of the threshold), sample (--sample random graded "
+                             "records) (default routed,failed,borderline)")
     parser.add_argument("--margin", type=finite, default=1.0, metavar="POINTS",
                         help="how near the threshold a borderline score is (default 1)")
     parser.add_argument("--sample", type=count, default=10, metavar="N",
@@ -293,12 +295,26 @@ def shadow_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
+def judge_health(parser: argparse.ArgumentParser) -> None:
+    """A judge's health checks (golden-set kappa, canaries caught), newest first; exit 1 when the last failed."""
+    add_store_argument(parser)
+    parser.add_argument("--evaluator", required=True, metavar="NAME", help="the evaluator whose health to show")
+    parser.add_argument("--check", metavar="MODULE:ATTR",
+                        help="first run one health check of the evaluator MODULE defines (its golden= and "
+                             "canaries=), stored in its own store (give the same --store)")
+    parser.add_argument("--limit", type=count, default=20, metavar="N", help="checks shown (default 20)")
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+
+
 def export(parser: argparse.ArgumentParser) -> None:
     """Write stored records (failures by default) as test cases: JSONL to grade again, or a pydantic-evals dataset."""
     add_store_argument(parser)
     add_filter_arguments(parser)
-    parser.add_argument("--status", default="failed", choices=("passed", "failed", "error", "skipped"),
-                        help="which records become cases (default failed)")
+    parser.add_argument("--status", default=None, choices=("passed", "failed", "error", "skipped"),
+                        help="which records become cases (default failed; with --labelled, any)")
+    parser.add_argument("--labelled", action="store_true",
+                        help="only records people labelled, each with their majority verdict as \"passed\": a "
+                             "golden set for a judge's health check (golden=)")
     parser.add_argument("--since", type=parse_time, metavar="WHEN", help="only records since: 24h, 7d, an ISO time")
     parser.add_argument("--limit", type=count, metavar="N", help="at most N cases, newest first (default all)")
     parser.add_argument("--format", choices=FORMATS, default="jsonl",
@@ -409,6 +425,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str]] = {
     "ui": (ui, "judgehooks._cli.ui"),
     "optimize": (optimize, "judgehooks._cli.optimize"),
     "shadow-report": (shadow_report, "judgehooks._cli.shadowreport"),
+    "judge-health": (judge_health, "judgehooks._cli.judgehealth"),
 }
 
 _FILTERED = ("report", "tail", "review", "export")

@@ -1,4 +1,5 @@
-"""Review records one at a time (failed, borderline or sampled) and label them: pass, fail, score, skip.
+"""Review records one at a time (routed to review, failed, borderline or sampled) and label them:
+pass, fail, score, skip.
 
 The keys are the web app's review page's (`stores._human` holds them), with a score and quit besides."""
 
@@ -17,7 +18,7 @@ from .common import filters_of, label_of, open_store, read, when
 from .options import CommandError
 from .terminal import say
 
-QUEUES = ("failed", "borderline", "sample")
+QUEUES = ("routed", "failed", "borderline", "sample")
 #: how much of a run's input and output is shown, in characters
 SHOWN = 1500
 HELP = (f"keys: {PASS_KEY} = pass, {FAIL_KEY} = fail, {SCORE_KEY} N = your score N, {SKIP_KEY} = skip, "
@@ -62,14 +63,16 @@ def run(args: argparse.Namespace) -> int:
 
 async def _graded(store: Any, filters: dict[str, Any]) -> list[EvalRecord]:
     return [r async for r in iter_records(store, **filters)
-            if r.status in ("passed", "failed") and r.rejudge_of is None]
+            if r.status in ("passed", "failed") and r.rejudge_of is None and r.scope != "health"]
 
 
 def _queue(records: list[EvalRecord], kinds: list[str], margin: float, sample: int, seed: int) -> list[EvalRecord]:
     """The records to review, newest first within each kind, each once."""
     chosen: dict[str, EvalRecord] = {}
     for kind in kinds:
-        if kind == "failed":
+        if kind == "routed":
+            picked = [r for r in records if r.review_reason is not None]
+        elif kind == "failed":
             picked = [r for r in records if r.status == "failed"]
         elif kind == "borderline":
             picked = [r for r in records if r.mode == "numeric" and r.score is not None and r.threshold is not None
@@ -95,6 +98,8 @@ def show(record: EvalRecord, position: int, total: int, out: TextIO | None = Non
     say(f"[{position}/{total}] {record.evaluator}{version}  {when(record.created_at)}  record {record.id}",
         one_line=True, file=out)
     say(f"judge: {record.status.upper()}{score}", one_line=True, file=out)
+    if record.review_reason:
+        say(f"routed to review: {record.review_reason}", one_line=True, file=out)
     say("reason:", file=out)  # the judge's text, indented like the run's: none of its lines can pass for the screen's
     say(_indent(_clip(record.reason or "(none)")), file=out)
     say("input:", file=out)

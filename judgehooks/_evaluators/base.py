@@ -34,7 +34,7 @@ from agno.eval.base import BaseEval
 
 from .._base.context import EvalContext
 from .._base.outcome import Outcome, run_evaluator
-from .._base.record import Mode
+from .._base.record import EvalRecord, Mode
 from .._base.result import AgentAsJudgeResult
 from .._base.validate import check_finite, check_name
 from .._grading.pipeline import Pipeline
@@ -42,6 +42,7 @@ from .._hooks.agno_compat import MARKER, SharedAcrossCopies
 from .._hooks.deployment import Deployment, DeploymentKeywords
 from .._hooks.settings import HookSettings
 from .._hooks.shell import HookShell
+from .._runtime import runtime
 from . import spec as _spec
 from .fields import DeploymentField, deploys, own_fields, plain, stable_name
 from .version import NOT_VERDICT, Version
@@ -92,6 +93,9 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
     #: prefix of the answer fails only when something in that prefix is wrong (text that must not
     #: appear). `judgehooks.stream` runs such checks at its checkpoints (docs/how-to/gates.md)
     prefix_check: ClassVar[bool] = False
+    #: whether the live verdicts in doubt go to the review queue (`review_margin`, `review_sample_rate`,
+    #: jurors that disagree); a `Shadow`'s comparisons do not
+    routes_to_review: ClassVar[bool] = True
     #: what answers agno's hooks (a session evaluator's records turns instead of grading runs)
     shell_type: ClassVar[type[HookShell]] = HookShell
 
@@ -293,6 +297,17 @@ class Evaluator(SharedAcrossCopies, BaseEval, Deployment):
     def hook_settings(self) -> HookSettings:
         """The deployment settings, validated (`configure` changes them)."""
         return self._shell.settings
+
+    def check_health(self) -> EvalRecord:
+        """Grade the `golden=` set and the `canaries=` now (as the background check does when a new
+        version is first used and every `health_every`), store the health record and return it: failed
+        when the kappa against the labels is below `golden_min_kappa` or a canary passed (`on_fail` is
+        called), error when no case could be graded. ValueError when the evaluator has neither."""
+        return runtime.call(self._shell.health.check)
+
+    async def acheck_health(self) -> EvalRecord:
+        """`check_health` for async callers."""
+        return await runtime.wait(runtime.submit(self._shell.health.check))
 
     def stats(self) -> dict[str, Any]:
         """This evaluator's counters: sampling, and the background queue when there is one."""

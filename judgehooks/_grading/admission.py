@@ -43,6 +43,8 @@ CONTROLS = (
     Control("spend_cap", "admit", "Pipeline.grade: SpendCap.admit, then Meter.admit_call per judge call"),
     Control("metering", "grade", "Meter.admit_call / add_cost: every judge call, retries included"),
     Control("requests_per_minute", "grade", "Meter.admit_call: Pace.wait, per judge model"),
+    Control("review_routing", "grade", "Pipeline.grade: make_record with the live pipeline's Review (a verdict in "
+            "doubt gets its review_reason); offline grades have none"),
     Control("reply_cap", "grade", "the judge transport: a reply past its size limit is an error"),
     Control("gate", "deliver", "HookShell.post_check: Gate.enforce on the delivered record (inline only)"),
     Control("callbacks", "deliver", "Pipeline.notify: on_fail / on_error / on_drop / on_record"),

@@ -27,6 +27,7 @@ from ..stores import Store
 from ..stores._base import BaseStore, write_salvaging
 from . import tracing
 from .ratelimit import Pace
+from .routing import Review
 from .spend import Meter, SpendCap
 
 __all__ = ("CALLBACKS", "Callbacks", "Graded", "Pipeline", "make_record", "make_skipped")
@@ -80,8 +81,9 @@ def _run_usage(ctx: EvalContext) -> dict[str, Any]:
 
 
 def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: float,
-                sample_rate: float = 1.0) -> EvalRecord:
-    """Pure: the record for one finished evaluation, passed/failed from a verdict, else error."""
+                sample_rate: float = 1.0, review: Review | None = None) -> EvalRecord:
+    """Pure: the record for one finished evaluation, passed/failed from a verdict, else error;
+    with a `review` (live grading), routed to people when the verdict is in doubt."""
     status = outcome.status
     error = outcome.error
     graded = status != "error"
@@ -109,6 +111,9 @@ def make_record(ctx: EvalContext, ev: Graded, outcome: Outcome, *, latency_ms: f
     fields["attempts"] = outcome.attempts
     fields["error_type"] = None if error is None else error_name(error)
     fields["error_message"] = None if error is None else describe(error)
+    if review is not None and graded:
+        fields["review_reason"] = review.reason(fields["id"], outcome.passed, outcome.score, fields["threshold"],
+                                                outcome.details)
     return new_record(fields)
 
 
@@ -154,6 +159,7 @@ class Pipeline:
     callbacks: Callbacks = field(default_factory=Callbacks)
     spend: SpendCap | None = None  # max_cost_usd / max_calls: over them, a `skipped` record with reason "budget"
     pace: Pace | None = None  # requests_per_minute: every judge call waits its turn (per judge model)
+    review: Review | None = None  # live grading only: verdicts in doubt go to people (`routing`)
 
     @property
     def name(self) -> str:
@@ -228,7 +234,8 @@ class Pipeline:
             finally:
                 current_meter.reset(token)
             await meter.settle(outcome.cost_usd)
-        return make_record(ctx, self.evaluator, outcome, latency_ms=stopwatch.elapsed_ms(), sample_rate=sample_rate)
+        return make_record(ctx, self.evaluator, outcome, latency_ms=stopwatch.elapsed_ms(), sample_rate=sample_rate,
+                           review=self.review)
 
     async def evaluate(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Grade, then deliver. Raises StoreError (after callbacks) if the store is down."""

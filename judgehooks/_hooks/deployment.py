@@ -29,6 +29,7 @@ from .._grading.work import OVERLOAD_POLICIES
 from ..stores import AgnoDbStore, Store
 from ..stores._url import store_from_url
 from .gate import DEFAULT_FALLBACK, GATE_ON_ERROR
+from .health import check_every, read_set
 from .sampling import Sampler, SampleRate
 
 Callback = Callable[[EvalRecord], Any]
@@ -250,6 +251,21 @@ class Deployment:
     """A name: the evaluators naming the same budget share its counts (per judge model)."""
     spend_ledger: str | os.PathLike[str] | None = setting(None, _ledger, travels=True, machine=True)
     """A SQLite file holding the caps' counts, shared by the processes on this machine that name it."""
+    review_margin: float | None = setting(None, _optional(_number(minimum=0)), changes="build", travels=True)
+    """Route a live verdict to the review queue when its numeric score is within this many points of
+    the threshold (jurors that disagree are always routed)."""
+    review_sample_rate: float = setting(0.0, _number(minimum=0, maximum=1), changes="build", travels=True)
+    """The share of live verdicts routed to the review queue as a random audit, 0 to 1."""
+    golden: Any = setting(None, read_set, changes="live")
+    """Labelled cases the judge is checked against (a JSONL file as `judgehooks export --labelled`
+    writes, or a list of dicts with input, output and passed): its health check's Cohen's kappa."""
+    canaries: Any = setting(None, read_set, changes="live")
+    """Answers planted to be wrong (a JSONL file or a list of dicts with input and output): each
+    must fail the judge's health check."""
+    golden_min_kappa: float = setting(0.6, _number(minimum=-1, maximum=1), changes="live")
+    """A health check whose kappa against the golden labels is below this fails: an alert (`on_fail`)."""
+    health_every: str | float | None = setting(None, check_every, changes="live")
+    """How often the health check runs again ("24h", or seconds); None: once per evaluator version."""
 
 
 #: every deployment setting's field, by name
@@ -319,6 +335,12 @@ class OwnKeywords(TypedDict, total=False):
     per: str
     budget: str | None
     spend_ledger: str | os.PathLike[str] | None
+    review_margin: float | None
+    review_sample_rate: float
+    golden: Any
+    canaries: Any
+    golden_min_kappa: float
+    health_every: str | float | None
 
 
 class DeploymentKeywords(OwnKeywords, total=False):

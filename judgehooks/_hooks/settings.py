@@ -21,6 +21,7 @@ from .._grading.journal import JournalLog
 from .._grading.outbox import Outbox
 from .._grading.pipeline import CALLBACKS, Callbacks, Graded, Pipeline
 from .._grading.ratelimit import Pace
+from .._grading.routing import Review
 from .._grading.spend import LOCAL, SpendCap
 from .._grading.spend_file import SQLiteLedger
 from .._grading.step import Step
@@ -136,8 +137,11 @@ class HookSettings(Deployment):
                              ledger=LOCAL if self.spend_ledger is None else SQLiteLedger(self.spend_ledger))
         pace = Pace.local(judge.model if judge is not None else pipeline.name, self.requests_per_minute)
         pipeline = dataclasses.replace(pipeline, spend=spend, pace=pace)
-        # An offline batch is one agno eval run holding every case (as agno writes it), not one per case.
-        offline = pipeline if agno is None else dataclasses.replace(pipeline, store=sink(False))
+        # An offline batch is one agno eval run holding every case (as agno writes it), not one per case;
+        # only live grading routes verdicts in doubt to people.
+        offline = dataclasses.replace(pipeline, store=pipeline.store if agno is None else sink(False))
+        if getattr(evaluator, "routes_to_review", True):
+            pipeline = dataclasses.replace(pipeline, review=Review(self.review_margin, self.review_sample_rate))
         dispatcher = self.dispatcher(pipeline, store, sampler=sampler, spec=spec) if self.run_in_background else None
         return Wiring(store=store, pipeline=pipeline, dispatcher=dispatcher, offline=offline, agno=agno)
 

@@ -41,6 +41,7 @@ from . import offline, scoring
 from .agno_compat import ensure_dual_hooks, fold_judge_usage, install_step_names
 from .deployment import SETTINGS, job_spec
 from .gate import GATE_LATENCY
+from .health import JudgeHealth
 from .redaction import redact_context
 from .resumed import is_paused
 from .sampling import Sampler
@@ -119,6 +120,16 @@ class HookShell:
         return settings
 
     @property
+    def health(self) -> JudgeHealth:
+        """The judge's health checks (`golden=`, `canaries=`): made on first use."""
+        found: JudgeHealth | None = self.__dict__.get("_health")
+        if found is None:
+            with self._lock:
+                found = self.__dict__.setdefault("_health", JudgeHealth(self))
+        assert found is not None
+        return found
+
+    @property
     def dispatching(self) -> bool:
         """Whether a background dispatcher runs (queued jobs are filed under the evaluator's name)."""
         return self._wiring is not None and self._wiring.dispatcher is not None
@@ -148,6 +159,8 @@ class HookShell:
             return None
         if owner is not None:
             ensure_dual_hooks(owner)
+        if self.settings.golden is not None or self.settings.canaries is not None:
+            self.health.poke()  # a live run: the judge's health check, when one is due (in the background)
         span = tracing.current_span()
         flow = workflow_metadata(run_context)  # a workflow step's run: which workflow, run and step
         taken = self.take(run_output, agent=agent, team=team, user_id=user_id,

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .._alerts.agreement import Confusion, kappa_interval
 from .._alerts.calibration import human_verdict
+from .._base.agreement import Confusion, kappa_interval
 from .._base.context import EvalContext, render_content
 from .._base.metering import current_meter
 from .._base.record import EvalRecord

@@ -100,7 +100,7 @@ async def read_store(store: Store, where: RecordFilter) -> list[Case]:
         raise TypeError(f"cases: a store must be a judgehooks store, got {type(store).__name__}")
     found = []
     async for record in iter_records(store, **where.keywords()):
-        if record.rejudge_of is None and record.input:
+        if record.rejudge_of is None and record.scope != "health" and record.input:
             found.append(case_of_record(record))
     return found
 

@@ -99,6 +99,8 @@ class Shadow(Evaluator):
     candidate_timeout: float = 300.0
 
     needs_tools = False
+    #: a comparison is no live verdict: nothing here goes to the review queue
+    routes_to_review = False
 
     def __init__(self, candidate: Any = None, *, judge_model: str | None = None,
                  criteria: str = DEFAULT_PAIRWISE_CRITERIA, instructions: Any = None, model: Any = None,
@@ -117,6 +119,10 @@ class Shadow(Evaluator):
         self.__dict__["_live"] = {}
         self.__dict__["_live_lock"] = threading.Lock()
         self.check()
+        routing = sorted(set(deployment) & {"review_margin", "review_sample_rate"})
+        if routing:
+            raise ValueError(f"Shadow takes no {', '.join(routing)}: its comparisons are never routed to the review "
+                             "queue (only live verdicts are)")
         settings: dict[str, Any] = {"sample_rate": 0.1, **deployment}
         super().__init__(name=name, on_fail=on_fail, run_in_background=run_in_background, **settings)
 

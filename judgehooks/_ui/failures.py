@@ -87,7 +87,7 @@ class Failures:
         store = await for_page(self.site.store)
         failed = await page(store, Browse(RecordFilter(status="failed", evaluator=evaluator, agent_id=agent,
                                                        since=since)), limit=SCANNED)
-        groups, other = group_failures([r for r in failed if r.rejudge_of is None])
+        groups, other = group_failures([r for r in failed if r.rejudge_of is None and r.scope != "health"])
         shown: list[dict[str, Any]] = [{"name": g.name, "count": len(g.members), "examples": g.members[:EXAMPLES],
                                         "evaluators": sorted({r.evaluator for r in g.members})} for g in groups]
         return self.site.render(request, "failures.html", groups=shown, other=len(other), scanned=len(failed),

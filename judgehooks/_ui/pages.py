@@ -34,7 +34,7 @@ from .site import Site
 PAGE = 50
 #: the largest page number a link may ask for (an offset the store can still reach quickly)
 MAX_PAGE = 10_000
-QUEUES = ("failed", "borderline", "sample")
+QUEUES = ("routed", "failed", "borderline", "sample")
 #: how many records a review queue looks through for one that nobody here labelled yet
 SCANNED = 2000
 MAX_SKIPPED = 200
@@ -304,7 +304,7 @@ class Pages:
         if request.method == "POST":
             return await self._label(request)
         try:
-            kinds = [k for k in (request.query_params.get("queue") or "failed,borderline").split(",") if k]
+            kinds = [k for k in (request.query_params.get("queue") or "routed,failed,borderline").split(",") if k]
             if not kinds or set(kinds) - set(QUEUES):
                 raise BadRequest(f"queue takes {', '.join(QUEUES)}, comma-separated")
             skipped = _skipped(request.query_params.get("skip", ""))
@@ -327,21 +327,23 @@ class Pages:
         return response
 
     async def _next(self, store: Store, kinds: list[str], done: set[str], evaluator: str | None) -> EvalRecord | None:
-        """The first record of the queue that is neither labelled by this reviewer nor skipped."""
+        """The first record of the queue that is neither labelled by this reviewer nor skipped (nor a
+        judge health check: a check of the judge, not a verdict on a run)."""
         where = RecordFilter(evaluator=evaluator)
         for kind in kinds:
             if kind == "sample":
                 graded = await page(store, Browse(where, judged=True), limit=SCANNED)
                 ordered = sorted(graded, key=lambda r: r.id)  # the same store gives the same sample
                 chosen = random.Random(0).sample(ordered, len(ordered))
-                found = next((r for r in chosen if r.id not in done), None)
+                found = next((r for r in chosen if r.id not in done and r.scope != "health"), None)
             else:
                 browse = (Browse(where.replace(status="failed"), judged=True) if kind == "failed"
+                          else Browse(where, judged=True, routed=True) if kind == "routed"
                           else Browse(where, judged=True, borderline=1.0))
                 found = None
                 for offset in range(0, SCANNED, 200):
                     batch = await page(store, browse, offset=offset, limit=200)
-                    found = next((r for r in batch if r.id not in done), None)
+                    found = next((r for r in batch if r.id not in done and r.scope != "health"), None)
                     if found or len(batch) < 200:
                         break
             if found:

@@ -70,7 +70,8 @@ def _meta_sql(mark: str, key: str) -> tuple[str, list[Any]]:
 class Browse:
     """Which records a page shows: `where` (the `Store.query` filter) and what people also filter
     by. ``judged``: verdicts only (passed or failed), never a `consistency` re-judgement;
-    ``borderline``: numeric scores within this many points of their threshold."""
+    ``borderline``: numeric scores within this many points of their threshold; ``routed``: verdicts
+    routed to review."""
 
     where: RecordFilter = field(default_factory=RecordFilter)
     version: str | None = None
@@ -83,6 +84,8 @@ class Browse:
     metadata: tuple[tuple[str, str], ...] = ()
     #: words every record must hold in its input, output or reason (`stores._search`)
     text: str | None = None
+    #: only live verdicts routed to review (`EvalRecord.review_reason`)
+    routed: bool = False
 
     def __post_init__(self) -> None:
         if self.text is not None:
@@ -99,6 +102,7 @@ class Browse:
                 and (self.version is None or record.evaluator_version == self.version)
                 and (self.session_id is None or record.session_id == self.session_id)
                 and (self.scope is None or record.scope == self.scope)
+                and (not self.routed or record.review_reason is not None)
                 and (not self.judged or (record.status in ("passed", "failed") and record.rejudge_of is None))
                 and (self.borderline is None or (record.mode == "numeric" and record.score is not None
                                                  and record.threshold is not None
@@ -114,6 +118,8 @@ class Browse:
                 args.append(value)
         if self.judged:
             where.append("status IN ('passed', 'failed') AND rejudge_of IS NULL")
+        if self.routed:
+            where.append("review_reason IS NOT NULL")
         if self.borderline is not None:
             where.append(f"mode = 'numeric' AND score IS NOT NULL AND threshold IS NOT NULL "
                          f"AND ABS(score - threshold) <= {mark}")

@@ -10,7 +10,7 @@ from _runner import run_cli
 
 import judgehooks
 from judgehooks import EvalRecord, Label, SQLiteStore
-from judgehooks._alerts.agreement import Confusion, kappa_interval, ranks, rogan_gladen, spearman
+from judgehooks._base.agreement import Confusion, kappa_interval, ranks, rogan_gladen, spearman
 from judgehooks._runtime import runtime
 
 START = datetime(2026, 11, 1, tzinfo=UTC)

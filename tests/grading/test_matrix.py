@@ -148,7 +148,7 @@ def settings(kind: str, path: str, seen: Seen, store: Any, tmp: Path) -> dict[st
     hook: dict[str, Any] = dict(
         name=f"m-{kind.lower()}-{path}", store=store, redact=hide, max_calls=seen.max_calls,
         budget=f"matrix-{uuid.uuid4().hex[:8]}", when=lambda ctx: "skipme" not in ctx.input,
-        requests_per_minute=600_000, max_concurrency=1, outbox=str(tmp / "app.outbox.db"),
+        requests_per_minute=600_000, max_concurrency=1, outbox=str(tmp / "app.outbox.db"), review_sample_rate=1.0,
         **{name: seen.callbacks[name].append for name in seen.callbacks})
     if path in BACKGROUND:
         hook["run_in_background"] = True
@@ -441,7 +441,7 @@ judge = SessionJudge("The assistant echoes the user.", name=name, idle_after=360
                      api_base=base_url, api_key="test-key", retries=0, timeout=60, retry_backoff=0.01,
                      store=SQLiteStore(db), redact=hide, max_calls=int(max_calls), budget=budget,
                      when=lambda ctx: "skipme" not in ctx.input, requests_per_minute=600_000, max_concurrency=1,
-                     outbox=outbox)
+                     outbox=outbox, review_sample_rate=1.0)
 agent = Agent(model=OpenAILike(id="agent", base_url=base_url, api_key="k"), post_hooks=[judge], telemetry=False)
 tracer = trace.get_tracer("matrix-app")
 outs = {}
@@ -563,6 +563,13 @@ def check_reply_cap(seen: Seen, kind: str, path: str) -> None:
     assert "max_reply_bytes" in (record.error_message or "") or "MemberError" == record.error_type
 
 
+def check_review_routing(seen: Seen, kind: str, path: str) -> None:
+    # review_sample_rate=1.0: every live verdict goes to people; an offline grade never does
+    verdicts = [seen.records[label].review_reason for label in ("pass", "fail")]
+    assert verdicts == ([None, None] if path == "offline" else ["audit sample (100%)"] * 2), verdicts
+    assert seen.records["error"].review_reason is None and seen.records["budget"].review_reason is None
+
+
 def check_callbacks(seen: Seen, kind: str, path: str) -> None:
     ids = {name: [r.id for r in got] for name, got in seen.callbacks.items()}
     assert seen.records["fail"].id in ids["on_fail"]
@@ -589,6 +596,7 @@ def check_duplicate_check(seen: Seen, kind: str, path: str) -> None:
 CHECKS: dict[str, Callable[[Seen, str, str], None]] = {
     "redact": check_redact, "sampling": check_sampling, "spend_cap": check_spend_cap, "metering": check_metering,
     "requests_per_minute": check_requests_per_minute, "reply_cap": check_reply_cap, "callbacks": check_callbacks,
+    "review_routing": check_review_routing,
     "otel_event": check_otel_event, "duplicate_check": check_duplicate_check,
 }
 
