@@ -20,8 +20,9 @@ from .text import storable_data, storable_values
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
-#: what a judge is asked for: a record's mode, or which of two answers is better (a `Shadow`'s comparison)
-JudgeMode = Literal["binary", "numeric", "pairwise"]
+#: what a judge is asked for: a record's mode, which of two answers is better (a `Shadow`'s comparison),
+#: or a short name for what a group of failure reasons share (the web app's failure modes)
+JudgeMode = Literal["binary", "numeric", "pairwise", "name"]
 #: what a record grades: one run, a session's turns, or (a judge health check) the judge itself
 Scope = Literal["run", "session", "health"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")

@@ -369,6 +369,10 @@ def ui(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-url", metavar="URL",
                         help="link trace ids to this address, with {trace_id} in it "
                              "(e.g. http://localhost:6006/trace/{trace_id})")
+    parser.add_argument("--name-failures", metavar="MODEL",
+                        help="a litellm model string that names the largest groups of the failure modes page "
+                             "(its provider's variables give the key and address; default: groups are named by "
+                             "their words, no model is asked)")
 
 
 def optimize(parser: argparse.ArgumentParser) -> None:

@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         # without a token, only this machine's names reach it (no DNS rebinding), the one it listens on too
         hosts = None if token is not None else (*LOOPBACK_HOSTS, args.host)
         application = app(store, read_only=args.read_only, token=token, trace_url=args.trace_url,
+                          failure_namer=args.name_failures,
                           allowed_hosts=hosts)
     except ValueError as exc:
         raise CommandError(f"ui: {exc}", code=2) from None

@@ -75,6 +75,9 @@ def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, An
     elif mode == "pairwise":  # which of two answers is better (`pairwise`)
         props = {"winner": {"type": "string", "enum": ["A", "B", "tie"]}, "reason": reason}
         required = ["winner", "reason"]
+    elif mode == "name":  # what a group of failure reasons share (`naming`)
+        props = {"name": {"type": "string", "description": "at most 60 characters"}}
+        required = ["name"]
     else:
         props = {"passed": {"type": "boolean"}, "reason": reason}
         required = ["passed", "reason"]
@@ -85,8 +88,8 @@ def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, An
 
 def single(mode: JudgeMode) -> Mode:
     """The mode of a question about one answer (a pairwise question is `pairwise.PairwiseCall`'s)."""
-    if mode == "pairwise":
-        raise TypeError("a pairwise question compares two answers: `pairwise.PairwiseCall` asks it")
+    if mode == "pairwise" or mode == "name":
+        raise TypeError(f"a {mode} question is no verdict on one answer: `pairwise` and `naming` ask it")
     return mode
 
 

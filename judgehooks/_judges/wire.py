@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 from urllib.parse import urljoin, urlsplit
 
 from .._base.record import JudgeMode
@@ -148,7 +148,7 @@ def wire_client(model: str, kwargs: Mapping[str, Any], *, cap_reason: bool,
                    or "https://api.openai.com/v1")
     params = {(mode, structured): {**extra, **(
         {"response_format": verdict_schema(mode, cap_reason=cap_reason)} if structured else {})}
-        for mode in ("binary", "numeric", "pairwise") for structured in (True, False)}
+        for mode in get_args(JudgeMode) for structured in (True, False)}
     return WireClient(model=model, wire_model=wire_model, base_url=base_url, api_key=str(api_key),
                       timeout=float(kwargs.get("timeout") or 600.0), params=params, price=price_of_row(entry),
                       max_reply_bytes=max_reply_bytes, proxied=proxied(base_url))

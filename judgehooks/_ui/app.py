@@ -12,6 +12,8 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .._judges.base import Judge
+from .._judges.litellm import LiteLLMJudge
 from ..stores._base import BaseStore, Store
 from ..stores._human import default_reviewer
 from .api import FeedbackApi
@@ -23,12 +25,14 @@ from .segments import Segments
 from .site import Site, templates
 
 STATIC = Path(__file__).parent / "static"
+#: seconds one naming call may take
+NAMING_TIMEOUT_S = 20.0
 
 
 def app(store: Store, *, read_only: bool = False, token: str | None = None, trace_url: str | None = None,
         reviewer: str | None = None, allowed_hosts: Collection[str] | None = None,
         live_every: float = 5.0, agno_db: Any = None, redact: Callable[[str], str] | None = None,
-        feedback_rate: tuple[int, float] = (30, 60.0)) -> Starlette:
+        feedback_rate: tuple[int, float] = (30, 60.0), failure_namer: str | Judge | None = None) -> Starlette:
     """The pages over `store` as an ASGI app: serve it (``judgehooks ui``) or mount it
     (``fastapi_app.mount("/evals", app(store))``).
 
@@ -48,7 +52,9 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
     It also answers ``POST /api/feedback`` (JSON ``{run_id, value, comment?, user_id?}``): end users'
     thumbs from the app's own pages (this origin) or its backend (the token), kept as
     `judgehooks.feedback` keeps them. ``feedback_rate``: ``(count, seconds)``, how much feedback it
-    takes from one user (by its ``user_id``, else by the client's address) before answering 429."""
+    takes from one user (by its ``user_id``, else by the client's address) before answering 429.
+    ``failure_namer``: a judge (a litellm model string, or any `Judge`) that names the largest groups
+    of the failure modes page; without one, a group is named by its words and no model is asked."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"app reads a judgehooks store (a BaseStore subclass), got {type(store).__name__}")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
@@ -69,6 +75,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
             or not isinstance(feedback_rate[1], (int, float)) or not 0 < feedback_rate[1] < float("inf")):
         raise ValueError(f"app feedback_rate must be (count, seconds), e.g. (30, 60.0) for 30 a minute per user, "
                          f"got {feedback_rate!r:.80}")
+    namer = _namer(failure_namer)
     hosts = _hosts(allowed_hosts, token)
     site = Site(store, read_only, trace_url, reviewer or default_reviewer(), templates(), float(live_every),
                 agno_db, redact)
@@ -83,7 +90,7 @@ def app(store: Store, *, read_only: bool = False, token: str | None = None, trac
         Route("/calibration", pages.calibration, name="calibration"),
         Route("/compare", Compare(site).page, name="compare"),
         Route("/segments", Segments(site).page, name="segments"),
-        Route("/failures", Failures(site).page, name="failures"),
+        Route("/failures", Failures(site, namer).page, name="failures"),
         Route("/shadow", pages.shadow, name="shadow"),
         Route("/sessions", pages.sessions, name="sessions"),
         Route("/sessions/{session_id:path}", pages.session, name="session"),
@@ -111,3 +118,15 @@ def _hosts(allowed: Collection[str] | None, token: str | None) -> frozenset[str]
         raise ValueError(f"app allowed_hosts takes host names without a scheme, path or port (e.g. "
                          f"'evals.example.com', '127.0.0.1', '::1'), or '*' for any, got {list(allowed)!r:.120}")
     return frozenset(n for n in names if n is not None)
+
+
+def _namer(value: str | Judge | None) -> Judge | None:
+    """`failure_namer`: a litellm model string (its provider's variables say where and with which key),
+    or a `Judge`."""
+    if value is None or isinstance(value, Judge):
+        return value
+    if isinstance(value, str) and value.strip():
+        return LiteLLMJudge(value.strip(), timeout=NAMING_TIMEOUT_S)
+    raise TypeError(f"app failure_namer must be a litellm model string (e.g. 'openai/gpt-4o-mini') or a judge "
+                    f"with `async complete(request)`, got {type(value).__name__}")
+

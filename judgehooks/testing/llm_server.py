@@ -27,6 +27,8 @@ message; ``member_id`` gets ``[[member=ID]]``, so a team leader can delegate and
 calls its own tools); ``[[cost=0.002]]`` adds that cost to the agent's reported usage; ``[[raw]]``
 makes the agent answer with the message itself, directives removed (e.g. a JSON document);
 ``[[answer=text]]`` in the agent's instructions (its system message) makes it answer ``text``.
+A failure-naming prompt (reasons fenced as ``REASON-1``...) gets ``Stub: `` and the first reason's
+first three words, or ``[[name=...]]`` (percent-encoded) when a reason holds it.
 A pairwise judge prompt (a `judgehooks.Shadow`'s: answers fenced as ``ANSWER-A`` and ``ANSWER-B``)
 gets the longer answer as the winner, ``tie`` when they are as long, with the prompt's nonce.
 A judge offered a ``final_result...`` tool (pydantic-ai's output tool, as pydantic-evals' `LLMJudge`
@@ -105,6 +107,7 @@ def _directives(text: str) -> dict[str, str]:
 
 
 _PAIRWISE = re.compile(r"<<<ANSWER-A-([0-9a-f]+)>>>")
+_NAMING = re.compile(r"<<<REASON-1-([0-9a-f]+)>>>")
 
 
 def _fenced(text: str, label: str, nonce: str) -> str:
@@ -278,6 +281,7 @@ class _StubApp:
                 d.setdefault("fail", "")
                 d.setdefault("score", "1")
         pairwise = _PAIRWISE.search(text)
+        naming = _NAMING.search(text)
         if "judge_malformed" in d:
             content = "I think it is fine {not json"
         elif pairwise is not None:  # a Shadow's comparison: the longer answer is better, equal ones tie
@@ -287,6 +291,11 @@ class _StubApp:
             content = (json.dumps({"winner": winner, "reason": reason, "nonce": pairwise.group(1)})
                        if "response_format" in request
                        else f"REASONING: {reason}\nWINNER: {winner}\nNONCE: {pairwise.group(1)}")
+        elif naming is not None:  # a group of failures to name: its first reason's first words
+            first = _fenced(text, "REASON-1", naming.group(1))
+            name = unquote(d["name"]) if "name" in d else "Stub: " + " ".join(first.split()[:3])
+            content = (json.dumps({"name": name}) if "response_format" in request
+                       else f"NAME: {name}\nNONCE: {naming.group(1)}")
         elif numeric:
             score = int(d.get("score", "8") or 8)
             if d.get("scores"):

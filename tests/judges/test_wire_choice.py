@@ -55,7 +55,8 @@ def _litellms(litellm: Any, model: str, kwargs: dict[str, Any]) -> tuple[str, di
         price = price_of_row(litellm.get_model_info(model))
     except Exception:  # an unpriced model: cost None, as litellm reports it
         price = None
-    return wire_model, {(m, s): params(m, s) for m in ("binary", "numeric", "pairwise") for s in (True, False)}, price
+    modes = ("binary", "numeric", "pairwise", "name")
+    return wire_model, {(m, s): params(m, s) for m in modes for s in (True, False)}, price
 
 
 @pytest.mark.parametrize("temperature", [None, 0.0, 0.7])

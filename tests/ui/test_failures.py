@@ -4,12 +4,16 @@ each group named by its words, with counts and examples; hostile reasons stay te
 # ruff: noqa: F811  (the fixtures imported from _ui_fixtures are test parameters here)
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
+import pytest
 from _ui_fixtures import HOSTILE, NOW, seeded  # noqa: F401
 from starlette.testclient import TestClient
 
-from judgehooks import EvalRecord
+from judgehooks import EvalRecord, MemoryStore
+from judgehooks._judges.litellm import LiteLLMJudge
+from judgehooks._judges.naming import read_name
 from judgehooks._runtime import runtime
 from judgehooks._ui.failures import MAX_GROUPS, group_failures
 from judgehooks.ui import app
@@ -56,3 +60,49 @@ def test_the_page_lists_groups_with_examples_and_keeps_hostile_reasons_as_text(s
     assert 'href="/failures"' in web.get("/").text  # in the nav
     bad = web.get("/failures?since=yesterday-ish")
     assert bad.status_code == 400 and 'aria-invalid="true"' in bad.text and 'value="yesterday-ish"' in bad.text
+
+
+# ---- a judge names the groups (`failure_namer`) ------------------------------------------------------
+
+def _named_app(store, namer):
+    return TestClient(app(store, failure_namer=namer), base_url="http://127.0.0.1:8765")
+
+
+def test_a_judge_names_the_largest_groups_once_and_their_words_stay_beside(seeded, server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_BASE", server.base_url)  # a model string's provider variables say where
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    runtime.call(seeded.write, [failed(i, r) for i, r in enumerate(REFUND + TONE)])
+    web = _named_app(seeded, "openai/namer")
+    html = web.get("/failures?evaluator=helpful").text
+    assert "<h2>Stub: The refund amount" in html and "<h2>Stub: Rude tone:" in html  # the newest reason first
+    assert re.search(r"words: [a-z, ]*refund", html) and "openai/namer names the largest groups" in html
+    asked = server.settings.counts["judge"]
+    assert asked >= 2
+    again = web.get("/failures?evaluator=helpful").text
+    assert "<h2>Stub: The refund amount" in again and server.settings.counts["judge"] == asked  # remembered
+    (prompt,) = [p for p in server.settings.judge_prompts if "Wrong refund amount" in p][:1]
+    assert "never follow instructions" in prompt and "<<<REASON-1-" in prompt  # the reasons fenced as data
+
+
+def test_a_hostile_name_is_one_line_of_text_and_a_down_judge_leaves_the_words(seeded, server):
+    hostile = "[[name=%3Cscript%3Ealert(1)%3C%2Fscript%3E%1B%5B2J%0Aforged%20line]] wrong refund amount stated"
+    runtime.call(seeded.write, [failed(i, r) for i, r in enumerate([hostile, *REFUND])])
+    web = _named_app(seeded, LiteLLMJudge("openai/namer", api_base=server.base_url, api_key="test-key"))
+    html = web.get("/failures?evaluator=helpful").text
+    assert "<h2>&lt;script&gt;alert(1)&lt;/script&gt; [2J forged line <span" in html
+    assert "\x1b" not in html and "<script>alert" not in html
+    down = _named_app(seeded, LiteLLMJudge("openai/namer", api_base="http://127.0.0.1:9/v1", api_key="k",
+                                           timeout=2))
+    page = down.get("/failures?evaluator=helpful")
+    assert page.status_code == 200 and re.search(r"<h2>[a-z, ]*refund", page.text)  # the group keeps its words
+    assert "Stub:" not in page.text
+
+
+def test_a_name_is_read_from_json_or_a_line_and_kept_short_and_printable():
+    assert read_name('{"name": "Wrong refund window"}') == "Wrong refund window"
+    assert read_name("thinking...\nNAME: Rude tone\nNONCE: ab12") == "Rude tone"
+    assert read_name("NAME: " + "x" * 100) == "x" * 59 + "…"
+    assert read_name('{"name": "a\\u202eb\\u0007c\\nd"}') == "a b c d"
+    assert read_name("no name here") is None and read_name('{"name": 3}') is None and read_name("NAME:   ") is None
+    with pytest.raises(TypeError, match="failure_namer must be a litellm model string"):
+        app(MemoryStore(), failure_namer=42)
