@@ -18,7 +18,6 @@ the version and the window, so two processes checking at once store one record.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -33,6 +32,7 @@ import anyio
 
 from .._base.agreement import Confusion
 from .._base.context import EvalContext, render_content
+from .._base.jsonlines import json_lines
 from .._base.log import log
 from .._base.record import EvalRecord, new_record, record_id
 from .._base.when import parse_duration
@@ -125,23 +125,14 @@ def read_set(setting: str, value: Any) -> CaseSet | None:
         path = os.fspath(value)
         cases = []
         try:
-            with open(path, "rb") as fh:
-                for number, raw in enumerate(fh, 1):
-                    where = f"{setting}={path!r} line {number}"
-                    if len(raw) > MAX_LINE_BYTES:
-                        raise ValueError(f"{where}: longer than {MAX_LINE_BYTES} bytes")
-                    text = raw.decode("utf-8", errors="replace").strip()
-                    if not text:
-                        continue
-                    try:
-                        line = json.loads(text)
-                    except json.JSONDecodeError as exc:
-                        raise ValueError(f"{where}: not JSON ({exc.msg})") from None
-                    cases.append(_case(line, where, golden=golden))
-                    if len(cases) > MAX_CASES:
-                        raise ValueError(f"{setting}={path!r}: more than {MAX_CASES} cases")
+            for number, line in json_lines(path, max_line_bytes=MAX_LINE_BYTES):
+                cases.append(_case(line, f"line {number}", golden=golden))
+                if len(cases) > MAX_CASES:
+                    raise ValueError(f"more than {MAX_CASES} cases")
         except OSError as exc:
             raise ValueError(f"{setting}={path!r}: cannot read it: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{setting}={path!r}: {exc}") from None
         source = path
     elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         if len(value) > MAX_CASES:

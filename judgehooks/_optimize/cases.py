@@ -7,7 +7,6 @@ feedback for the reflection model.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._base.context import render_content
+from .._base.jsonlines import json_lines
 from .._base.record import EvalRecord
 from .._base.secrets import scrub
 from .._runtime import runtime
@@ -24,8 +24,6 @@ from ..stores._url import store_from_url
 
 T = TypeVar("T")
 
-#: the longest line of a cases file read, in bytes (as `judgehooks grade` reads)
-MAX_LINE_BYTES = 16 * 1024 * 1024
 #: the longest text of a case kept, in characters (input, expected output, earlier feedback)
 MAX_TEXT_CHARS = 20_000
 #: the first bytes of every SQLite database file
@@ -71,20 +69,7 @@ def case_of(data: Mapping[str, Any], index: int, where: str = "cases") -> Case:
 def read_file(path: str | os.PathLike[str]) -> list[Case]:
     """The cases of a JSONL file (one JSON object a line, as `judgehooks export` writes); ValueError
     names the first bad line."""
-    found = []
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if len(raw) > MAX_LINE_BYTES:
-                raise ValueError(f"{path}:{number}: longer than {MAX_LINE_BYTES} bytes")
-            text = raw.decode("utf-8", errors="replace").strip()
-            if not text:
-                continue
-            try:
-                data = json.loads(text)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise ValueError(f"{path}:{number}: not a JSON object ({exc})") from None
-            found.append(case_of(data, number, where=str(path)))
-    return found
+    return [case_of(data, number, where=str(path)) for number, data in json_lines(path)]
 
 
 def case_of_record(record: EvalRecord) -> Case:

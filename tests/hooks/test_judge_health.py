@@ -195,7 +195,7 @@ def test_bad_golden_and_canaries_are_refused_naming_the_line(make_judge, tmp_pat
         make_judge(golden=str(bad))
     with pytest.raises(ValueError, match=r"canaries\[0\]: a canary is an answer planted to be wrong"):
         make_judge(canaries=[{"input": "q", "output": "a", "passed": True}])
-    with pytest.raises(ValueError, match=r"golden=.*line 1: not JSON"):
+    with pytest.raises(ValueError, match=r"golden=.*x.jsonl:1: not JSON"):
         make_judge(golden=str(_write(tmp_path / "x.jsonl", "{nope\n")))
     with pytest.raises(ValueError, match="health_every must be a duration of at least a minute"):
         make_judge(canaries=CANARIES, health_every="10s")
