@@ -20,7 +20,7 @@ from .._base.label import Label
 from .._base.record import EvalRecord
 from .._runtime import runtime
 from ..stores._base import BaseStore, RecordFilter, Store
-from ..stores._browse import Browse, Tally, page, tallies
+from ..stores._browse import Browse, page, verdict_counts
 from ..stores._url import default_store
 
 #: below this many labelled records the numbers say little: the result says so
@@ -84,7 +84,7 @@ async def acalibrate(evaluator: str, *, version: str | None = None, store: Store
     store). `version`: which evaluator version (default: the newest graded record's). Raises
     LookupError when the store holds no graded record of it."""
     store = _labelled_store(store)
-    counts = _graded_counts(await tallies(store, Browse(RecordFilter(evaluator=evaluator))))
+    counts = _graded_counts(await verdict_counts(store, Browse(RecordFilter(evaluator=evaluator))))
     if evaluator not in counts:
         raise LookupError(f"no graded records of evaluator {evaluator!r} in {store!r}")
     versions = sorted(counts[evaluator])
@@ -103,7 +103,7 @@ async def acalibrate_all(store: Store, *, evaluator: str | None = None, seed: in
     """`acalibrate` for every version of every evaluator (or of `evaluator`) with graded records,
     ordered by evaluator and version: one count, one read of the labels and of the records they label."""
     store = _labelled_store(store)
-    counts = _graded_counts(await tallies(store, Browse(RecordFilter(evaluator=evaluator))))
+    counts = _graded_counts(await verdict_counts(store, Browse(RecordFilter(evaluator=evaluator))))
     versions = {name: sorted(of) for name, of in counts.items()}
     return await _calibrations(store, counts, versions, seed=seed, resamples=resamples)
 
@@ -115,14 +115,12 @@ def _labelled_store(store: Store | None) -> BaseStore:
     return store
 
 
-def _graded_counts(groups: list[Tally]) -> dict[str, dict[str, tuple[int, int]]]:
-    """(graded, passed) per evaluator and version, from the store's tallies (re-judgements left out)."""
+def _graded_counts(found: dict[tuple[str, str | None], tuple[int, int]]) -> dict[str, dict[str, tuple[int, int]]]:
+    """(graded, passed) per evaluator and version (unversioned records under `UNVERSIONED`)."""
     counts: dict[str, dict[str, tuple[int, int]]] = {}
-    for t in groups:
-        if t.passed + t.failed:
-            evaluator, version = t.key[0], t.key[1] or UNVERSIONED
-            graded, passed = counts.setdefault(evaluator, {}).get(version, (0, 0))
-            counts[evaluator][version] = (graded + t.passed + t.failed, passed + t.passed)
+    for (evaluator, version), (n, passed) in found.items():
+        graded, passing = counts.setdefault(evaluator, {}).get(version or UNVERSIONED, (0, 0))
+        counts[evaluator][version or UNVERSIONED] = (graded + n, passing + passed)
     return counts
 
 

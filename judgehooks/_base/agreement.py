@@ -69,9 +69,14 @@ def kappa_interval(pairs: Sequence[tuple[bool, bool]], *, resamples: int = 2000,
     if len(pairs) < 2:
         return None
     rng = random.Random(seed)
+    # A pair is one of four kinds (tp, fp, fn, tn): a resampling is drawn as kinds and counted, which
+    # is the same distribution as resampling the pairs themselves, at a fraction of the cost.
+    kinds = [(0 if h else 1) if j else (2 if h else 3) for j, h in pairs]
     values = []
     for _ in range(resamples):
-        kappa = Confusion.of([pairs[rng.randrange(len(pairs))] for _ in pairs]).kappa
+        drawn = rng.choices(kinds, k=len(kinds))
+        tp, fp, fn = drawn.count(0), drawn.count(1), drawn.count(2)
+        kappa = Confusion(tp, fp, fn, len(drawn) - tp - fp - fn).kappa
         if kappa is not None:
             values.append(kappa)
     if not values:

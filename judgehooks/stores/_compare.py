@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from . import _rollup
 from ._base import Store
-from ._browse import Browse, _moment, _records, _sql
+from ._browse import _ROLLED_STATUS, Browse, _moment, _records, _sql, parts
 
 #: scores past this size are left out of the histograms (an infinity or a typo would flatten every bucket)
 SCORE_LIMIT = 1e15
@@ -98,11 +99,17 @@ async def counts(store: Store, side: Browse) -> Counts:
                 tally[record.status] += 1
         return Counts(sum(tally.values()), **tally)
     run, mark, ts, table, _ = sql
-    condition, args = side.sql(mark, ts)
-    rows = await run(f"SELECT {_STATUS} FROM {table} WHERE {condition + ' AND ' if condition else ''}"
-                     "rejudge_of IS NULL", args)
-    n, passed, failed, error, skipped = rows[0]
-    return Counts(int(n or 0), int(passed or 0), int(failed or 0), int(error or 0), int(skipped or 0))
+    total = [0] * 5
+    for part, rolled in await parts(store, side):
+        if rolled is not None:  # whole hours: the rollup's
+            condition, args = _rollup.where(part, rolled, mark)
+            query = (f"SELECT SUM(n), {_ROLLED_STATUS} FROM {_rollup.rollup_table(table)} WHERE {condition} "
+                     "AND rejudge = 0")
+        else:
+            condition, args = part.sql(mark, ts)
+            query = f"SELECT {_STATUS} FROM {table} WHERE {condition + ' AND ' if condition else ''}rejudge_of IS NULL"
+        total = [have + int(more or 0) for have, more in zip(total, (await run(query, args))[0], strict=True)]
+    return Counts(*total)
 
 
 async def buckets(store: Store, sides: Sequence[Browse]) -> Buckets | None:
@@ -184,15 +191,16 @@ async def changes(store: Store, a: Browse, b: Browse, *, limit: int = 100) -> Ov
     # walks one side once per record of the other.
     # Each side read through its own index (one OR of the two would read the whole table), a record
     # of both sides once, flagged as both.
-    columns = "run_id, evaluator, id, status, created_at"
-    flagged = (f"SELECT {columns}, 1 AS in_a, CASE WHEN {b_condition} THEN 1 ELSE 0 END AS in_b FROM {table} "
-               f"WHERE run_id IS NOT NULL AND {a_condition} UNION ALL SELECT {columns}, 0, 1 FROM {table} "
-               f"WHERE run_id IS NOT NULL AND {b_condition} AND CASE WHEN {a_condition} THEN 0 ELSE 1 END = 1")
+    def flagged(columns: str) -> str:  # the totals read only what the graded index holds (`_indexes`)
+        return (f"SELECT {columns}, 1 AS in_a, CASE WHEN {b_condition} THEN 1 ELSE 0 END AS in_b FROM {table} "
+                f"WHERE run_id IS NOT NULL AND {a_condition} UNION ALL SELECT {columns}, 0, 1 FROM {table} "
+                f"WHERE run_id IS NOT NULL AND {b_condition} AND CASE WHEN {a_condition} THEN 0 ELSE 1 END = 1")
+
     args = [*b_args, *a_args, *b_args, *a_args]
     side = "SUM(CASE WHEN in_{} = 1 AND status = '{}' THEN 1 ELSE 0 END)"
     groups = (f"SELECT {side.format('a', 'passed')} AS ap, {side.format('a', 'failed')} AS af, "
               f"{side.format('b', 'passed')} AS bp, {side.format('b', 'failed')} AS bf, "
-              f"SUM(in_a * in_b) AS ab FROM ({flagged}) f GROUP BY run_id, evaluator")
+              f"SUM(in_a * in_b) AS ab FROM ({flagged('run_id, evaluator, status')}) f GROUP BY run_id, evaluator")
     total = await run("SELECT SUM((ap + af) * (bp + bf) - ab), SUM(ap * bf + af * bp), SUM(ap * bf), SUM(af * bp) "
                       f"FROM ({groups}) g", args)
     both, changed, to_failed, to_passed = (int(v or 0) for v in total[0])
@@ -202,7 +210,8 @@ async def changes(store: Store, a: Browse, b: Browse, *, limit: int = 100) -> Ov
     newest = await run(
         f"SELECT run_id, evaluator, id, status, created_at FROM (SELECT run_id, evaluator, id, status, created_at, "
         f"in_b, {side.format('a', 'passed')} OVER w AS ap, {side.format('a', 'failed')} OVER w AS af "
-        f"FROM ({flagged}) f WINDOW w AS (PARTITION BY run_id, evaluator)) x "
+        f"FROM ({flagged('run_id, evaluator, id, status, created_at')}) f WINDOW w AS (PARTITION BY run_id, "
+        "evaluator)) x "
         "WHERE in_b = 1 AND ((status = 'passed' AND af > 0) OR (status = 'failed' AND ap > 0)) "
         f"ORDER BY created_at DESC, id DESC LIMIT {int(limit)}", args)
     runs = sorted({row[0] for row in newest})

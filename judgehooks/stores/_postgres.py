@@ -23,8 +23,9 @@ from .._base.record import FIELDS, EvalRecord
 from .._base.text import lazy_pattern
 from .._base.validate import check_finite
 from .._runtime import runtime
-from . import _feedback, _labels
+from . import _feedback, _labels, _rollup
 from ._base import BaseStore, RecordFilter
+from ._indexes import ui_indexes
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
           "passed": "BOOLEAN", "threshold": "DOUBLE PRECISION", "latency_ms": "DOUBLE PRECISION",
@@ -92,6 +93,22 @@ def _unique_violation() -> type[Exception]:
     from psycopg.errors import UniqueViolation
 
     return UniqueViolation
+
+
+async def _add_rollup(conn: Any, table: str) -> None:
+    """The hourly counts the UI reads (`stores._rollup`) and the trigger that keeps them, when the
+    table has none; filled from the records of a table written before them."""
+    rollup, create, fill = _rollup.postgres_setup(table)
+    cur = await conn.execute("SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND tgname = %s",
+                             (table, f"{table}_rollup_insert"))
+    if await cur.fetchone():
+        return
+    new = await (await conn.execute("SELECT to_regclass(%s) IS NULL", (rollup,))).fetchone()
+    for sql in create:
+        await conn.execute(sql)
+    if new[0]:
+        for sql in fill:
+            await conn.execute(sql)
 
 
 class PostgresStore(BaseStore):
@@ -187,6 +204,9 @@ class PostgresStore(BaseStore):
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")
+            for sql in ui_indexes(t):  # `judgehooks ui`'s, the same as SQLite's
+                await conn.execute(sql)
+            await _add_rollup(conn, t)
             await conn.execute(_labels.create_sql(_labels.labels_table(t), _LABEL_TYPES))
             for sql in _feedback.create_sql(_feedback.feedback_table(t), _LABEL_TYPES):
                 await conn.execute(sql)

@@ -7,12 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import _rollup
 from ._base import Store
-from ._browse import Browse, _index_text, _meta_sql, _records, _sql, meta_text
+from ._browse import Browse, _index_text, _meta_sql, _records, _sql, meta_text, parts
 
 #: the dimensions a breakdown takes besides ``meta:<key>``: the record field each names
 FIELDS = {"user": "user_id", "agent": "agent_id", "team": "team_id", "session": "session_id",
           "version": "evaluator_version", "evaluator": "evaluator"}
+#: the record fields the rollup keeps (`stores._rollup`), and its column for each
+_ROLLED = {"agent_id": "agent", "team_id": "team", "evaluator_version": "version", "evaluator": "evaluator"}
 #: segments returned at most (the largest first); the page says how many more there are
 LIMIT = 200
 
@@ -53,10 +56,25 @@ async def segments(store: Store, browse: Browse, by: str) -> tuple[list[Segment]
         run, mark, ts, table, _ = sql
         if browse.text is not None:
             await _index_text(store)
-        condition, args = browse.sql(mark, ts)
-        expression, bound = (column, []) if column else _meta_sql(mark, key or "")
-        rows = await run(f"SELECT {expression}, COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) "
-                         f"FROM {table} WHERE {condition} GROUP BY 1", [*bound, *args])
+        summed: dict[Any, list[int]] = {}
+        rolls = column in _ROLLED  # the rollup's own columns: whole hours from it (`stores._rollup`)
+        for part, rolled in await parts(store, browse) if rolls else [(browse, None)]:
+            if rolled is not None:
+                condition, args = _rollup.where(part, rolled, mark)
+                query = (f"SELECT {_ROLLED[column or '']}, SUM(n), SUM(CASE WHEN status = 'passed' THEN n ELSE 0 END) "
+                         f"FROM {_rollup.rollup_table(table)} WHERE {condition} GROUP BY 1")
+            else:
+                condition, args = part.sql(mark, ts)
+                expression, bound = (column, []) if column else _meta_sql(mark, key or "")
+                query = (f"SELECT {expression}, COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) "
+                         f"FROM {table} WHERE {condition} GROUP BY 1")
+                args = [*bound, *args]
+            for value, n, ok in await run(query, args):
+                value = _rollup.unkey(value) if rolled is not None and column != "evaluator" else value
+                entry = summed.setdefault(value, [0, 0])
+                entry[0] += int(n)
+                entry[1] += int(ok or 0)
+        rows = [(value, n, ok) for value, (n, ok) in summed.items()]
     found = sorted((Segment(None if v is None else str(v), int(n), int(ok or 0)) for v, n, ok in rows),
                    key=lambda s: (-s.n, s.value is None, s.value or ""))
     return found[:LIMIT], len(found)

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from . import _rollup
 from ._base import Store
-from ._browse import Browse, _index_text, _records, _sql
+from ._browse import Browse, _index_text, _records, _sql, parts
 
 Bucket = Literal["minute", "10min", "hour", "day", "month"]
 #: how a bucket is cut from the ISO time text, in both SQL dialects: its first characters
@@ -36,50 +37,83 @@ async def pass_rates(store: Store, browse: Browse, bucket: Bucket) -> list[tuple
         run, mark, ts, table, _ = sql
         if browse.text is not None:
             await _index_text(store)
-        condition, args = browse.sql(mark, ts)
-        cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {CUTS[bucket]})"
-        rows = await run(f"SELECT evaluator, evaluator_version, {cut}, COUNT(*), "
+        summed: dict[tuple[str, str | None, str], list[int]] = {}
+        for part, rolled in await _parts(store, browse, bucket):
+            if rolled is not None:  # whole hours: the rollup's
+                condition, args = _rollup.where(part, rolled, mark)
+                query = (f"SELECT evaluator, version, substr(hour, 1, {CUTS[bucket]}), SUM(n), SUM(CASE WHEN status = "
+                         f"'passed' THEN n ELSE 0 END) FROM {_rollup.rollup_table(table)} WHERE {condition} "
+                         "GROUP BY 1, 2, 3")
+            else:
+                condition, args = part.sql(mark, ts)
+                cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {CUTS[bucket]})"
+                query = (f"SELECT evaluator, evaluator_version, {cut}, COUNT(*), "
                          f"SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) FROM {table} WHERE {condition} "
-                         "GROUP BY 1, 2, 3", args)
-    return sorted((str(e), v, datetime.fromisoformat(f"{cut}{_FILL[len(cut):]}:00+00:00"), int(n), int(ok or 0))
-                  for e, v, cut, n, ok in rows)
+                         "GROUP BY 1, 2, 3")
+            for evaluator, version, cut, n, ok in await run(query, args):
+                entry = summed.setdefault((evaluator, _rollup.unkey(version) if rolled else version, cut), [0, 0])
+                entry[0] += int(n)
+                entry[1] += int(ok or 0)
+        rows = [(*key, n, ok) for key, (n, ok) in summed.items()]
+    return sorted(((str(e), v, datetime.fromisoformat(f"{cut}{_FILL[len(cut):]}:00+00:00"), int(n), int(ok or 0))
+                   for e, v, cut, n, ok in rows), key=lambda row: (row[0], row[1] is not None, row[1] or "", row[2]))
 
 
 async def run_series(store: Store, browse: Browse, bucket: Bucket
                      ) -> list[tuple[datetime, int, float | None, float | None, float | None]]:
     """Per `bucket` of time: (start, runs, the runs' mean latency in ms, their cost, the judges'
-    cost), each run counted once however many evaluators graded it (its figures are the same on
-    each of its records). Records without a run id (offline grades) are left out."""
+    cost), each run counted once in each hour it has records in (in each minute or 10 minutes, when
+    the buckets are those), however many evaluators graded it (its figures are the same on each of
+    its records). Records without a run id (offline grades) are left out."""
+    width = CUTS[bucket]
+    within = max(width, _rollup.HOUR)  # a run counts once per hour, or per bucket when that is narrower
+    #: per bucket: runs, latency sum, latencies, cost sum, costs, judges' cost sum, judges' costs
+    per: dict[str, list[float]] = {}
+
+    def add(cut: str, *values: Any) -> None:
+        total = per.setdefault(cut[:width], [0] * 7)
+        for i, value in enumerate(values):
+            total[i] += value or 0
+
     sql = _sql(store)
     if sql is None:
         runs: dict[tuple[str, str], list[Any]] = {}
         async for record in _records(store, browse):
             if record.run_id is None:
                 continue
-            cut = record.created_at.astimezone(UTC).isoformat()[:CUTS[bucket]]
-            entry = runs.setdefault((cut, record.run_id), [record.run_latency_ms, record.run_cost_usd, None])
+            cut = record.created_at.astimezone(UTC).isoformat()[:within]
+            entry = runs.setdefault((cut, record.run_id), [record.run_latency_ms, record.run_cost_usd, 0.0, 0])
             if record.cost_usd is not None:
-                entry[2] = (entry[2] or 0.0) + record.cost_usd
-        per: dict[str, list[Any]] = {}
-        for (cut, _), (latency, cost, judged) in runs.items():
-            total = per.setdefault(cut, [0, [], None, None])
-            total[0] += 1
-            if latency is not None:
-                total[1].append(latency)
-            total[2] = total[2] if cost is None else (total[2] or 0.0) + cost
-            total[3] = total[3] if judged is None else (total[3] or 0.0) + judged
-        rows: Sequence[Sequence[Any]] = [(cut, n, sum(lat) / len(lat) if lat else None, cost, judged)
-                                         for cut, (n, lat, cost, judged) in per.items()]
+                entry[2] += record.cost_usd
+                entry[3] += 1
+        for (cut, _), (latency, cost, judged, judged_n) in runs.items():
+            add(cut, 1, latency, latency is not None, cost, cost is not None, judged, judged_n)
     else:
         run, mark, ts, table, _ = sql
         if browse.text is not None:
             await _index_text(store)
-        condition, args = browse.sql(mark, ts)
-        cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {CUTS[bucket]})"
-        where = f"{condition} AND run_id IS NOT NULL" if condition else "run_id IS NOT NULL"
-        rows = await run(f"SELECT cut, COUNT(*), AVG(latency), SUM(cost), SUM(judged) FROM (SELECT {cut} AS cut, "
-                         "MAX(run_latency_ms) AS latency, MAX(run_cost_usd) AS cost, SUM(cost_usd) AS judged "
-                         f"FROM {table} WHERE {where} GROUP BY 1, run_id) AS runs GROUP BY cut", args)
-    return sorted((datetime.fromisoformat(f"{cut}{_FILL[len(cut):]}:00+00:00"), int(n),
-                   None if lat is None else float(lat), None if cost is None else float(cost),
-                   None if judged is None else float(judged)) for cut, n, lat, cost, judged in rows)
+        whole = browse.where.evaluator is None and browse.version is None  # the rollup's runs are the runs' own
+        for part, rolled in await _parts(store, browse, bucket) if whole else [(browse, None)]:
+            if rolled is not None:
+                condition, args = _rollup.where(part, rolled, mark)
+                query = (f"SELECT substr(hour, 1, {width}), SUM(runs), SUM(run_latency), SUM(run_latency_n), "
+                         f"SUM(run_cost), SUM(run_cost_n), SUM(judged), SUM(judged_n) "
+                         f"FROM {_rollup.rollup_table(table)} WHERE {condition} GROUP BY 1 HAVING SUM(runs) > 0")
+            else:
+                condition, args = part.sql(mark, ts)
+                cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {within})"
+                where = f"{condition} AND run_id IS NOT NULL" if condition else "run_id IS NOT NULL"
+                query = ("SELECT cut, COUNT(*), SUM(latency), COUNT(latency), SUM(cost), COUNT(cost), SUM(judged), "
+                         f"SUM(judged_n) FROM (SELECT {cut} AS cut, MAX(run_latency_ms) AS latency, "
+                         "MAX(run_cost_usd) AS cost, SUM(cost_usd) AS judged, COUNT(cost_usd) AS judged_n "
+                         f"FROM {table} WHERE {where} GROUP BY 1, run_id) AS runs GROUP BY cut")
+            for cut, *values in await run(query, args):
+                add(cut, *(float(v) if v is not None else 0 for v in values))
+    return sorted((datetime.fromisoformat(f"{cut}{_FILL[len(cut):]}:00+00:00"), int(runs),
+                   latency / timed if timed else None, cost if costed else None, judged if judged_n else None)
+                  for cut, (runs, latency, timed, cost, costed, judged, judged_n) in per.items())
+
+
+async def _parts(store: Store, browse: Browse, bucket: Bucket) -> list[tuple[Browse, Any]]:
+    """`stores._browse.parts`, for buckets of an hour or more (narrower ones are cut from the records)."""
+    return await parts(store, browse) if CUTS[bucket] <= _rollup.HOUR else [(browse, None)]

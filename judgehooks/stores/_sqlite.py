@@ -22,6 +22,7 @@ from .._base.statedir import state_file
 from .._base.validate import check_number
 from . import _feedback, _labels
 from ._base import BaseStore, RecordFilter, store_key
+from ._indexes import ui_indexes
 
 TABLE = "eval_records"
 _TYPES = {"score": "REAL", "passed": "INTEGER", "threshold": "NUMERIC", "latency_ms": "REAL",
@@ -35,10 +36,8 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_agent ON {TABLE} (agent_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_team ON {TABLE} (team_id, created_at)",
     f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_created ON {TABLE} (created_at)",
-    # covers the `judgehooks ui` overview's tallies and pass-rate series (stores/_browse.py): grouped in
-    # index order and read from the index alone, they stay fast on large files
-    f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_overview ON {TABLE} (evaluator, evaluator_version, agent_id, team_id, "
-    "status, created_at, rejudge_of, latency_ms, cost_usd)",
+    f"DROP INDEX IF EXISTS ix_{TABLE}_overview",  # an older file's narrower one: ix_..._graded replaces it
+    *ui_indexes(TABLE),
     _labels.create_sql("eval_labels", {"passed": "INTEGER", "score": "REAL"}),
     *_feedback.create_sql("eval_feedback", {"passed": "INTEGER", "score": "REAL"}),
 )

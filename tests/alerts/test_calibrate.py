@@ -97,7 +97,26 @@ def test_the_statistics_on_their_own():
     assert Confusion(tp=5).kappa is None  # both always pass: agreement is all chance
     assert rogan_gladen(0.5, 0.5, 0.5) is None  # a coin-flip judge cannot correct anything
     assert rogan_gladen(0.9, 0.9, 0.9) == pytest.approx(1.0)
-    assert kappa_interval(PAIRS, seed=1) == kappa_interval(PAIRS, seed=1) != kappa_interval(PAIRS, seed=2)
+    many = PAIRS * 6
+    assert kappa_interval(many, seed=1) == kappa_interval(many, seed=1) != kappa_interval(many, seed=2)
+
+
+def test_the_kappa_interval_is_the_bootstrap_over_the_pairs():
+    """Resampled as four kinds of pair and counted, the interval is the one resampling the pairs
+    themselves gives (the textbook percentile bootstrap, written out here)."""
+    import random
+
+    pairs = PAIRS * 8
+    rng, values = random.Random(7), []
+    for _ in range(4000):
+        kappa = Confusion.of([pairs[rng.randrange(len(pairs))] for _ in pairs]).kappa
+        if kappa is not None:
+            values.append(kappa)
+    values.sort()
+    textbook = (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))])
+    ours = kappa_interval(pairs, resamples=4000, seed=3)
+    assert ours is not None
+    assert ours[0] == pytest.approx(textbook[0], abs=0.04) and ours[1] == pytest.approx(textbook[1], abs=0.04)
 
 
 def test_the_command_prints_a_table_and_json_with_the_same_numbers(tmp_path):

@@ -1,0 +1,18 @@
+"""The indexes that keep `judgehooks ui`'s pages fast on a large store, the same in SQLite and
+PostgreSQL (`benchmarks/bench_ui.py` prints what they buy at a million records)."""
+
+from __future__ import annotations
+
+
+def ui_indexes(table: str) -> tuple[str, ...]:
+    """The indexes that keep `judgehooks ui`'s pages fast on a large table: one evaluator version's verdicts
+    read from the index alone (the overview's tallies, the compare page's scores and runs), a session's
+    records, the pass rate per user, the verdicts routed to review, and a run's records (the compare
+    page's pairs; the rollup's first record of a run in an hour)."""
+    t = table
+    return (f"CREATE INDEX IF NOT EXISTS ix_{t}_graded ON {t} (evaluator, evaluator_version, agent_id, team_id, "
+            "status, created_at, rejudge_of, latency_ms, cost_usd, score, run_id, run_latency_ms, run_cost_usd)",
+            f"CREATE INDEX IF NOT EXISTS ix_{t}_session ON {t} (session_id, created_at)",
+            f"CREATE INDEX IF NOT EXISTS ix_{t}_user ON {t} (user_id, status, rejudge_of)",
+            f"CREATE INDEX IF NOT EXISTS ix_{t}_routed ON {t} (created_at) WHERE review_reason IS NOT NULL",
+            f"CREATE INDEX IF NOT EXISTS ix_{t}_run ON {t} (run_id, created_at) WHERE run_id IS NOT NULL")

@@ -1,0 +1,185 @@
+"""The hourly rollup the UI's counting pages read (`stores._rollup`): on SQLite and PostgreSQL its
+answers are the one pass over the records, for ranges cut mid-hour, for records written after a page
+read it (late ones too), for a store written before it existed, and for two PostgreSQL writers
+writing one run's records at once."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from judgehooks import EvalRecord, MemoryStore, PostgresStore, RecordFilter, SQLiteStore
+from judgehooks._runtime import runtime
+from judgehooks.stores._browse import Browse, tallies, verdict_counts
+from judgehooks.stores._compare import counts
+from judgehooks.stores._rollup import Split, split
+from judgehooks.stores._segments import segments
+from judgehooks.stores._series import pass_rates, run_series
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def records(start: int, stop: int, *, late: bool = False) -> list[EvalRecord]:
+    """Records `start`..`stop`: every 7 minutes over two days, two evaluators (a version change on
+    one), two agents, a run per three records (so runs span hours; a run's agent and own figures the
+    same on each of its records, as the hooks write them), some without a run, some re-judged, every status; `late` puts them back in time, among the old ones."""
+    found = []
+    for i in range(start, stop):
+        at = NOW - timedelta(days=2) + timedelta(minutes=7 * i, seconds=i % 60, microseconds=i)
+        if late:
+            at -= timedelta(hours=30)
+        status = ("passed", "failed", "passed", "error", "skipped")[i % 5]
+        found.append(EvalRecord(
+            id=f"r-{i}{'-late' if late else ''}", created_at=at, status=status,
+            evaluator=("helpful", "polite")[i % 2],
+            evaluator_version=None if i % 11 == 0 else "v1" if i < 250 else "v2",
+            mode="numeric", threshold=7, score=None if status in ("error", "skipped") else i % 10,
+            passed=None if status in ("error", "skipped") else status == "passed",
+            agent_id=None if i // 3 % 13 == 0 else ("support", "sales")[i // 3 % 2],
+            team_id="desk" if i // 3 % 13 == 0 else None,
+            run_id=None if i % 17 == 0 else f"run-{i // 3}", latency_ms=None if i % 9 == 0 else 100.0 + i % 50,
+            cost_usd=None if i % 8 == 0 else 0.001 * (i % 4), run_latency_ms=None if i // 3 % 6 == 0 else 900.0 + i // 3,
+            run_cost_usd=0.01 * (i // 3 % 5) if i // 3 % 10 else None,
+            rejudge_of=f"r-{i - 1}" if i % 19 == 0 else None))
+    return found
+
+
+BROWSES = [
+    Browse(),
+    Browse(RecordFilter(since=NOW - timedelta(hours=30, minutes=17))),
+    Browse(RecordFilter(evaluator="helpful", since=NOW - timedelta(hours=40, minutes=3),
+                        until=NOW - timedelta(hours=2, minutes=41))),
+    Browse(RecordFilter(agent_id="support", until=NOW - timedelta(hours=20, minutes=30))),
+    Browse(RecordFilter(team_id="desk")),
+    Browse(RecordFilter(since=NOW - timedelta(hours=10, minutes=20), until=NOW - timedelta(hours=10, minutes=5))),
+    Browse(RecordFilter(evaluator="polite"), version="v2"),
+    Browse(RecordFilter(since=NOW - timedelta(hours=12))),  # on the hour: no edge
+]
+
+
+def answers(store, browse):
+    """Every counting read the UI makes, as plain values to compare."""
+    def call(fn, *args):
+        return runtime.call(functools.partial(fn, store, *args))
+
+    found = {
+        "tallies": sorted((repr(t.key), t.n, t.passed, t.failed, t.error, t.skipped, round(t.latency_ms, 6), t.timed,
+                           round(t.cost_usd, 9), t.first, t.last) for t in call(tallies, browse)),
+        "verdicts": sorted(call(verdict_counts, browse).items(), key=repr),
+        "counts": call(counts, browse),
+        "segments": call(segments, browse, "agent"),
+        "versions": call(segments, browse, "version"),
+    }
+    for bucket in ("hour", "day", "10min"):
+        found[f"rates {bucket}"] = call(pass_rates, browse, bucket)
+        found[f"runs {bucket}"] = [(at, n, None if lat is None else round(lat, 6), None if cost is None
+                                    else round(cost, 9), None if judged is None else round(judged, 9))
+                                   for at, n, lat, cost, judged in call(run_series, browse, bucket)]
+    return found
+
+
+def one_pass(*batches):
+    store = MemoryStore()
+    for batch in batches:
+        runtime.call(store.write, batch)
+    return store
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_store(request, tmp_path):
+    store = (SQLiteStore(tmp_path / "evals.db") if request.param == "sqlite"
+             else PostgresStore(request.getfixturevalue("postgres_dsn")))
+    yield store
+    runtime.call(store.aclose)
+
+
+def test_the_range_is_cut_at_whole_hours_and_its_edges_go_to_the_records():
+    at = datetime(2026, 11, 30, 10, 20, tzinfo=UTC)
+    assert split(None, None) == Split((None, None), ())
+    assert split(at, None) == Split(("2026-11-30T11", None), ((at, at.replace(hour=11, minute=0)),))
+    assert split(at.replace(minute=0), at.replace(hour=14, minute=5)) == Split(
+        ("2026-11-30T10", "2026-11-30T14"), ((at.replace(hour=14, minute=0), at.replace(hour=14, minute=5)),))
+    assert split(at, at.replace(minute=50)) == Split(None, ((at, at.replace(minute=50)),))  # within one hour
+
+
+@pytest.mark.parametrize("browse", BROWSES)
+def test_the_rollup_answers_as_the_records_do(sql_store, browse):
+    runtime.call(sql_store.write, records(0, 400))
+    assert answers(sql_store, browse) == answers(one_pass(records(0, 400)), browse)
+
+
+def test_records_written_after_a_page_read_the_rollup_are_counted_once(sql_store):
+    runtime.call(sql_store.write, records(0, 200))
+    answers(sql_store, Browse())  # a page: SQLite's rollup catches up to here
+    later = records(200, 400) + records(100, 150, late=True)  # new hours, old hours, one run's third record
+    runtime.call(sql_store.write, later[:120])
+    answers(sql_store, BROWSES[1])
+    runtime.call(sql_store.write, later[120:])
+    runtime.call(sql_store.write, later[:50])  # a batch written again: ids already stored, nothing counted twice
+    truth = one_pass(records(0, 200), later)
+    for browse in BROWSES:
+        assert answers(sql_store, browse) == answers(truth, browse), browse
+
+
+def test_a_sqlite_file_written_before_the_rollup_gets_it_on_its_first_page(tmp_path):
+    path = tmp_path / "evals.db"
+    runtime.call(SQLiteStore(path).write, records(0, 300))
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name LIKE '%rollup%'").fetchall() == []  # no cost
+    conn.close()
+    store = SQLiteStore(path)
+    assert answers(store, Browse()) == answers(one_pass(records(0, 300)), Browse())
+    store.close()
+
+
+def test_a_postgres_table_written_before_the_rollup_is_filled_once(postgres_dsn):
+    store = PostgresStore(postgres_dsn)
+    runtime.call(store.write, records(0, 300))
+    import psycopg
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # as a table of a version before the rollup
+        conn.execute("DROP TRIGGER eval_records_rollup_insert ON eval_records")
+        conn.execute("DROP TABLE eval_records_rollup")
+    runtime.call(store.write, records(300, 350))  # written by a version without the rollup
+    runtime.call(store.aclose)
+    reopened = PostgresStore(postgres_dsn)  # first use: trigger made, table filled from every record
+    runtime.call(reopened.write, records(350, 400))
+    truth = one_pass(records(0, 400))
+    for browse in BROWSES[:3]:
+        assert answers(reopened, browse) == answers(truth, browse)
+    runtime.call(reopened.aclose)
+    again = PostgresStore(postgres_dsn)  # a second process: nothing filled twice
+    assert answers(again, Browse()) == answers(truth, Browse())
+    runtime.call(again.aclose)
+
+
+def test_two_postgres_writers_of_one_runs_records_count_the_run_once(postgres_dsn):
+    """Each of a run's records in one hour, written by two stores (two processes' pools) at the same
+    time: the trigger's writers take turns, so the run is counted once per hour."""
+    first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    runtime.call(first.write, records(0, 3))  # the schema and trigger, made once
+    batch = records(3, 600)
+    mine, theirs = batch[0::2], batch[1::2]  # every run's records split between the writers
+    errors = []
+
+    def write(store, part):
+        try:
+            for i in range(0, len(part), 7):
+                runtime.call(store.write, part[i:i + 7])
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(store, part)) for store, part in ((first, mine), (second, theirs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    truth = one_pass(records(0, 600))
+    assert answers(first, Browse()) == answers(truth, Browse())
+    runtime.call(first.aclose)
+    runtime.call(second.aclose)
