@@ -14,7 +14,7 @@ from .._base.stats import wilson
 from .._base.when import parse_when
 from ..stores._base import RecordFilter
 from ..stores._browse import Browse, for_page, tallies
-from ..stores._compare import Counts, buckets, changes, counts, histogram
+from ..stores._compare import Counts, changes, counts, histograms
 from .chart import histogram as draw_histogram
 from .pages import BadRequest, _since, _text, _typed
 from .site import Site
@@ -42,10 +42,10 @@ class Compare:
                                     suggestions=await _suggestions(store), filters=_typed(request, *FIELDS))
         by, names, sides, links = asked
         tallied = [await counts(store, side) for side in sides]
-        cut = await buckets(store, sides)
+        counted = await histograms(store, sides)
         drawn = table = None
-        if cut is not None:
-            a, b = [await histogram(store, side, cut) for side in sides]
+        if counted is not None:
+            cut, (a, b) = counted
             labels = cut.labels()
             drawn = draw_histogram(labels, a, b, names)
             table = [{"bucket": text, "a": a[i], "b": b[i], "a_share": a[i] / (sum(a) or 1),

@@ -9,8 +9,7 @@ from typing import Any, cast
 
 from ..stores._base import Store
 from ..stores._browse import Browse, Tally
-from ..stores._compare import buckets
-from ..stores._compare import histogram as score_counts
+from ..stores._compare import histograms
 from ..stores._series import Bucket, pass_rates, run_series
 from .chart import Chart, Histogram, chart, histogram, value_chart
 
@@ -102,10 +101,10 @@ async def scores(store: Store, browse: Browse, groups: list[Tally]) -> dict[str,
     if not versions:
         return None
     sides = [Browse(browse.where, version=v or None) for v in versions]
-    cut = await buckets(store, sides)
-    if cut is None:
+    counted = await histograms(store, sides)
+    if counted is None:
         return None
-    counts = [await score_counts(store, side, cut) for side in sides]
+    cut, counts = counted
     names = tuple(v or "unversioned" for v in versions)
     labels = cut.labels()
     drawn: Histogram = histogram(labels, counts[0], counts[1] if len(counts) > 1 else None, names)

@@ -134,10 +134,50 @@ async def buckets(store: Store, sides: Sequence[Browse]) -> Buckets | None:
         if not found:
             return None
         low, high, fractional = min(r[0] for r in found), max(r[1] for r in found), any(r[2] for r in found)
-    low, high = float(low), float(high)
+    return _cut(float(low), float(high), bool(fractional))
+
+
+def _cut(low: float, high: float, fractional: bool) -> Buckets:
     if not fractional and high - low < MAX_INTEGER_BUCKETS:
         return Buckets(low, 1.0, int(high - low) + 1, whole=True)
     return Buckets(low, (high - low) / BUCKETS or 1.0, BUCKETS, whole=False)
+
+
+#: scores with at most this many values (a judge's 1-10, a check's few) are counted per value and cut here
+DISTINCT = 2000
+
+
+async def histograms(store: Store, sides: Sequence[Browse]) -> tuple[Buckets, list[list[int]]] | None:
+    """`buckets` and each side's `histogram` in them, or None when no verdict of theirs has a score.
+    A SQL store is asked once a side (each score value and its count) when the scores take at most
+    `DISTINCT` values; otherwise for the buckets, then for each side's counts."""
+    sql = _sql(store)
+    if sql is not None:
+        run, mark, ts, table, _ = sql
+        values: list[dict[float, int]] = []
+        for side in sides:
+            condition, args = side.replace(judged=True).sql(mark, ts)
+            rows = await run(f"SELECT score, COUNT(*) FROM {table} WHERE {_SCORED} AND {condition} GROUP BY 1 "
+                             f"LIMIT {DISTINCT + 1}", args)
+            if len(rows) > DISTINCT:
+                break
+            values.append({float(score): int(n) for score, n in rows})
+        else:
+            scores = [score for counted in values for score in counted]
+            if not scores:
+                return None
+            cut = _cut(min(scores), max(scores), any(not score.is_integer() for score in scores))
+            found = []
+            for counted in values:
+                counts = [0] * cut.count
+                for score, n in counted.items():
+                    counts[cut.index(score)] += n
+                found.append(counts)
+            return cut, found
+    cut = await buckets(store, sides)
+    if cut is None:
+        return None
+    return cut, [await histogram(store, side, cut) for side in sides]
 
 
 async def histogram(store: Store, side: Browse, cut: Buckets) -> list[int]:
@@ -191,24 +231,31 @@ async def changes(store: Store, a: Browse, b: Browse, *, limit: int = 100) -> Ov
     # walks one side once per record of the other.
     # Each side read through its own index (one OR of the two would read the whole table), a record
     # of both sides once, flagged as both.
-    def flagged(columns: str) -> str:  # the totals read only what the graded index holds (`_indexes`)
-        return (f"SELECT {columns}, 1 AS in_a, CASE WHEN {b_condition} THEN 1 ELSE 0 END AS in_b FROM {table} "
-                f"WHERE run_id IS NOT NULL AND {a_condition} UNION ALL SELECT {columns}, 0, 1 FROM {table} "
-                f"WHERE run_id IS NOT NULL AND {b_condition} AND CASE WHEN {a_condition} THEN 0 ELSE 1 END = 1")
+    # Only the runs of both sides can pair: found first (each side's runs from the graded index alone),
+    # so that the grouping reads their records, not every record of both sides.
+    both_runs = (f"WITH both_runs AS (SELECT run_id FROM {table} WHERE run_id IS NOT NULL AND {a_condition} "
+                 f"INTERSECT SELECT run_id FROM {table} WHERE run_id IS NOT NULL AND {b_condition}) ")
 
-    args = [*b_args, *a_args, *b_args, *a_args]
+    def flagged(columns: str) -> str:
+        return (f"SELECT {columns}, 1 AS in_a, CASE WHEN {b_condition} THEN 1 ELSE 0 END AS in_b FROM {table} "
+                f"WHERE run_id IN (SELECT run_id FROM both_runs) AND {a_condition} UNION ALL SELECT {columns}, 0, 1 "
+                f"FROM {table} WHERE run_id IN (SELECT run_id FROM both_runs) AND {b_condition} "
+                f"AND CASE WHEN {a_condition} THEN 0 ELSE 1 END = 1")
+
+    args = [*a_args, *b_args, *b_args, *a_args, *b_args, *a_args]
     side = "SUM(CASE WHEN in_{} = 1 AND status = '{}' THEN 1 ELSE 0 END)"
     groups = (f"SELECT {side.format('a', 'passed')} AS ap, {side.format('a', 'failed')} AS af, "
               f"{side.format('b', 'passed')} AS bp, {side.format('b', 'failed')} AS bf, "
               f"SUM(in_a * in_b) AS ab FROM ({flagged('run_id, evaluator, status')}) f GROUP BY run_id, evaluator")
-    total = await run("SELECT SUM((ap + af) * (bp + bf) - ab), SUM(ap * bf + af * bp), SUM(ap * bf), SUM(af * bp) "
-                      f"FROM ({groups}) g", args)
+    total = await run(f"{both_runs}SELECT SUM((ap + af) * (bp + bf) - ab), SUM(ap * bf + af * bp), SUM(ap * bf), "
+                      f"SUM(af * bp) FROM ({groups}) g", args)
     both, changed, to_failed, to_passed = (int(v or 0) for v in total[0])
     if not changed:
         return Overlap(both, 0, 0, 0, [])
     # The newest `limit` B verdicts that differ from an A verdict of their run: every listed pair has one
     newest = await run(
-        f"SELECT run_id, evaluator, id, status, created_at FROM (SELECT run_id, evaluator, id, status, created_at, "
+        f"{both_runs}SELECT run_id, evaluator, id, status, created_at FROM (SELECT run_id, evaluator, id, status, "
+        "created_at, "
         f"in_b, {side.format('a', 'passed')} OVER w AS ap, {side.format('a', 'failed')} OVER w AS af "
         f"FROM ({flagged('run_id, evaluator, id, status, created_at')}) f WINDOW w AS (PARTITION BY run_id, "
         "evaluator)) x "

@@ -204,7 +204,7 @@ class PostgresStore(BaseStore):
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")
-            for sql in ui_indexes(t):  # `judgehooks ui`'s, the same as SQLite's
+            for sql in ui_indexes(t, include_id=True):  # `judgehooks ui`'s, as SQLite's
                 await conn.execute(sql)
             await _add_rollup(conn, t)
             await conn.execute(_labels.create_sql(_labels.labels_table(t), _LABEL_TYPES))

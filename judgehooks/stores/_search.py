@@ -4,10 +4,11 @@ stemming, as FTS5's tokenizer), any other store by a plain scan. A search is wor
 be in the record (in any of the three texts), case and accents aside. The words are never query
 syntax: each goes to FTS5 as a quoted string and to PostgreSQL through ``plainto_tsquery``.
 
-SQLite's index (``eval_records_fts``, beside the records) is filled by the searches, not by the
-writes: a search first indexes the records written since the last one (in short write transactions,
-so the hook's writes wait at most one batch), so writing a record costs nothing more, and an older
-file gains its index on its first search."""
+SQLite's index (``eval_records_search``, beside the records; each record under its own rowid) is
+filled by the searches, not by the writes: a search first indexes the records written since the last
+one (in short write transactions, so the hook's writes wait at most one batch), so writing a record
+costs nothing more, and an older file gains its index on its first search (an index of an older
+version, ``eval_records_fts``, is replaced then)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from typing import Any
 
 from .._base.record import EvalRecord
 
-FTS = "eval_records_fts"
-_STATE = "eval_records_fts_state"
+FTS = "eval_records_search"
+_STATE = "eval_records_search_state"
+#: the index of before, keyed by record id rather than rowid: dropped when this one is made
+_OLD = ("eval_records_fts", "eval_records_fts_state")
 #: rows indexed per write transaction: a concurrent writer waits at most this long
 BATCH = 5000
 #: words a search may hold
@@ -59,9 +62,20 @@ def fts5_query(wanted: tuple[str, ...]) -> str:
     return " ".join('"' + w.replace('"', '""') + '"' for w in wanted)
 
 
-def sqlite_condition(wanted: tuple[str, ...]) -> tuple[str, list[Any]]:
-    """The SQLite condition on the records table (after `sqlite_catch_up`)."""
-    return f"id IN (SELECT rid FROM {FTS} WHERE {FTS} MATCH ?)", [fts5_query(wanted)]
+def sqlite_condition(wanted: tuple[str, ...], *, from_rowid: int | None = None) -> tuple[str, list[Any]]:
+    """The SQLite condition on the records table (after `sqlite_catch_up`); ``from_rowid``: only the
+    records from this rowid on (FTS5 skips the rest of each word's list)."""
+    if from_rowid is None:
+        return f"rowid IN (SELECT rowid FROM {FTS} WHERE {FTS} MATCH ?)", [fts5_query(wanted)]
+    return (f"rowid IN (SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? AND rowid >= ?)",
+            [fts5_query(wanted), int(from_rowid)])
+
+
+def sqlite_matches_at_least(conn: sqlite3.Connection, wanted: tuple[str, ...], n: int) -> bool:
+    """Whether at least `n` records hold the words (reading at most `n` of FTS5's matches)."""
+    row = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {FTS} WHERE {FTS} MATCH ? LIMIT {int(n)})",
+                       (fts5_query(wanted),)).fetchone()
+    return bool(row and row[0] >= n)
 
 
 #: the text PostgreSQL searches, as its expression index names it
@@ -85,7 +99,10 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> None:
     """Create the FTS5 index if this file has none, and index the records written since the last
     search, `BATCH` rows per write transaction. Records are only ever added, so the records table's
     rowid says how far the index reaches."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING fts5(rid UNINDEXED, input, output, reason, "
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (FTS,)).fetchone() is None:
+        for old in _OLD:
+            conn.execute(f"DROP TABLE IF EXISTS {old}")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS} USING fts5(input, output, reason, "
                  "tokenize='unicode61 remove_diacritics 2')")
     conn.execute(f"CREATE TABLE IF NOT EXISTS {_STATE} (one INTEGER PRIMARY KEY CHECK (one = 1), upto INTEGER)")
     while True:
@@ -93,11 +110,10 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> None:
         try:
             row = conn.execute(f"SELECT upto FROM {_STATE} WHERE one = 1").fetchone()
             upto = row[0] if row else 0
-            rows = conn.execute(f"SELECT rowid, id, input, output, coalesce(reason, '') FROM {table} "
+            rows = conn.execute(f"SELECT rowid, input, output, coalesce(reason, '') FROM {table} "
                                 f"WHERE rowid > ? ORDER BY rowid LIMIT {BATCH}", (upto,)).fetchall()
-            if rows:
-                conn.executemany(f"INSERT INTO {FTS} (rid, input, output, reason) VALUES (?, ?, ?, ?)",
-                                 [r[1:] for r in rows])
+            if rows:  # under the record's own rowid: a search joins on it, and reads a range of it
+                conn.executemany(f"INSERT INTO {FTS} (rowid, input, output, reason) VALUES (?, ?, ?, ?)", rows)
                 conn.execute(f"INSERT INTO {_STATE} (one, upto) VALUES (1, ?) "
                              "ON CONFLICT (one) DO UPDATE SET upto = excluded.upto", (rows[-1][0],))
             conn.execute("COMMIT")

@@ -11,6 +11,7 @@ from _ui_fixtures import NOW, seeded_records
 
 from judgehooks import MemoryStore, PostgresStore, RecordFilter, SQLiteStore
 from judgehooks._runtime import runtime
+from judgehooks.stores import _browse
 from judgehooks.stores._browse import SORTS, Browse, page, tallies
 from judgehooks.stores._search import FTS, SearchError
 from judgehooks.stores._series import pass_rates, run_series
@@ -142,6 +143,53 @@ def test_the_sqlite_index_takes_records_written_after_the_first_search_and_an_ol
     assert runtime.call(page, store, Browse(text="zanzibar")) == []
     runtime.call(store.write, seeded_records()[20:])
     assert [r.id for r in runtime.call(page, store, Browse(text="zanzibar"))] == ["helpful-13"]
+    store.close()
+
+
+def test_a_common_words_search_reads_the_newest_records_first_and_answers_as_the_whole_search(
+        tmp_path, memory_store, monkeypatch):
+    """Words that many records hold are searched among the newest records first (a million matches
+    listed for 50 newest is what made such a search take seconds): here "many" is 5 and the newest
+    are 12. Every page is the one pass's, whether the newest records fill it or the whole search must."""
+    monkeypatch.setattr(_browse, "COMMON", 5)
+    monkeypatch.setattr(_browse, "WINDOW", 12)
+    answered = []
+    real = _browse._common_words
+
+    def spy(*args):
+        found = real(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(_browse, "_common_words", spy)
+    store = SQLiteStore(tmp_path / "evals.db")
+    runtime.call(store.write, seeded_records())
+    for browse in (Browse(text="answer"), Browse(text="Question answer", user_id="u1"), Browse(text="zanzibar"),
+                   Browse(RecordFilter(evaluator="polite"), text="answer"), Browse(text="reason", version="v2")):
+        for offset, limit in ((0, 5), (5, 5), (0, 50), (40, 10), (11, 3)):
+            ours = runtime.call(functools.partial(page, store, browse, offset=offset, limit=limit))
+            theirs = runtime.call(functools.partial(page, memory_store, browse, offset=offset, limit=limit))
+            assert [r.id for r in ours] == [r.id for r in theirs], (browse, offset, limit)
+    assert True in answered and False in answered  # the newest records answered some pages, the whole search others
+    store.close()
+
+
+def test_an_older_files_search_index_is_replaced_on_its_first_search(tmp_path):
+    import sqlite3
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    runtime.call(store.write, seeded_records())
+    store.close()
+    conn = sqlite3.connect(tmp_path / "evals.db")  # the index of before: keyed by record id
+    conn.execute("CREATE VIRTUAL TABLE eval_records_fts USING fts5(rid UNINDEXED, input, output, reason)")
+    conn.execute("CREATE TABLE eval_records_fts_state (one INTEGER PRIMARY KEY, upto INTEGER)")
+    conn.execute("INSERT INTO eval_records_fts (rid, input, output, reason) VALUES ('helpful-01', 'zanzibar', '', '')")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(tmp_path / "evals.db")
+    assert [r.id for r in runtime.call(page, store, Browse(text="zanzibar"))] == ["helpful-13"]
+    tables = store._locked(lambda conn: {r[0] for r in conn.execute("SELECT name FROM sqlite_master")})
+    assert FTS in tables and "eval_records_fts" not in tables and "eval_records_fts_state" not in tables
     store.close()
 
 

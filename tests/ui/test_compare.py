@@ -21,8 +21,9 @@ import judgehooks
 from judgehooks import EvalRecord, JsonlStore, MemoryStore, PostgresStore, RecordFilter, SQLiteStore
 from judgehooks._base.stats import wilson
 from judgehooks._runtime import runtime
+from judgehooks.stores import _compare
 from judgehooks.stores._browse import Browse, for_page
-from judgehooks.stores._compare import Buckets, buckets, changes, counts, histogram
+from judgehooks.stores._compare import Buckets, buckets, changes, counts, histogram, histograms
 from judgehooks.ui import app
 
 #: the scores `tone` gave runs r0..r9, threshold 5: v2 passes r2 and r3 that v1 failed, and fails r6
@@ -132,6 +133,18 @@ def test_fractional_scores_are_cut_into_ten_even_buckets(tmp_path):
 
 def test_no_score_on_either_side_means_no_histogram(any_store):
     assert _ask(any_store, buckets, [Browse(version="nobody"), Browse(version="none")]) is None
+    assert _ask(any_store, histograms, [Browse(version="nobody"), Browse(version="none")]) is None
+
+
+@pytest.mark.parametrize("distinct", [2000, 3])
+def test_the_histograms_counted_per_score_value_are_the_bucket_queries(any_store, monkeypatch, distinct):
+    """One query a side (each score value's count, cut in Python), or, past `DISTINCT` values, the
+    buckets and then each side's counts: the same histograms."""
+    monkeypatch.setattr(_compare, "DISTINCT", distinct)
+    cut, found = _ask(any_store, histograms, [V1_SIDE, V2_SIDE])
+    assert cut == _ask(any_store, buckets, [V1_SIDE, V2_SIDE])
+    assert found == [_ask(any_store, histogram, side, cut) for side in (V1_SIDE, V2_SIDE)]
+    assert found[0] == [0, 1, 2, 1, 2, 1, 2, 1, 2, 2, 0]
 
 
 def test_the_runs_both_versions_judged_and_the_ones_whose_verdict_changed(any_store):
