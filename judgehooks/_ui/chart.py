@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from .._base.stats import wilson
 
 WIDTH, HEIGHT = 640, 180
-LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28
+LEFT, RIGHT, TOP, BOTTOM = 64, 36, 12, 28  # room for "1096 ms" at the left and a centred time at the right
 
 
 @dataclass(frozen=True)

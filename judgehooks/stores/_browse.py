@@ -299,8 +299,9 @@ async def parts(store: Store, browse: Browse) -> list[tuple[Browse, tuple[str | 
 
 async def _roll_up(store: Store) -> None:
     """Bring SQLite's rollup up to date (PostgreSQL's trigger keeps its own)."""
-    if isinstance(store, SQLiteStore):
-        await anyio.to_thread.run_sync(store._locked, lambda conn: _rollup.sqlite_catch_up(conn, TABLE))
+    if isinstance(store, SQLiteStore):  # a batch at a time: the store's writers go between them
+        while await anyio.to_thread.run_sync(store._locked, lambda conn: _rollup.sqlite_catch_up(conn, TABLE)):
+            pass
 
 
 #: words in at least this many records are searched among the newest records first (`_common_words`)

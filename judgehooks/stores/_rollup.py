@@ -93,11 +93,12 @@ def _backfill_source(table: str, hour: str) -> str:
 BATCH = 20000
 
 
-def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> None:
-    """Create SQLite's rollup if this file has none, and fold into it the records written since the
-    last page that read it, `BATCH` per write transaction (as the search index, `_search`): writing a
-    record costs nothing more, and an older file's rollup is filled on its first page (a million
-    records: about ten seconds, once). Records are only ever added, so the rowid says how far it reaches."""
+def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> bool:
+    """Create SQLite's rollup if this file has none, and fold into it up to `BATCH` of the records
+    written since the last page that read it, in one write transaction (as the search index,
+    `_search`): writing a record costs nothing more, and an older file's rollup is filled on its first
+    page (a million records: about ten seconds, once). Records are only ever added, so the rowid says
+    how far it reaches. True while more are left: call again (the connection free between calls)."""
     rollup = rollup_table(table)
     conn.execute(_create(rollup, "TEXT"))
     conn.execute(f"CREATE TABLE IF NOT EXISTS {rollup}_state (one INTEGER PRIMARY KEY CHECK (one = 1), upto INTEGER, "
@@ -109,24 +110,24 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> None:
     fold = _upsert(rollup, "min", "max").format(rows=_aggregate(
         f"SELECT {', '.join('r.' + c for c in _COLUMNS)}, {first} AS first_run FROM {table} r "
         "WHERE r.rowid > ? AND r.rowid <= ?", _SQLITE_HOUR))
-    while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute(f"SELECT upto FROM {rollup}_state WHERE one = 1").fetchone()
-            upto = row[0] if row else 0
-            last = conn.execute(f"SELECT MAX(rowid) FROM (SELECT rowid FROM {table} WHERE rowid > ? ORDER BY rowid "
-                                f"LIMIT {BATCH})", (upto,)).fetchone()[0]
-            if last is not None:
-                conn.execute(fold, (upto, last))
-                conn.execute(f"INSERT INTO {rollup}_state (one, upto) VALUES (1, ?) "
-                             "ON CONFLICT (one) DO UPDATE SET upto = excluded.upto", (last,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        if last is None or last - upto < BATCH:
-            break
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(f"SELECT upto FROM {rollup}_state WHERE one = 1").fetchone()
+        upto = row[0] if row else 0
+        last = conn.execute(f"SELECT MAX(rowid) FROM (SELECT rowid FROM {table} WHERE rowid > ? ORDER BY rowid "
+                            f"LIMIT {BATCH})", (upto,)).fetchone()[0]
+        if last is not None:
+            conn.execute(fold, (upto, last))
+            conn.execute(f"INSERT INTO {rollup}_state (one, upto) VALUES (1, ?) "
+                         "ON CONFLICT (one) DO UPDATE SET upto = excluded.upto", (last,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    if last is not None and last - upto >= BATCH:
+        return True
     _analyze(conn, table, rollup)
+    return False
 
 
 def _analyze(conn: sqlite3.Connection, table: str, rollup: str) -> None:
