@@ -19,12 +19,14 @@ HOSTILE = ("<img src=x onerror=\"window.__pwned=1;alert(1)\"><script>window.__pw
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
+def seeded_records(now: datetime = NOW, *, hostile: bool = True) -> list[EvalRecord]:
     """48 hourly runs of agent `support`, each graded by `helpful` (version v1, then v2 for the last
     16 hours: its pass rate rises) and by `polite` (numeric, some borderline); a session record over
     three turns; and one failed record whose every text field is markup and script. The helpful
     records belong to users u0-u2 with a plan and a tier in their metadata, and one of them,
-    helpful-13, is the only record that says "Zanzibar" (in its reason)."""
+    helpful-13, is the only record that says "Zanzibar" (in its reason). `hostile=False` leaves the
+    hostile record out (it names agent `support` too, so the overview would show its markup as the
+    agent's name)."""
     records = []
     for hour in range(48):
         at = now - timedelta(hours=48 - hour)
@@ -52,7 +54,8 @@ def seeded_records(now: datetime = NOW) -> list[EvalRecord]:
         id="session-1", created_at=now - timedelta(minutes=30), status="passed", evaluator="coherent",
         evaluator_version="s1", mode="binary", passed=True, scope="session", session_id="sess-1",
         run_ids=["run-03", "run-04", "run-05"], reason="the turns hang together", agent_id="support"))
-    records.append(hostile_record(now - timedelta(minutes=10)))
+    if hostile:
+        records.append(hostile_record(now - timedelta(minutes=10)))
     return records
 
 
@@ -62,6 +65,51 @@ def run_figures(hour: int) -> dict[str, float | int | None]:
         return {}
     return {"run_latency_ms": 800.0 + 37 * (hour % 9), "run_input_tokens": 120 + hour, "run_output_tokens": 40 + hour,
             "run_cost_usd": 0.0005 * (1 + hour % 4)}
+
+
+#: a customer's three turns with agent `support`, each question and answer
+TURNS = [
+    ("I was charged twice for order 1042.",
+     "Sorry about that: I can see two charges of $38.00 on order 1042. I have refunded the second one; it shows "
+     "on your card in 3-5 days."),
+    ("Will the refund go to my gift card or my Visa?",
+     "To the Visa ending 4411, the card the second charge was made on."),
+    ("Thanks. Can you also change the delivery address to 12 Mill Lane, Leeds?",
+     "Done: order 1042 has not shipped yet, so it now goes to 12 Mill Lane, Leeds. A confirmation e-mail is on "
+     "its way."),
+]
+
+
+def conversation_records(now: datetime = NOW) -> list[EvalRecord]:
+    """Session `sess-refund`: the three TURNS, each graded by `helpful` v2, and a session verdict of
+    `coherent` over all three (shown beside the last)."""
+    records = [EvalRecord(
+        id=f"refund-{i}", created_at=now - timedelta(minutes=20 - 2 * i), status="passed", evaluator="helpful",
+        evaluator_version="v2", mode="binary", passed=True, reason=reason, agent_id="support", agent_name="Support",
+        run_id=f"run-refund-{i}", session_id="sess-refund", user_id="u1", input=question, output=answer)
+        for i, ((question, answer), reason) in enumerate(zip(TURNS, (
+            "Finds the double charge and refunds it, with when the money arrives.",
+            "Names the card the refund goes to.",
+            "Changes the address and says why it still can."), strict=True))]
+    records.append(EvalRecord(
+        id="refund-session", created_at=now - timedelta(minutes=10), status="passed", evaluator="coherent",
+        evaluator_version="s1", mode="binary", passed=True, scope="session", session_id="sess-refund",
+        run_ids=[r.run_id for r in records], agent_id="support", agent_name="Support", user_id="u1",
+        input=TURNS[0][0], output=TURNS[-1][1],
+        reason="Keeps track of order 1042 across the three turns and settles each request: the refund, its card, "
+               "the new address."))
+    return records
+
+
+def routed_record(at: datetime = NOW) -> EvalRecord:
+    """A live verdict routed to review because its jurors split, on a run of agent `support`."""
+    return EvalRecord(
+        id="routed-1", created_at=at - timedelta(minutes=5), status="passed", evaluator="helpful",
+        evaluator_version="v2", mode="binary", passed=True, agent_id="support", agent_name="Support",
+        run_id="run-48", session_id="sess-16", user_id="u0", input="Can I still return the boots I bought 5 weeks ago?",
+        output="Yes: send them back with the order number and we refund you within 5 days.",
+        reason="Explains how to return them, but the 30-day return window has passed and the answer does not say so.",
+        details={"votes": {"passed": 2, "failed": 1}}, review_reason="jurors disagree: 2 passed, 1 failed")
 
 
 def hostile_record(at: datetime = NOW) -> EvalRecord:
@@ -76,6 +124,16 @@ def hostile_record(at: datetime = NOW) -> EvalRecord:
 def seeded(tmp_path) -> SQLiteStore:
     store = SQLiteStore(tmp_path / "evals.db")
     runtime.call(store.write, seeded_records())
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def plain(tmp_path) -> SQLiteStore:
+    """The seeded records without the hostile one: the store as real use leaves it, for the pages'
+    screenshots."""
+    store = SQLiteStore(tmp_path / "evals.db")
+    runtime.call(store.write, seeded_records(hostile=False))
     yield store
     store.close()
 
@@ -114,8 +172,12 @@ def page(browser):
     context.close()
 
 
-def screenshot(page, name: str) -> None:
-    """docs/images/ui-<name>.png, when JUDGEHOOKS_UI_SCREENSHOTS=1 (normal runs rewrite no file)."""
+def screenshot(page, name: str, *, at: str | None = None, full_page: bool = False) -> None:
+    """docs/images/ui-<name>.png, when JUDGEHOOKS_UI_SCREENSHOTS=1 (normal runs rewrite no file): the
+    viewport, scrolled first so that the element `at` (a selector) is at its top (as far as the page
+    scrolls), or the whole page."""
     if SHOTS:
         IMAGES.mkdir(exist_ok=True)
-        page.screenshot(path=str(IMAGES / f"ui-{name}.png"), full_page=False)
+        if at is not None:
+            page.locator(at).first.evaluate("e => scrollTo(0, e.getBoundingClientRect().top + scrollY - 16)")
+        page.screenshot(path=str(IMAGES / f"ui-{name}.png"), full_page=full_page)

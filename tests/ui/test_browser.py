@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import pytest
 from _servers import serve
-from _ui_fixtures import HOSTILE, browser, page, screenshot, seeded  # noqa: F401 (fixtures)
+from _ui_fixtures import (  # noqa: F401 (fixtures)
+    HOSTILE,
+    TURNS,
+    browser,
+    conversation_records,
+    page,
+    plain,
+    routed_record,
+    screenshot,
+    seeded,
+)
 
 import judgehooks
 from judgehooks import SQLiteStore, label
@@ -16,9 +26,11 @@ from judgehooks.ui import app
 
 pytestmark = pytest.mark.slow
 
+NOTE = "misses that the refund takes 5 days"
 
-def test_the_overview_draws_a_pass_rate_chart_per_evaluator_with_version_markers(seeded, page):
-    with serve(app(seeded)) as base:
+
+def test_the_overview_draws_a_pass_rate_chart_per_evaluator_with_version_markers(plain, page):
+    with serve(app(plain)) as base:
         page.goto(base + "/")
         charts = page.locator("svg.passrate")
         assert charts.count() == 3
@@ -27,10 +39,31 @@ def test_the_overview_draws_a_pass_rate_chart_per_evaluator_with_version_markers
         assert helpful.locator("text.version").all_text_contents() == ["v1", "v2"]
         box = helpful.locator("svg").bounding_box()
         assert box and box["width"] > 300 and box["height"] > 100  # drawn, not collapsed by the CSP
+        band = helpful.locator("polygon.band").bounding_box()
+        assert band and band["height"] > 50  # the 95% interval, shaded
         rows = page.locator("table.overview tbody tr")
         assert rows.count() == 4
+        assert page.locator("table.overview tbody td:first-child").all_inner_texts() == ["agent Support"] * 4
         assert page.errors == [] and page.dialogs == []
         screenshot(page, "overview")
+        runs = page.locator("section.chart:has(svg.values) h2")
+        assert runs.all_inner_texts() == ["Runs: mean latency per hour", "Runs: cost per hour", "Judges: cost per hour"]
+        latency = page.locator("section.chart", has_text="Runs: mean latency per hour")
+        assert latency.locator("circle.rate").count() == 42  # every seventh run of 48 reported no figures
+        screenshot(page, "overview-runs", at="section.chart:has(svg.values)")
+
+
+def test_filtered_to_one_numeric_evaluator_the_overview_draws_its_scores(plain, page):
+    with serve(app(plain)) as base:
+        page.goto(base + "/?evaluator=polite")
+        scores = page.locator("section.chart", has_text="polite: scores")
+        bars = scores.locator("svg rect.bar")
+        assert bars.count() == 5  # the scores 5 to 9, one bar each
+        heights = [bars.nth(i).bounding_box()["height"] for i in range(5)]
+        assert all(h > 20 for h in heights)  # drawn, each a fifth or so of the 47 verdicts
+        assert page.locator("table.overview tbody td:nth-child(2)").all_inner_texts() == ["polite"]
+        assert page.errors == [] and page.dialogs == []
+        screenshot(page, "overview-scores")  # the form, the row, its pass rate and its scores
 
 
 @pytest.mark.parametrize("path", ["/records/hostile-1", "/records", "/", "/review?queue=failed", "/failures"])
@@ -50,9 +83,12 @@ def test_a_hostile_record_is_shown_as_text_and_runs_nothing(seeded, page, path):
 
 
 def test_review_pass_and_fail_store_labels_and_move_on(seeded, page):
+    runtime.call(seeded.write, [routed_record()])
     with serve(app(seeded, reviewer="ana")) as base:
         page.goto(base + "/review")
         first = page.locator("article.review").get_attribute("data-record")
+        assert first == "routed-1"  # a verdict routed to review comes first, with the reason it was
+        assert page.locator("dd.routed").inner_text() == "jurors disagree: 2 passed, 1 failed"
         screenshot(page, "review")
         with page.expect_navigation():
             page.keyboard.press("f")  # the key, through the page's one script file
@@ -97,7 +133,6 @@ def test_the_filters_narrow_the_overview_and_the_records(seeded, page):
         statuses = page.locator("table.records tbody td:nth-child(2)").all_inner_texts()
         assert statuses and set(statuses) == {"failed"} and len(statuses) == 16
         assert set(page.locator("table.records tbody td:nth-child(4)").all_inner_texts()) == {"v1"}
-        screenshot(page, "records")
         with page.expect_navigation():
             page.locator("table.records tbody a").first.click()
         assert page.locator("h1").inner_text() == "Record"
@@ -120,19 +155,34 @@ def test_a_bad_filter_is_said_above_the_form_and_corrected_there(seeded, page):
 
 
 def test_calibration_and_sessions_pages_render(seeded, page):
-    for i in range(32):
-        judge_passed = i % 2 == 0
-        label(f"helpful-{i:02d}", passed=judge_passed if i % 8 else not judge_passed, by="ana", store=seeded)
+    for i in range(48):  # each of helpful's records, v1's and v2's; ana disagrees with the judge on every eighth
+        judge_passed = i % 2 == 0 if i < 32 else i % 4 != 0
+        label(f"helpful-{i:02d}", passed=judge_passed if i % 8 else not judge_passed, by="ana", store=seeded,
+              note=None if i % 8 else NOTE)
     with serve(app(seeded)) as base:
         page.goto(base + "/calibration?evaluator=helpful")
         assert page.locator("section.calibration").count() == 2
-        assert page.locator("td.kappa").first.inner_text() != "-"
+        assert [k != "-" for k in page.locator("td.kappa").all_inner_texts()] == [True, True]
         screenshot(page, "calibration")
+        page.goto(base + "/records/helpful-08")  # the judge passed it, ana failed it
+        assert page.locator("h1").inner_text() == "Record"
+        assert page.locator("pre.reason").inner_text() == "reason 8"
+        assert page.locator("table.labels tbody tr td").all_inner_texts()[:4] == ["ana", "fail", "-", NOTE]
+        screenshot(page, "record", full_page=True)
         page.goto(base + "/sessions")
         with page.expect_navigation():
             page.locator("table.records tbody a").first.click()
         assert page.locator("section.turn").count() == 3
-        screenshot(page, "session")
+
+    runtime.call(seeded.write, conversation_records())
+    with serve(app(seeded)) as base:
+        page.goto(base + "/sessions/sess-refund")
+        turns = page.locator("section.turn")
+        assert [turns.nth(i).locator("pre.input").inner_text() for i in range(3)] == [q for q, _ in TURNS]
+        assert [turns.nth(i).locator("aside.window-verdict").count() for i in range(3)] == [0, 0, 1]
+        assert "order 1042" in turns.nth(2).locator("aside.window-verdict").inner_text()
+        assert page.errors == []
+        screenshot(page, "session", full_page=True)
 
 
 def test_the_app_mounted_in_agentos_shows_what_agentos_runs_were_graded(make_judge, make_agent, tmp_path, page):
@@ -169,8 +219,8 @@ def test_the_app_mounted_in_agentos_shows_what_agentos_runs_were_graded(make_jud
     store.close()
 
 
-def test_search_finds_a_record_by_a_word_only_it_holds_and_sorting_orders_the_rows(seeded, page):
-    with serve(app(seeded)) as base:
+def test_search_finds_a_record_by_a_word_only_it_holds_and_sorting_orders_the_rows(plain, page):
+    with serve(app(plain)) as base:
         page.goto(base + "/records")
         page.fill("input[name=q]", "Zanzibar")
         with page.expect_navigation():
@@ -184,4 +234,13 @@ def test_search_finds_a_record_by_a_word_only_it_holds_and_sorting_orders_the_ro
         cells = page.locator("table.records tbody tr td:nth-child(10)").all_text_contents()  # judge ms
         shown = [float(c) for c in cells if c != "-"]
         assert len(shown) > 10 and shown == sorted(shown, reverse=True)
+        page.fill("input[name=evaluator]", "helpful")
+        page.select_option("select[name=sort]", "run_latency")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        cells = page.locator("table.records tbody tr td:nth-child(7)").all_text_contents()  # the run's ms
+        shown = [float(c) for c in cells if c != "-"]
+        assert len(shown) == 42 and shown == sorted(shown, reverse=True)
+        assert cells[42:] == ["-"] * 6  # the runs without figures, last
         assert page.errors == [] and page.dialogs == []
+        screenshot(page, "records")

@@ -355,9 +355,25 @@ def test_the_compare_page_shows_both_versions(make_judge, make_agent, tmp_path, 
         assert page.locator("svg.histogram rect.bar").count() > 0
         listed = page.locator("table.changes tbody tr")
         assert listed.count() == 1 and changed in listed.inner_text()
-        screenshot(page, "compare")
         with page.expect_navigation():
             listed.locator("a").nth(1).click()
         assert "/records/" in page.url and changed in page.locator("main").inner_text()
         assert page.errors == [] and page.dialogs == []
     store.close()
+
+
+@pytest.mark.slow
+def test_the_compare_page_draws_two_versions_side_by_side_in_a_browser(compared, page):
+    with serve(app(compared)) as base:
+        page.goto(base + "/compare")
+        with page.expect_navigation():  # opened bare, it links each evaluator's newest two versions
+            page.locator("main a", has_text="tone").first.click()
+        assert [page.locator(f"input[name={side}]").input_value() for side in "ab"] == ["v1", "v2"]
+        assert "57.1%" in page.locator("tr.side-a").inner_text() and "66.7%" in page.locator("tr.side-b").inner_text()
+        bars = page.locator("svg.histogram rect.bar")
+        drawn = [bars.nth(i).bounding_box() for i in range(bars.count())]
+        assert len(drawn) == 22 and sum(1 for box in drawn if box and box["height"] > 0) >= 15  # scores 0-10, two sides
+        runs = page.locator("table.changes tbody td.mono").all_inner_texts()
+        assert runs == ["r6", "r3", "r2"]
+        assert page.errors == [] and page.dialogs == []
+        screenshot(page, "compare", full_page=True)

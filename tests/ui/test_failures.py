@@ -8,10 +8,11 @@ import re
 from datetime import timedelta
 
 import pytest
-from _ui_fixtures import HOSTILE, NOW, seeded  # noqa: F401
+from _servers import serve
+from _ui_fixtures import HOSTILE, NOW, browser, page, screenshot, seeded  # noqa: F401
 from starlette.testclient import TestClient
 
-from judgehooks import EvalRecord, MemoryStore
+from judgehooks import EvalRecord, MemoryStore, SQLiteStore
 from judgehooks._judges.litellm import LiteLLMJudge
 from judgehooks._judges.naming import read_name
 from judgehooks._runtime import runtime
@@ -24,6 +25,10 @@ REFUND = ["The refund amount quoted is wrong: policy allows 30 days, refund stat
 TONE = ["Rude tone: insults the customer and sounds sarcastic.",
         "The tone is rude and sarcastic toward the customer.",
         "Sarcastic, rude tone with the customer."]
+DELIVERY = ["No delivery date given, though the user asked when the order arrives.",
+            "The user asked for the delivery date of the order; the answer gives none.",
+            "Ignores the question about the order's delivery date.",
+            "Says the order ships soon but gives no delivery date."]
 
 
 def failed(i: int, reason: str, evaluator: str = "helpful") -> EvalRecord:
@@ -106,3 +111,24 @@ def test_a_name_is_read_from_json_or_a_line_and_kept_short_and_printable():
     assert read_name("no name here") is None and read_name('{"name": 3}') is None and read_name("NAME:   ") is None
     with pytest.raises(TypeError, match="failure_namer must be a litellm model string"):
         app(MemoryStore(), failure_namer=42)
+
+
+@pytest.mark.slow
+def test_the_page_shows_each_failure_mode_with_its_examples_in_a_browser(tmp_path, page):
+    store = SQLiteStore(tmp_path / "evals.db")
+    mixed = [*DELIVERY, *REFUND, *TONE, DELIVERY[0], REFUND[1], "Answers in French to a question asked in English."]
+    runtime.call(store.write, [failed(i, reason) for i, reason in enumerate(mixed)])
+    with serve(app(store)) as base:
+        page.goto(base + "/failures")
+        groups = page.locator("section.failure-group")
+        counts = [int(c) for c in groups.locator("h2 span.count").all_inner_texts()]
+        assert counts == [5, 4, 3, 1]  # largest first; every failure in one group
+        assert "deliver" in groups.first.locator("h2").inner_text()
+        assert groups.first.locator("li").count() == 3 and "and 2 more" in groups.first.inner_text()
+        with page.expect_navigation():
+            groups.first.locator("li a").first.click()
+        assert page.locator("pre.reason").inner_text() in DELIVERY
+        page.go_back()
+        assert page.errors == [] and page.dialogs == []
+        screenshot(page, "failures")
+    store.close()

@@ -9,7 +9,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from _ui_fixtures import HOSTILE, hostile_record, seeded, seeded_records  # noqa: F401
+from _servers import serve
+from _ui_fixtures import (  # noqa: F401
+    HOSTILE,
+    browser,
+    hostile_record,
+    page,
+    plain,
+    screenshot,
+    seeded,
+    seeded_records,
+)
 from starlette.testclient import TestClient
 
 from judgehooks import MemoryStore, PostgresStore, SQLiteStore
@@ -78,3 +88,23 @@ def test_hostile_values_are_text_and_a_bad_dimension_is_said_beside_its_field(se
     bad = web.get("/segments?by=plan")
     assert bad.status_code == 400 and "by takes user" in bad.text and 'aria-invalid="true"' in bad.text
     assert 'value="plan"' in bad.text  # the form keeps what was typed
+
+
+@pytest.mark.slow
+def test_the_page_breaks_the_pass_rate_down_by_version_in_a_browser(plain, page):
+    with serve(app(plain)) as base:
+        page.goto(base + "/segments")
+        page.fill("input[name=by]", "version")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Break down").click()
+        rows = page.locator("table.segments tbody tr")
+        assert [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())] == ["v1", "p1", "v2", "s1"]
+        rates = [float(rows.nth(i).locator("td").nth(3).inner_text().rstrip("%")) for i in range(4)]
+        assert rates == sorted(rates)  # worst first
+        for i in range(4):  # flagged when its interval is wider than 30 points
+            n, passed = (int(rows.nth(i).locator("td").nth(k).inner_text()) for k in (1, 2))
+            low, high = wilson(passed, n)
+            assert (rows.nth(i).get_attribute("class") == "wide") == (high - low > 0.3)
+            assert ("too few to tell" in rows.nth(i).inner_text()) == (high - low > 0.3)
+        assert page.errors == [] and page.dialogs == []
+        screenshot(page, "segments")

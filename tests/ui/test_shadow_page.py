@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from _servers import serve
-from _ui_fixtures import HOSTILE, browser, page  # noqa: F401 (fixtures)
+from _ui_fixtures import HOSTILE, browser, page, screenshot  # noqa: F401 (fixtures)
 from starlette.testclient import TestClient
 
 from judgehooks import EvalRecord, SQLiteStore
@@ -50,3 +50,47 @@ def test_the_shadow_page_in_a_browser_shows_hostile_segments_as_text_and_runs_no
         assert page.evaluate("window.__pwned") is None and page.dialogs == [] and page.errors == []
         assert page.locator("p.decision strong").inner_text() == "promote"
         assert HOSTILE in page.locator("table.segments").inner_text()  # shown as text
+
+
+#: a Shadow record's score for each winner, as `Shadow` writes it
+SCORES = {"candidate": 1.0, "tie": 0.5, "live": 0.0}
+
+
+def _comparisons(tmp_path) -> SQLiteStore:
+    """Shadow `concise-prompt` over 40 live runs of agent `support` by users u0-u3, recorded as a
+    Shadow records them: the candidate wins 26, loses 11 (5 of them u3's, half of u3's runs) and ties 3."""
+    store = SQLiteStore(tmp_path / "comparisons.db")
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    records = []
+    for i in range(40):
+        user = f"u{i % 4}"
+        winner = "live" if i % 5 == 4 or (user == "u3" and i % 3 == 0) else "tie" if i % 9 == 0 else "candidate"
+        records.append(EvalRecord(
+            id=f"c-{i}", created_at=now - timedelta(minutes=5 * i), status="passed", evaluator="concise-prompt",
+            evaluator_version="cp1", mode="binary", passed=winner != "live", score=SCORES[winner], run_id=f"run-{i}",
+            agent_id="support", user_id=user, input=f"question {i}", output=f"live answer {i}",
+            reason=f"prefers the {winner} answer", details={"winner": winner, "candidate_output": f"short answer {i}"}))
+    runtime.call(store.write, records)
+    return store
+
+
+@pytest.mark.slow
+def test_the_shadow_page_in_a_browser_reports_the_candidate_against_the_live_agent_per_user(tmp_path, page):
+    store = _comparisons(tmp_path)
+    records = runtime.call(store.query)
+    outcome = [sum(r.details["winner"] == w for r in records) for w in ("candidate", "live", "tie")]
+    with serve(app(store)) as base:
+        page.goto(base + "/shadow")
+        page.fill("input[name=name]", "concise-prompt")
+        page.fill("input[name=by]", "user_id")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Apply").click()
+        assert outcome == [26, 11, 3] and page.locator("td.outcome").inner_text() == "26 / 11 / 3"
+        assert page.locator("td.comparisons").inner_text() == str(sum(outcome))
+        rows = {r.split()[0]: r.split()[1:] for r in page.locator("table.segments tbody tr").all_inner_texts()}
+        assert sorted(rows) == ["u0", "u1", "u2", "u3"]
+        assert rows["u3"] == ["10", "5", "5", "0", "50.0%"]  # the user the candidate serves no better
+        assert page.locator("p.decision strong").inner_text() == "promote"  # 26 of 37 decisive: p = 0.02
+        assert page.errors == [] and page.dialogs == []
+        screenshot(page, "shadow")
+    store.close()
