@@ -88,6 +88,9 @@ class Browse:
     text: str | None = None
     #: only live verdicts routed to review (`EvalRecord.review_reason`)
     routed: bool = False
+    #: SQL stores only: the records past the rollup's reach (`stores._rollup`: SQLite's rowid,
+    #: PostgreSQL's transaction id)
+    unfolded: int | None = None
 
     def __post_init__(self) -> None:
         if self.text is not None:
@@ -122,6 +125,9 @@ class Browse:
             where.append("status IN ('passed', 'failed') AND rejudge_of IS NULL")
         if self.routed:
             where.append("review_reason IS NOT NULL")
+        if self.unfolded is not None:
+            where.append("rowid > ?" if mark == "?" else "txid >= %s")
+            args.append(self.unfolded)
         if self.borderline is not None:
             where.append(f"mode = 'numeric' AND score IS NOT NULL AND threshold IS NOT NULL "
                          f"AND ABS(score - threshold) <= {mark}")
@@ -292,16 +298,30 @@ async def parts(store: Store, browse: Browse) -> list[tuple[Browse, tuple[str | 
     found: list[tuple[Browse, tuple[str | None, str | None] | None]] = [
         (browse.replace(where=browse.where.replace(since=since, until=until)), None) for since, until in cut.edges]
     if cut.hours is not None:
-        await _roll_up(store)
+        reach = await _roll_up(store)
         found.append((browse, cut.hours))
+        # in the same hours, the records the rollup does not reach yet (written a moment ago)
+        since, until = (None if hour is None else datetime.fromisoformat(f"{hour}:00:00+00:00") for hour in cut.hours)
+        found.append((browse.replace(where=browse.where.replace(since=since, until=until), unfolded=reach), None))
     return found
 
 
-async def _roll_up(store: Store) -> None:
-    """Bring SQLite's rollup up to date (PostgreSQL's trigger keeps its own)."""
+async def _roll_up(store: Store) -> int:
+    """Bring the store's rollup up to date; how far it reaches (`Browse.unfolded`)."""
     if isinstance(store, SQLiteStore):  # a batch at a time: the store's writers go between them
-        while await anyio.to_thread.run_sync(store._locked, lambda conn: _rollup.sqlite_catch_up(conn, TABLE)):
-            pass
+        while True:
+            more, reach = await anyio.to_thread.run_sync(store._locked,
+                                                          lambda conn: _rollup.sqlite_catch_up(conn, TABLE))
+            if not more:
+                return reach
+    assert isinstance(store, PostgresStore)
+
+    async def fold() -> int:
+        pool = await store._pool()
+        async with pool.connection() as conn:
+            return await _rollup.postgres_catch_up(conn, store.table)
+
+    return int(await runtime.on_loop(fold))
 
 
 #: words in at least this many records are searched among the newest records first (`_common_words`)

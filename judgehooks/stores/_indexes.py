@@ -7,8 +7,8 @@ from __future__ import annotations
 def ui_indexes(table: str, *, include_id: bool = False) -> tuple[str, ...]:
     """The indexes that keep `judgehooks ui`'s pages fast on a large table: one evaluator version's verdicts
     read from the index alone (the overview's tallies, the compare page's scores and runs), a session's
-    records, the pass rate per user, the verdicts routed to review, and a run's records (the compare
-    page's pairs; the rollup's first record of a run in an hour). ``include_id``: PostgreSQL's graded
+    records, the pass rate per user, and the verdicts routed to review (no index of run ids: random
+    keys, the costliest to write). ``include_id``: PostgreSQL's graded
     index holds the record id too (SQLite's holds the rowid), so that a page sorted by a figure is
     found in it alone."""
     t = table
@@ -17,5 +17,4 @@ def ui_indexes(table: str, *, include_id: bool = False) -> tuple[str, ...]:
             + (" INCLUDE (id)" if include_id else ""),
             f"CREATE INDEX IF NOT EXISTS ix_{t}_session ON {t} (session_id, created_at)",
             f"CREATE INDEX IF NOT EXISTS ix_{t}_user ON {t} (user_id, status, rejudge_of)",
-            f"CREATE INDEX IF NOT EXISTS ix_{t}_routed ON {t} (created_at) WHERE review_reason IS NOT NULL",
-            f"CREATE INDEX IF NOT EXISTS ix_{t}_run ON {t} (run_id, created_at) WHERE run_id IS NOT NULL")
+            f"CREATE INDEX IF NOT EXISTS ix_{t}_routed ON {t} (created_at) WHERE review_reason IS NOT NULL")

@@ -96,19 +96,15 @@ def _unique_violation() -> type[Exception]:
 
 
 async def _add_rollup(conn: Any, table: str) -> None:
-    """The hourly counts the UI reads (`stores._rollup`) and the trigger that keeps them, when the
-    table has none; filled from the records of a table written before them."""
-    rollup, create, fill = _rollup.postgres_setup(table)
-    cur = await conn.execute("SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND tgname = %s",
-                             (table, f"{table}_rollup_insert"))
-    if await cur.fetchone():
+    """The hourly counts the UI reads (`stores._rollup`), and the transaction id that says how far
+    they reach (set by the database: nothing for the writer to do)."""
+    cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT 1 FROM information_schema.columns "
+                             "WHERE table_schema = current_schema() AND table_name = %s AND column_name = 'txid')",
+                             (f"{table}_rollup_state", table))
+    if (await cur.fetchone())[0]:  # there already: no ALTER TABLE (its lock) on every start
         return
-    new = await (await conn.execute("SELECT to_regclass(%s) IS NULL", (rollup,))).fetchone()
-    for sql in create:
+    for sql in _rollup.postgres_setup(table):
         await conn.execute(sql)
-    if new[0]:
-        for sql in fill:
-            await conn.execute(sql)
 
 
 class PostgresStore(BaseStore):

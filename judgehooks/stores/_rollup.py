@@ -5,13 +5,13 @@ million records instead of reading them all.
 The rollup table holds, per hour and per evaluator, version, agent, team, status and "is a
 re-judgement", the records' count, their judge latency and cost sums, their first and last times,
 and the runs among them: a run counts once in each hour it has records in (its first record there),
-with its own latency and cost. SQLite's is brought up to date by the pages that read it, from the
-records written since (as its search index: writing a record costs nothing more, and a file written
-before the rollup existed has it filled on its first page). PostgreSQL's is kept by a statement
-trigger over the inserted rows, in the insert's own transaction, its writers taking turns on one
-advisory lock so that two of them never count one run twice; a table written before has it filled
-when the store first opens it. Records are only ever added, never changed or removed, so the counts
-stay exact.
+with its own latency and cost. It is brought up to date by the pages that read it, from the records
+written since the last one: writing a record costs nothing more, and a store written before the
+rollup existed has it filled on its first page. SQLite's reaches a rowid (its writers take turns, so
+every record up to it is there); PostgreSQL's reaches a transaction id, the oldest still running
+(every record of an older transaction is there and no more can come). The records past it are read
+from the table, so a count never misses a record written a moment ago. Records are only ever
+added, never changed or removed, so the counts stay exact.
 
 A question the rollup can answer (`covers`: filters by evaluator, version, agent, team and time
 only) is asked of it for the whole hours of its range and of the records for the parts of an hour at
@@ -78,38 +78,46 @@ def _create(rollup: str, time_type: str) -> str:
             f"PRIMARY KEY ({', '.join(KEY)}))")
 
 
+def _create_seen(rollup: str) -> str:
+    """The hours each run has been counted in (a run counts once per hour)."""
+    return (f"CREATE TABLE IF NOT EXISTS {rollup}_runs (run_id TEXT NOT NULL, hour TEXT NOT NULL, "
+            "PRIMARY KEY (run_id, hour))")
+
+
 _REALS = ("latency", "cost", "run_latency", "run_cost", "judged")
 #: the columns a rollup reads from a record
 _COLUMNS = ("evaluator", "evaluator_version", "agent_id", "team_id", "status", "rejudge_of", "latency_ms",
             "cost_usd", "created_at", "run_id", "run_latency_ms", "run_cost_usd")
 
 
-def _backfill_source(table: str, hour: str) -> str:
-    return (f"SELECT {', '.join(_COLUMNS)}, CASE WHEN run_id IS NOT NULL AND ROW_NUMBER() OVER "
-            f"(PARTITION BY run_id, {hour} ORDER BY created_at, id) = 1 THEN 1 ELSE 0 END AS first_run FROM {table}")
-
-
 #: records folded into SQLite's rollup per write transaction: a concurrent writer waits at most this long
 BATCH = 20000
 
 
-def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> bool:
+def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> tuple[bool, int]:
     """Create SQLite's rollup if this file has none, and fold into it up to `BATCH` of the records
     written since the last page that read it, in one write transaction (as the search index,
     `_search`): writing a record costs nothing more, and an older file's rollup is filled on its first
     page (a million records: about ten seconds, once). Records are only ever added, so the rowid says
-    how far it reaches. True while more are left: call again (the connection free between calls)."""
+    how far it reaches. (more are left: call again, the connection free between calls; the rowid it
+    now reaches: the records past it are read from the table, `Browse.unfolded`)."""
     rollup = rollup_table(table)
     conn.execute(_create(rollup, "TEXT"))
     conn.execute(f"CREATE TABLE IF NOT EXISTS {rollup}_state (one INTEGER PRIMARY KEY CHECK (one = 1), upto INTEGER, "
                  "analyzed INTEGER)")
-    # A run's first record in an hour: none of that run and hour has a smaller rowid (`ix_..._run`).
-    first = (f"CASE WHEN r.run_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {table} p WHERE p.run_id = r.run_id "
-             f"AND p.created_at >= substr(r.created_at, 1, {HOUR}) AND p.created_at < substr(r.created_at, 1, {HOUR}) "
-             "|| ';' AND p.rowid < r.rowid) THEN 1 ELSE 0 END")  # ';' follows the ':' after the hour
+    conn.execute(_create_seen(rollup))
+    # A run's first record in an hour: the first of this batch's records of that run and hour, when no
+    # earlier batch had one (the hours each run was seen in: a table the catch-up keeps, not an index
+    # every write would pay for)
+    hour = f"substr(r.created_at, 1, {HOUR})"
+    first = (f"CASE WHEN r.run_id IS NOT NULL AND ROW_NUMBER() OVER (PARTITION BY r.run_id, {hour} ORDER BY r.rowid) "
+             f"= 1 AND NOT EXISTS (SELECT 1 FROM {rollup}_runs s WHERE s.run_id = r.run_id AND s.hour = {hour}) "
+             "THEN 1 ELSE 0 END")
     fold = _upsert(rollup, "min", "max").format(rows=_aggregate(
         f"SELECT {', '.join('r.' + c for c in _COLUMNS)}, {first} AS first_run FROM {table} r "
         "WHERE r.rowid > ? AND r.rowid <= ?", _SQLITE_HOUR))
+    seen = (f"INSERT OR IGNORE INTO {rollup}_runs (run_id, hour) SELECT DISTINCT run_id, {_SQLITE_HOUR} FROM {table} "
+            "WHERE rowid > ? AND rowid <= ? AND run_id IS NOT NULL")
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(f"SELECT upto FROM {rollup}_state WHERE one = 1").fetchone()
@@ -118,6 +126,7 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> bool:
                             f"LIMIT {BATCH})", (upto,)).fetchone()[0]
         if last is not None:
             conn.execute(fold, (upto, last))
+            conn.execute(seen, (upto, last))
             conn.execute(f"INSERT INTO {rollup}_state (one, upto) VALUES (1, ?) "
                          "ON CONFLICT (one) DO UPDATE SET upto = excluded.upto", (last,))
         conn.execute("COMMIT")
@@ -125,9 +134,9 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> bool:
         conn.execute("ROLLBACK")
         raise
     if last is not None and last - upto >= BATCH:
-        return True
+        return True, last
     _analyze(conn, table, rollup)
-    return False
+    return False, last if last is not None else upto
 
 
 def _analyze(conn: sqlite3.Connection, table: str, rollup: str) -> None:
@@ -143,27 +152,44 @@ def _analyze(conn: sqlite3.Connection, table: str, rollup: str) -> None:
     conn.execute(f"UPDATE {rollup}_state SET analyzed = ? WHERE one = 1", (upto,))
 
 
-def postgres_setup(table: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(the rollup table's name, the statements that create it and its trigger, the statements that
-    fill it from the records already there): run in one transaction when the trigger is missing, the
-    filling only when the table is new (the records' table locked against writers meanwhile)."""
+def postgres_setup(table: str) -> tuple[str, ...]:
+    """The statements that give a PostgreSQL table its rollup (run with the schema, in one transaction):
+    the tables, and each record's transaction id (``txid``, set by the database on insert: an older
+    table's records have none, and are folded first), which says how far the rollup reaches."""
     rollup = rollup_table(table)
-    upsert = _upsert(rollup, "LEAST", "GREATEST")
-    hour_of = "date_trunc('hour', {0}.created_at AT TIME ZONE 'UTC')"
-    # Each run's first record in an hour: the first of the inserted ones, when no record of that run and
-    # hour was there before (the rows this statement inserted are already in the table: left out by id).
-    source = (f"SELECT f.*, CASE WHEN f.run_id IS NOT NULL AND ROW_NUMBER() OVER (PARTITION BY f.run_id, "
-              f"{hour_of.format('f')} ORDER BY f.created_at, f.id) = 1 AND NOT EXISTS (SELECT 1 FROM {table} r "
-              f"WHERE r.run_id = f.run_id AND {hour_of.format('r')} = {hour_of.format('f')} AND r.id NOT IN "
-              "(SELECT id FROM fresh)) THEN 1 ELSE 0 END AS first_run FROM fresh f")
-    function = (f"CREATE OR REPLACE FUNCTION {table}_rollup_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                f"PERFORM pg_advisory_xact_lock(hashtext('judgehooks-rollup:{table}')); "
-                f"{upsert.format(rows=_aggregate(source, _PG_HOUR))}; RETURN NULL; END $$")
-    trigger = (f"CREATE TRIGGER {table}_rollup_insert AFTER INSERT ON {table} REFERENCING NEW TABLE AS fresh "
-               f"FOR EACH STATEMENT EXECUTE FUNCTION {table}_rollup_insert()")
-    return (rollup, (_create(rollup, "TIMESTAMPTZ"), function, trigger),
-            (f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE",
-             upsert.format(rows=_aggregate(_backfill_source(table, _PG_HOUR), _PG_HOUR))))
+    return (_create(rollup, "TIMESTAMPTZ"), _create_seen(rollup),
+            f"CREATE TABLE IF NOT EXISTS {rollup}_state (one INTEGER PRIMARY KEY CHECK (one = 1), upto BIGINT)",
+            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS txid BIGINT",
+            f"ALTER TABLE {table} ALTER COLUMN txid SET DEFAULT txid_current()",
+            f"CREATE INDEX IF NOT EXISTS ix_{table}_txid ON {table} (txid)")
+
+
+async def postgres_catch_up(conn: Any, table: str) -> int:
+    """Fold into PostgreSQL's rollup the records of every transaction that has ended since the last
+    page (those older than the oldest one still running: no record of theirs can appear any more), in
+    one transaction, one page at a time (the state row locked). Returns the transaction id the rollup
+    now reaches: the records of that one and later are read from the table (`Browse.unfolded`)."""
+    rollup = rollup_table(table)
+    hour = _PG_HOUR.replace("created_at", "r.created_at")
+    async with conn.transaction():
+        await conn.execute(f"INSERT INTO {rollup}_state (one, upto) VALUES (1, NULL) ON CONFLICT (one) DO NOTHING")
+        upto = (await (await conn.execute(f"SELECT upto FROM {rollup}_state WHERE one = 1 FOR UPDATE")).fetchone())[0]
+        oldest = (await (await conn.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")).fetchone())[0]
+        if upto is not None and oldest <= upto:
+            return int(upto)
+        which = "(r.txid IS NULL OR r.txid < %s)" if upto is None else "r.txid >= %s AND r.txid < %s"
+        args = [oldest] if upto is None else [upto, oldest]
+        # A run's first record in an hour: the first of these of that run and hour, when no earlier fold
+        # counted the run in that hour
+        first = (f"CASE WHEN r.run_id IS NOT NULL AND ROW_NUMBER() OVER (PARTITION BY r.run_id, {hour} ORDER BY "
+                 f"r.created_at, r.id) = 1 AND NOT EXISTS (SELECT 1 FROM {rollup}_runs s WHERE s.run_id = r.run_id "
+                 f"AND s.hour = {hour}) THEN 1 ELSE 0 END")
+        source = f"SELECT {', '.join('r.' + c for c in _COLUMNS)}, {first} AS first_run FROM {table} r WHERE {which}"
+        await conn.execute(_upsert(rollup, "LEAST", "GREATEST").format(rows=_aggregate(source, _PG_HOUR)), args)
+        await conn.execute(f"INSERT INTO {rollup}_runs (run_id, hour) SELECT DISTINCT r.run_id, {hour} FROM {table} r "
+                           f"WHERE {which} AND r.run_id IS NOT NULL ON CONFLICT DO NOTHING", args)
+        await conn.execute(f"UPDATE {rollup}_state SET upto = %s WHERE one = 1", [oldest])
+    return int(oldest)
 
 
 # ---- reading ----------------------------------------------------------------------------------
@@ -175,7 +201,7 @@ def covers(browse: Any) -> bool:
     where = browse.where
     return (where.status is None and where.run_id is None and browse.session_id is None and browse.scope is None
             and browse.user_id is None and not browse.metadata and browse.text is None and not browse.routed
-            and browse.borderline is None)
+            and browse.borderline is None and browse.unfolded is None)
 
 
 @dataclass(frozen=True, slots=True)

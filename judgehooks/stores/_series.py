@@ -103,6 +103,10 @@ async def run_series(store: Store, browse: Browse, bucket: Bucket
                 condition, args = part.sql(mark, ts)
                 cut = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {within})"
                 where = f"{condition} AND run_id IS NOT NULL" if condition else "run_id IS NOT NULL"
+                if part.unfolded is not None:  # past the rollup's reach: a run it counted in that hour is not new
+                    hour = f"substr({_PG_TEXT if mark == '%s' else 'created_at'}, 1, {_rollup.HOUR})"
+                    where += (f" AND NOT EXISTS (SELECT 1 FROM {_rollup.rollup_table(table)}_runs s "
+                              f"WHERE s.run_id = {table}.run_id AND s.hour = {hour})")
                 query = ("SELECT cut, COUNT(*), SUM(latency), COUNT(latency), SUM(cost), COUNT(cost), SUM(judged), "
                          f"SUM(judged_n) FROM (SELECT {cut} AS cut, MAX(run_latency_ms) AS latency, "
                          "MAX(run_cost_usd) AS cost, SUM(cost_usd) AS judged, COUNT(cost_usd) AS judged_n "

@@ -12,7 +12,7 @@ from judgehooks._base.record import FIELDS
 pytestmark = pytest.mark.anyio
 
 
-async def test_schema_is_created_on_first_use_one_column_per_field(postgres_dsn):
+async def test_schema_is_created_on_first_use_one_column_per_field_and_the_txid(postgres_dsn):
     store = PostgresStore(postgres_dsn)
     await store.write([rec(1)])
     await store.aclose()
@@ -23,7 +23,7 @@ async def test_schema_is_created_on_first_use_one_column_per_field(postgres_dsn)
         indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'eval_records'")}
         types = dict(conn.execute("SELECT column_name, data_type FROM information_schema.columns "
                                   "WHERE table_name = 'eval_records'").fetchall())
-    assert columns == list(FIELDS)
+    assert columns == [*FIELDS, "txid"]  # and the inserting transaction's id, which the database sets (the rollup)
     assert {"ix_eval_records_agent", "ix_eval_records_team", "ix_eval_records_created"} <= indexes
     assert (types["created_at"], types["passed"], types["metadata"]) == ("timestamp with time zone", "boolean", "jsonb")
 

@@ -94,7 +94,7 @@ def test_a_hostile_name_is_one_line_of_text_and_a_down_judge_leaves_the_words(se
     runtime.call(seeded.write, [failed(i, r) for i, r in enumerate([hostile, *REFUND])])
     web = _named_app(seeded, LiteLLMJudge("openai/namer", api_base=server.base_url, api_key="test-key"))
     html = web.get("/failures?evaluator=helpful").text
-    assert "<h2>&lt;script&gt;alert(1)&lt;/script&gt; [2J forged line <span" in html
+    assert "<h2>&lt;script&gt;alert(1)&lt;/script&gt; [2J forged line <small>" in html
     assert "\x1b" not in html and "<script>alert" not in html
     down = _named_app(seeded, LiteLLMJudge("openai/namer", api_base="http://127.0.0.1:9/v1", api_key="k",
                                            timeout=2))
