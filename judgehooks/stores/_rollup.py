@@ -103,8 +103,7 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> tuple[bool, int]:
     now reaches: the records past it are read from the table, `Browse.unfolded`)."""
     rollup = rollup_table(table)
     conn.execute(_create(rollup, "TEXT"))
-    conn.execute(f"CREATE TABLE IF NOT EXISTS {rollup}_state (one INTEGER PRIMARY KEY CHECK (one = 1), upto INTEGER, "
-                 "analyzed INTEGER)")
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {rollup}_state (one INTEGER PRIMARY KEY CHECK (one = 1), upto INTEGER)")
     conn.execute(_create_seen(rollup))
     # A run's first record in an hour: the first of this batch's records of that run and hour, when no
     # earlier batch had one (the hours each run was seen in: a table the catch-up keeps, not an index
@@ -135,21 +134,7 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str) -> tuple[bool, int]:
         raise
     if last is not None and last - upto >= BATCH:
         return True, last
-    _analyze(conn, table, rollup)
     return False, last if last is not None else upto
-
-
-def _analyze(conn: sqlite3.Connection, table: str, rollup: str) -> None:
-    """Give SQLite's planner the records' statistics each time their number has doubled: without them
-    it reads a whole evaluator's records for the part of an hour one index gives in a millisecond, or
-    a quarter of the file for the newest failures of one evaluator. A whole ANALYZE (a sampled one
-    reads the first entries of each index, one evaluator's, and misjudges them all): 1.4 s at a
-    million records, once per doubling."""
-    upto, analyzed = conn.execute(f"SELECT upto, analyzed FROM {rollup}_state WHERE one = 1").fetchone() or (0, 0)
-    if not upto or upto < 2 * (analyzed or 0) or upto < 1000:
-        return
-    conn.execute(f"ANALYZE {table}")
-    conn.execute(f"UPDATE {rollup}_state SET analyzed = ? WHERE one = 1", (upto,))
 
 
 def postgres_setup(table: str) -> tuple[str, ...]:

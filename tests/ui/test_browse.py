@@ -174,6 +174,21 @@ def test_a_common_words_search_reads_the_newest_records_first_and_answers_as_the
     store.close()
 
 
+@pytest.mark.parametrize("rare", [5, 10_000])
+def test_a_postgres_search_lists_rare_words_through_the_index_and_walks_time_for_common_ones(
+        sql_store, memory_store, monkeypatch, rare):
+    """PostgreSQL: words in fewer than `PG_RARE` records are listed through the text index first,
+    common ones found by walking the time index (here "rare" is 5, then everything): the same pages."""
+    monkeypatch.setattr(_browse, "PG_RARE", rare)
+    for browse in (Browse(text="answer"), Browse(text="zanzibar"),
+                   Browse(RecordFilter(evaluator="polite"), text="answer"),
+                   Browse(text="question answer", user_id="u1")):
+        for offset, limit in ((0, 5), (7, 10), (0, 200)):
+            ours = runtime.call(functools.partial(page, sql_store, browse, offset=offset, limit=limit))
+            theirs = runtime.call(functools.partial(page, memory_store, browse, offset=offset, limit=limit))
+            assert [r.id for r in ours] == [r.id for r in theirs], (browse, offset, limit)
+
+
 def test_an_older_files_search_index_is_replaced_on_its_first_search(tmp_path):
     import sqlite3
 
