@@ -270,9 +270,9 @@ async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50
             # words, would walk the time index testing every row instead: 20 s for one match in a
             # million. Words in many: that walk, which meets them at once.
             text, bound = postgres_condition(browse.text)
-            found = await _bitmaps(store, f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {text} "
-                                          f"LIMIT {PG_RARE}) m", bound)
-            if found[0][0] < PG_RARE:
+            matches = await _bitmaps(store, f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {text} "
+                                            f"LIMIT {PG_RARE}) m", bound)
+            if matches[0][0] < PG_RARE:
                 return [from_row(row) for row in await _bitmaps(
                     store, f"SELECT {', '.join(FIELDS)} FROM {table} WHERE {condition} ORDER BY {order} "
                     f"LIMIT {int(limit)} OFFSET {int(offset)}", args)]
@@ -338,7 +338,7 @@ async def _roll_up(store: Store) -> int:
             more, reach = await anyio.to_thread.run_sync(store._locked,
                                                           lambda conn: _rollup.sqlite_catch_up(conn, TABLE))
             if not more:
-                return reach
+                return int(reach)
     assert isinstance(store, PostgresStore)
 
     async def fold() -> int:

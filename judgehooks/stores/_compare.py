@@ -174,10 +174,10 @@ async def histograms(store: Store, sides: Sequence[Browse]) -> tuple[Buckets, li
                     counts[cut.index(score)] += n
                 found.append(counts)
             return cut, found
-    cut = await buckets(store, sides)
-    if cut is None:
+    shared = await buckets(store, sides)
+    if shared is None:
         return None
-    return cut, [await histogram(store, side, cut) for side in sides]
+    return shared, [await histogram(store, side, shared) for side in sides]
 
 
 async def histogram(store: Store, side: Browse, cut: Buckets) -> list[int]:
