@@ -11,7 +11,6 @@ import itertools
 import json
 import re
 import sqlite3
-import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,26 +19,24 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from .._base.label import Label
-from .._base.log import log
 from .._base.record import FIELDS, EvalRecord
 from .._runtime import runtime
-from . import _rollup
+from . import _rollup, _textsearch
 from ._base import BaseStore, RecordFilter, Store, iter_records
 from ._jsonl import JsonlStore
 from ._postgres import PostgresStore
 from ._postgres import _record as pg_record
+from ._rollup_read import ROLLED_STATUS, parts
 from ._search import (
     SearchError,
     postgres_condition,
-    postgres_index_sql,
     search_words,
-    sqlite_catch_up,
     sqlite_condition,
-    sqlite_matches_at_least,
 )
 from ._search import matches as text_matches
 from ._sqlite import TABLE, SQLiteStore, _ts
 from ._sqlite import _record as sqlite_record
+from ._textsearch import index_text
 
 #: what a page of records may be sorted by, and the column each names
 SORTS = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd",
@@ -195,9 +192,8 @@ class Tally:
 
 #: the tallies' grouping: who ran, what graded it, which version of it
 GROUPS = ("evaluator", "evaluator_version", "agent_id", "team_id")  # the graded index's order (`_indexes`)
-_COUNTS = ("COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END)")
+_COUNTS = "COUNT(*), " + ", ".join(f"SUM(CASE WHEN status = '{status}' THEN 1 ELSE 0 END)"
+                                   for status in ("passed", "failed", "error", "skipped"))
 
 
 class Snapshot(BaseStore):
@@ -251,10 +247,10 @@ async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50
     if sql is not None:
         run, mark, ts, table, from_row = sql
         if browse.text is not None:
-            await _index_text(store)
+            await index_text(store)
         if browse.text is not None and isinstance(store, SQLiteStore) and sort == "time" and not ascending:
-            newest = await anyio.to_thread.run_sync(store._locked, lambda conn: _common_words(conn, browse, offset,
-                                                                                               limit))
+            newest = await anyio.to_thread.run_sync(
+                store._locked, lambda conn: _textsearch.common_words(conn, browse, offset, limit))
             if newest is not None:
                 return [from_row(row) for row in newest]
         condition, args = browse.sql(mark, ts)
@@ -265,15 +261,13 @@ async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50
         query = (f"SELECT {', '.join(FIELDS)} FROM {table}" + (f" WHERE {condition}" if condition else "")
                  + f" ORDER BY {order} LIMIT {int(limit)} OFFSET {int(offset)}")
         if browse.text is not None and isinstance(store, PostgresStore) and sort == "time":
-            # Words in few records: their records listed through the indexes as bitmaps (the text
-            # index's, the filters'), then ordered. The planner, guessing from the statistics of common
-            # words, would walk the time index testing every row instead: 20 s for one match in a
-            # million. Words in many: that walk, which meets them at once.
+            # Words in few records: listed through the indexes as bitmaps, then ordered (the planner would
+            # walk the time index testing every row: 20 s for one match in a million). Many: that walk.
             text, bound = postgres_condition(browse.text)
-            matches = await _bitmaps(store, f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {text} "
-                                            f"LIMIT {PG_RARE}) m", bound)
-            if matches[0][0] < PG_RARE:
-                return [from_row(row) for row in await _bitmaps(
+            matches = await _textsearch.bitmaps(store, f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {text} "
+                                            f"LIMIT {_textsearch.PG_RARE}) m", bound)
+            if matches[0][0] < _textsearch.PG_RARE:
+                return [from_row(row) for row in await _textsearch.bitmaps(
                     store, f"SELECT {', '.join(FIELDS)} FROM {table} WHERE {condition} ORDER BY {order} "
                     f"LIMIT {int(limit)} OFFSET {int(offset)}", args)]
         if sort != "time":  # ordered by a figure: found in the graded index alone (`_indexes`), then read
@@ -307,93 +301,6 @@ async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50
     return found
 
 
-_ROLLED_STATUS = ", ".join(f"SUM(CASE WHEN status = '{status}' THEN n ELSE 0 END)"
-                           for status in ("passed", "failed", "error", "skipped"))
-
-
-async def parts(store: Store, browse: Browse) -> list[tuple[Browse, tuple[str | None, str | None] | None]]:
-    """How to count what `browse` selects in a SQL store: [(browse, hours)]: the rollup for the whole
-    hours (`stores._rollup`) when it can answer, and the records for the parts of an hour at either
-    edge (hours None); just [(browse, None)] when the rollup cannot answer."""
-    if not _rollup.covers(browse):
-        return [(browse, None)]
-    cut = _rollup.split(browse.where.since, browse.where.until)
-    found: list[tuple[Browse, tuple[str | None, str | None] | None]] = [
-        (browse.replace(where=browse.where.replace(since=since, until=until), by_time=True), None)
-        for since, until in cut.edges]
-    if cut.hours is not None:
-        reach = await _roll_up(store)
-        found.append((browse, cut.hours))
-        # in the same hours, the records the rollup does not reach yet (written a moment ago)
-        since, until = (None if hour is None else datetime.fromisoformat(f"{hour}:00:00+00:00") for hour in cut.hours)
-        found.append((browse.replace(where=browse.where.replace(since=since, until=until), unfolded=reach,
-                                     by_time=True), None))
-    return found
-
-
-async def _roll_up(store: Store) -> int:
-    """Bring the store's rollup up to date; how far it reaches (`Browse.unfolded`)."""
-    if isinstance(store, SQLiteStore):  # a batch at a time: the store's writers go between them
-        while True:
-            more, reach = await anyio.to_thread.run_sync(store._locked,
-                                                          lambda conn: _rollup.sqlite_catch_up(conn, TABLE))
-            if not more:
-                return int(reach)
-    assert isinstance(store, PostgresStore)
-
-    async def fold() -> int:
-        pool = await store._pool()
-        async with pool.connection() as conn:
-            return await _rollup.postgres_catch_up(conn, store.table)
-
-    return int(await runtime.on_loop(fold))
-
-
-async def _bitmaps(store: PostgresStore, query: str, args: list[Any]) -> list[Any]:
-    """`query` on PostgreSQL through its indexes as bitmaps only (the text index's and the filters'),
-    never a walk of one index or of the table testing every row."""
-    async def fetch() -> list[Any]:
-        pool = await store._pool()
-        async with pool.connection() as conn, conn.transaction():
-            await conn.execute("SET LOCAL enable_seqscan = off")
-            await conn.execute("SET LOCAL enable_indexscan = off")
-            cur = await conn.execute(query, args)
-            return list(await cur.fetchall())
-
-    return list(await runtime.on_loop(fetch))
-
-
-#: PostgreSQL: words in fewer records than this are listed through the text index first (`page`)
-PG_RARE = 2000
-#: words in at least this many records are searched among the newest records first (`_common_words`)
-COMMON = 20000
-#: how many of the newest records (of those the other filters select) such a search reads first
-WINDOW = 20000
-
-
-def _common_words(conn: sqlite3.Connection, browse: Browse, offset: int, limit: int) -> list[Any] | None:
-    """A SQLite search, newest first, for words that many records hold: FTS5 would list every one of
-    them (a million rows, seconds) to keep the newest few. Searched instead among the `WINDOW` newest
-    records the other filters select (their part of each word's list: a rowid range), which answers
-    exactly when the page fills from them. None when the words are rare, or the page does not fill
-    from the newest records: the whole search answers then."""
-    wanted = search_words(browse.text or "")
-    if not sqlite_matches_at_least(conn, wanted, COMMON):
-        return None
-    rest, args = browse.replace(text=None).sql("?", _ts)
-    edge = conn.execute(f"SELECT created_at FROM {TABLE}{f' WHERE {rest}' if rest else ''} ORDER BY created_at DESC "
-                        f"LIMIT 1 OFFSET {WINDOW}", args).fetchone()
-    if edge is None:  # fewer records than that: the whole search reads no more
-        return None
-    newer = f"{rest + ' AND ' if rest else ''}created_at > ?"  # every record newer than the edge
-    first = conn.execute(f"SELECT MIN(rowid) FROM {TABLE} WHERE {newer}", [*args, edge[0]]).fetchone()[0]
-    text, bound = sqlite_condition(wanted, from_rowid=first)
-    rows = conn.execute(f"SELECT {', '.join(FIELDS)} FROM {TABLE} WHERE {newer} AND {text} "
-                        f"ORDER BY created_at DESC, rowid DESC LIMIT {int(limit)} OFFSET {int(offset)}",
-                        [*args, edge[0], *bound]).fetchall()
-    return rows if len(rows) == limit else None
-
-
 async def tallies(store: Store, browse: Browse) -> list[Tally]:
     """One `Tally` per agent or team, evaluator and version (`GROUPS`), re-judgements left out."""
     sql = _sql(store)
@@ -414,14 +321,14 @@ async def tallies(store: Store, browse: Browse) -> list[Tally]:
         return list(groups.values())
     run, mark, ts, table, _ = sql
     if browse.text is not None:
-        await _index_text(store)
+        await index_text(store)
     condition, args = browse.sql(mark, ts)
     where = f"WHERE {condition + ' AND ' if condition else ''}rejudge_of IS NULL"
     counted: dict[tuple[Any, ...], Tally] = {}
     for part, rolled in await parts(store, browse):
         if rolled is not None:  # whole hours: the rollup's sums
             condition, bound = _rollup.where(part, rolled, mark)
-            query = (f"SELECT evaluator, version, agent, team, SUM(n), {_ROLLED_STATUS}, SUM(latency), SUM(timed), "
+            query = (f"SELECT evaluator, version, agent, team, SUM(n), {ROLLED_STATUS}, SUM(latency), SUM(timed), "
                      f"SUM(cost), MIN(first_at), MAX(last_at) FROM {_rollup.rollup_table(table)} WHERE {condition} "
                      "AND rejudge = 0 GROUP BY 1, 2, 3, 4")
         else:
@@ -485,34 +392,6 @@ async def _records(store: Store, browse: Browse) -> Any:
     async for record in iter_records(store, **browse.where.keywords()):
         if browse.matches(record):
             yield record
-
-
-async def _index_text(store: Store) -> None:
-    """Bring the store's text index up to date before a search: SQLite's FTS5 table takes the
-    records written since the last search; PostgreSQL's index is built on the first search."""
-    if isinstance(store, SQLiteStore):
-        await anyio.to_thread.run_sync(store._locked, lambda conn: sqlite_catch_up(conn, TABLE))
-    elif isinstance(store, PostgresStore) and store not in _TEXT_INDEXED:
-        async def build() -> None:
-            pool = await store._pool()
-            async with pool.connection() as conn:  # autocommit: CONCURRENTLY runs outside a transaction
-                cur = await conn.execute("SELECT to_regclass(%s) IS NULL", (f"ix_{store.table}_text",))
-                if (await cur.fetchone())[0]:
-                    await conn.execute(postgres_index_sql(store.table))
-                    # the planner's statistics of the indexed text, without which it may walk the time
-                    # index testing every row for a rare word (20 s at a million records, against 20 ms)
-                    await conn.execute(f"ANALYZE {store.table}")
-
-        try:
-            await runtime.on_loop(build)
-        except Exception as exc:  # a role that may not create an index: the search runs unindexed, slower
-            log.warning("ui_text_index_not_built", table=store.table, error_type=type(exc).__name__, error=str(exc),
-                        note="searches scan the table; build the index as the table's owner (see docs/how-to/ui.md)")
-        _TEXT_INDEXED.add(store)  # tried once per process
-
-
-#: the PostgreSQL stores whose text index this process has seen built
-_TEXT_INDEXED: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
 
 
 def _moment(value: Any) -> datetime | None:

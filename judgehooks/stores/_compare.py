@@ -14,7 +14,10 @@ from typing import Any
 
 from . import _rollup
 from ._base import Store
-from ._browse import _ROLLED_STATUS, Browse, _moment, _records, _sql, parts
+from ._browse import _COUNTS as _STATUS
+from ._browse import Browse, _moment, _records, _sql
+from ._rollup_read import ROLLED_STATUS as _ROLLED_STATUS
+from ._rollup_read import parts
 
 #: scores past this size are left out of the histograms (an infinity or a typo would flatten every bucket)
 SCORE_LIMIT = 1e15
@@ -22,10 +25,6 @@ SCORE_LIMIT = 1e15
 MAX_INTEGER_BUCKETS = 20
 BUCKETS = 10
 _SCORED = f"score IS NOT NULL AND score >= {-SCORE_LIMIT:.0f} AND score <= {SCORE_LIMIT:.0f}"
-_STATUS = ("COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), SUM(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END)")
-
 
 @dataclass(frozen=True, slots=True)
 class Counts:

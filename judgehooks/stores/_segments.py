@@ -9,7 +9,9 @@ from typing import Any
 
 from . import _rollup
 from ._base import Store
-from ._browse import Browse, _index_text, _meta_sql, _records, _sql, meta_text, parts
+from ._browse import Browse, _meta_sql, _records, _sql, meta_text
+from ._rollup_read import parts
+from ._textsearch import index_text as _index_text
 
 #: the dimensions a breakdown takes besides ``meta:<key>``: the record field each names
 FIELDS = {"user": "user_id", "agent": "agent_id", "team": "team_id", "session": "session_id",

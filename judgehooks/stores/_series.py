@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from . import _rollup
 from ._base import Store
-from ._browse import Browse, _index_text, _records, _sql, parts
+from ._browse import Browse, _records, _sql
+from ._rollup_read import parts
+from ._textsearch import index_text as _index_text
 
 Bucket = Literal["minute", "10min", "hour", "day", "month"]
 #: how a bucket is cut from the ISO time text, in both SQL dialects: its first characters

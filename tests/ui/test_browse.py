@@ -11,7 +11,7 @@ from _ui_fixtures import NOW, seeded_records
 
 from judgehooks import MemoryStore, PostgresStore, RecordFilter, SQLiteStore
 from judgehooks._runtime import runtime
-from judgehooks.stores import _browse
+from judgehooks.stores import _textsearch
 from judgehooks.stores._browse import SORTS, Browse, page, tallies
 from judgehooks.stores._search import FTS, SearchError
 from judgehooks.stores._series import pass_rates, run_series
@@ -108,9 +108,8 @@ def test_a_postgres_text_index_that_cannot_be_built_leaves_the_search_working_an
     """A role that may not create an index (here: the build fails) still searches, unindexed."""
     from structlog.testing import capture_logs
 
-    from judgehooks.stores import _browse
 
-    monkeypatch.setattr(_browse, "postgres_index_sql", lambda table: "CREATE INDEX CONCURRENTLY ix ON no_such (x)")
+    monkeypatch.setattr(_textsearch, "postgres_index_sql", lambda table: "CREATE INDEX CONCURRENTLY ix ON no_such (x)")
     store = PostgresStore(postgres_dsn, table="eval_records_noindex")
     runtime.call(store.write, seeded_records())
     try:
@@ -151,17 +150,17 @@ def test_a_common_words_search_reads_the_newest_records_first_and_answers_as_the
     """Words that many records hold are searched among the newest records first (a million matches
     listed for 50 newest is what made such a search take seconds): here "many" is 5 and the newest
     are 12. Every page is the one pass's, whether the newest records fill it or the whole search must."""
-    monkeypatch.setattr(_browse, "COMMON", 5)
-    monkeypatch.setattr(_browse, "WINDOW", 12)
+    monkeypatch.setattr(_textsearch, "COMMON", 5)
+    monkeypatch.setattr(_textsearch, "WINDOW", 12)
     answered = []
-    real = _browse._common_words
+    real = _textsearch.common_words
 
     def spy(*args):
         found = real(*args)
         answered.append(found is not None)
         return found
 
-    monkeypatch.setattr(_browse, "_common_words", spy)
+    monkeypatch.setattr(_textsearch, "common_words", spy)
     store = SQLiteStore(tmp_path / "evals.db")
     runtime.call(store.write, seeded_records())
     for browse in (Browse(text="answer"), Browse(text="Question answer", user_id="u1"), Browse(text="zanzibar"),
@@ -179,7 +178,7 @@ def test_a_postgres_search_lists_rare_words_through_the_index_and_walks_time_for
         sql_store, memory_store, monkeypatch, rare):
     """PostgreSQL: words in fewer than `PG_RARE` records are listed through the text index first,
     common ones found by walking the time index (here "rare" is 5, then everything): the same pages."""
-    monkeypatch.setattr(_browse, "PG_RARE", rare)
+    monkeypatch.setattr(_textsearch, "PG_RARE", rare)
     for browse in (Browse(text="answer"), Browse(text="zanzibar"),
                    Browse(RecordFilter(evaluator="polite"), text="answer"),
                    Browse(text="question answer", user_id="u1")):
