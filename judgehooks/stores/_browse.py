@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
@@ -24,6 +23,8 @@ from .._runtime import runtime
 from . import _rollup, _textsearch
 from ._base import BaseStore, RecordFilter, Store, iter_records
 from ._jsonl import JsonlStore
+from ._metadata import meta_sql as _meta_sql
+from ._metadata import meta_text
 from ._postgres import PostgresStore
 from ._postgres import _record as pg_record
 from ._rollup_read import ROLLED_STATUS, parts
@@ -42,28 +43,6 @@ from ._textsearch import index_text
 SORTS = {"time": "created_at", "score": "score", "latency": "latency_ms", "cost": "cost_usd",
          "run_latency": "run_latency_ms", "run_cost": "run_cost_usd"}
 Sort = Literal["time", "score", "latency", "cost", "run_latency", "run_cost"]
-
-
-def meta_text(value: Any) -> str | None:
-    """A metadata value as a filter compares it: text as it is, a number or true/false as JSON
-    writes it; a list, an object or null matches no filter."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
-    return None
-
-
-def _meta_sql(mark: str, key: str) -> tuple[str, list[Any]]:
-    """SQL for "metadata[key], as `meta_text` writes it", bound as parameters (the key never is SQL)."""
-    if mark == "%s":
-        return "metadata ->> %s", [key]
-    path = f'$."{key}"'  # a key holds no '"' or backslash (the page refuses them)
-    return ("CASE json_type(metadata, ?) WHEN 'text' THEN json_extract(metadata, ?) WHEN 'true' THEN 'true' "
-            "WHEN 'false' THEN 'false' WHEN 'integer' THEN CAST(json_extract(metadata, ?) AS TEXT) "
-            "WHEN 'real' THEN CAST(json_extract(metadata, ?) AS TEXT) END", [path] * 4)
 
 
 _UNINDEXED = re.compile(r"(?<![\w.+])(agent_id|team_id|evaluator|status|run_id|evaluator_version|session_id|scope|"

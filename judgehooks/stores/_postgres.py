@@ -23,7 +23,7 @@ from .._base.record import FIELDS, EvalRecord
 from .._base.text import lazy_pattern
 from .._base.validate import check_finite
 from .._runtime import runtime
-from . import _feedback, _labels, _rollup
+from . import _feedback, _labels, _rollup, _rollup_meta
 from ._base import BaseStore, RecordFilter
 from ._indexes import ui_indexes
 
@@ -96,14 +96,14 @@ def _unique_violation() -> type[Exception]:
 
 
 async def _add_rollup(conn: Any, table: str) -> None:
-    """The hourly counts the UI reads (`stores._rollup`), and the transaction id that says how far
-    they reach (set by the database: nothing for the writer to do)."""
+    """The hourly counts the UI reads (`stores._rollup`, `stores._rollup_meta`), and the transaction id
+    that says how far they reach (set by the database: nothing for the writer to do)."""
     cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT 1 FROM information_schema.columns "
                              "WHERE table_schema = current_schema() AND table_name = %s AND column_name = 'txid')",
-                             (f"{table}_rollup_state", table))
+                             (f"{_rollup_meta.meta_table(table)}_state", table))
     if (await cur.fetchone())[0]:  # there already: no ALTER TABLE (its lock) on every start
         return
-    for sql in _rollup.postgres_setup(table):
+    for sql in (*_rollup.postgres_setup(table), *_rollup_meta.setup(table, "BIGINT")):
         await conn.execute(sql)
 
 
@@ -202,7 +202,7 @@ class PostgresStore(BaseStore):
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_agent ON {t} (agent_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_team ON {t} (team_id, created_at)")
             await conn.execute(f"CREATE INDEX IF NOT EXISTS ix_{t}_created ON {t} (created_at)")
-            for sql in ui_indexes(t, include_id=True):  # `judgehooks ui`'s, as SQLite's
+            for sql in ui_indexes(t, postgres=True):  # `judgehooks ui`'s, as SQLite's
                 await conn.execute(sql)
             await _add_rollup(conn, t)
             await conn.execute(_labels.create_sql(_labels.labels_table(t), _LABEL_TYPES))

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import _rollup
+from . import _rollup, _rollup_meta
 from ._base import Store
-from ._browse import Browse, _meta_sql, _records, _sql, meta_text
+from ._browse import Browse, _records, _sql
+from ._metadata import meta_sql, meta_text
 from ._rollup_read import parts
 from ._textsearch import index_text as _index_text
 
@@ -59,15 +60,22 @@ async def segments(store: Store, browse: Browse, by: str) -> tuple[list[Segment]
         if browse.text is not None:
             await _index_text(store)
         summed: dict[Any, list[int]] = {}
-        rolls = column in _ROLLED  # the rollup's own columns: whole hours from it (`stores._rollup`)
-        for part, rolled in await parts(store, browse) if rolls else [(browse, None)]:
+        # the rollup's own columns and metadata keys: whole hours from their counts (`stores._rollup`,
+        # `stores._rollup_meta`)
+        rolls = column in _ROLLED or key is not None
+        for part, rolled in await parts(store, browse, key) if rolls else [(browse, None)]:
             if rolled is not None:
                 condition, args = _rollup.where(part, rolled, mark)
-                query = (f"SELECT {_ROLLED[column or '']}, SUM(n), SUM(CASE WHEN status = 'passed' THEN n ELSE 0 END) "
-                         f"FROM {_rollup.rollup_table(table)} WHERE {condition} GROUP BY 1")
+                if column:
+                    counted, source = _ROLLED[column], _rollup.rollup_table(table)
+                else:
+                    counted, source = "value", _rollup_meta.meta_table(table)
+                    condition, args = f"key = {mark} AND {condition}", [key, *args]
+                query = (f"SELECT {counted}, SUM(n), SUM(CASE WHEN status = 'passed' THEN n ELSE 0 END) FROM {source} "
+                         f"WHERE {condition} GROUP BY 1")
             else:
                 condition, args = part.sql(mark, ts)
-                expression, bound = (column, []) if column else _meta_sql(mark, key or "")
+                expression, bound = (column, []) if column else meta_sql(mark, key or "")
                 query = (f"SELECT {expression}, COUNT(*), SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END) "
                          f"FROM {table} WHERE {condition} GROUP BY 1")
                 args = [*bound, *args]

@@ -48,10 +48,13 @@ def records(start: int, stop: int, *, late: bool = False) -> list[EvalRecord]:
             cost_usd=None if i % 8 == 0 else 0.001 * (i % 4),
             run_latency_ms=None if i // 3 % 6 == 0 else 900.0 + i // 3,
             run_cost_usd=0.01 * (i // 3 % 5) if i // 3 % 10 else None,
-            rejudge_of=f"r-{i - 1}" if i % 19 == 0 else None))
+            rejudge_of=f"r-{i - 1}" if i % 19 == 0 else None,
+            metadata={"plan": ("free", "pro", "team")[i // 3 % 3], "tier": i % 4, "beta": i % 3 == 0,
+                      "ratio": (0.5, 2.25)[i % 2], "request": f"q-{i}"} if i % 23 else {"tier": "4"}))
     return found
 
 
+META = ("plan", "tier", "beta", "ratio")
 BROWSES = [
     Browse(),
     Browse(RecordFilter(since=NOW - timedelta(hours=30, minutes=17))),
@@ -78,6 +81,8 @@ def answers(store, browse):
         "segments": call(segments, browse, "agent"),
         "versions": call(segments, browse, "version"),
     }
+    for key in META:  # each key's counts (`stores._rollup_meta`): text, numbers, true/false, missing
+        found[f"meta {key}"] = call(segments, browse, f"meta:{key}")
     for bucket in ("hour", "day", "10min"):
         found[f"rates {bucket}"] = call(pass_rates, browse, bucket)
         found[f"runs {bucket}"] = [(at, n, None if lat is None else round(lat, 6), None if cost is None
@@ -130,6 +135,38 @@ def test_records_written_after_a_page_read_the_rollup_are_counted_once(sql_store
         assert answers(sql_store, browse) == answers(truth, browse), browse
 
 
+def test_a_key_whose_values_are_all_different_is_not_kept_and_its_pages_read_the_records(sql_store, monkeypatch):
+    """A request id in the metadata: its counts would be as large as the records, so once past
+    `FREE` rows they are dropped, the key is marked, and its pages count the records; a key of a few
+    values is kept."""
+    from judgehooks.stores import _rollup_meta
+
+    monkeypatch.setattr(_rollup_meta, "FREE", 50)
+    monkeypatch.setattr(_rollup, "BATCH", 100)  # SQLite folds 100 at a time: refused after the first batches
+    batch = [EvalRecord(id=f"m-{i}", created_at=NOW - timedelta(hours=4) + timedelta(seconds=36 * i),
+                        status=("passed", "failed")[i % 2], evaluator="helpful", mode="binary", passed=i % 2 == 0,
+                        metadata={"plan": ("free", "pro", "team")[i % 3], "request": f"q-{i}"}) for i in range(400)]
+    runtime.call(sql_store.write, batch)
+    truth = one_pass(batch)
+    for browse in (Browse(), Browse(RecordFilter(since=NOW - timedelta(hours=3, minutes=10)))):
+        for by in ("meta:request", "meta:plan"):
+            assert runtime.call(functools.partial(segments, sql_store, browse, by)) == runtime.call(
+                functools.partial(segments, truth, browse, by)), (browse, by)
+    state = "SELECT key, upto FROM eval_records_rollup_meta_state ORDER BY key"
+    kept = "SELECT key, COUNT(*) FROM eval_records_rollup_meta GROUP BY key"
+    if isinstance(sql_store, SQLiteStore):
+        conn = sqlite3.connect(sql_store.path)
+        marks, rows = conn.execute(state).fetchall(), dict(conn.execute(kept).fetchall())
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(sql_store.dsn) as conn:
+            marks, rows = conn.execute(state).fetchall(), dict(conn.execute(kept).fetchall())
+    assert dict(marks)["request"] == _rollup_meta.REFUSED and "request" not in rows
+    assert dict(marks)["plan"] > 0 and rows["plan"] == 4 * 2 * 3  # hours, verdicts, plans
+
+
 def test_a_sqlite_file_written_before_the_rollup_gets_it_on_its_first_page(tmp_path):
     path = tmp_path / "evals.db"
     runtime.call(SQLiteStore(path).write, records(0, 300))
@@ -148,7 +185,8 @@ def test_a_postgres_table_written_before_the_rollup_is_filled_once(postgres_dsn)
     runtime.call(store.write, records(0, 300))
     runtime.call(store.aclose)
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:  # a table of a version before the rollup
-        for table in ("eval_records_rollup", "eval_records_rollup_runs", "eval_records_rollup_state"):
+        for table in ("eval_records_rollup", "eval_records_rollup_runs", "eval_records_rollup_state",
+                      "eval_records_rollup_meta", "eval_records_rollup_meta_state"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE eval_records DROP COLUMN txid")
         rest = ", ".join(FIELDS[1:])  # five more records, written without a transaction id
@@ -192,7 +230,7 @@ def test_a_postgres_transaction_still_open_during_a_page_is_counted_once_it_ends
 
 def test_two_postgres_writers_of_one_runs_records_count_the_run_once(postgres_dsn):
     """Each of a run's records in one hour, written by two stores (two processes' pools) at the same
-    time: the trigger's writers take turns, so the run is counted once per hour."""
+    time: the run is counted once per hour."""
     first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
     runtime.call(first.write, records(0, 3))  # the schema and trigger, made once
     batch = records(3, 600)
