@@ -4,6 +4,7 @@ runs both sides judged whose verdict changed. The store does the counting (`stor
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -41,8 +42,11 @@ class Compare:
             return self.site.render(request, "compare.html", result=None, modes=MODES,
                                     suggestions=await _suggestions(store), filters=_typed(request, *FIELDS))
         by, names, sides, links = asked
-        tallied = [await counts(store, side) for side in sides]
-        counted = await histograms(store, sides)
+        # the store's questions at once: PostgreSQL answers them on several connections
+        tallied_a, tallied_b, counted, overlap = await asyncio.gather(
+            counts(store, sides[0]), counts(store, sides[1]), histograms(store, sides),
+            changes(store, sides[0], sides[1], limit=CHANGES))
+        tallied = [tallied_a, tallied_b]
         drawn = table = None
         if counted is not None:
             cut, (a, b) = counted
@@ -50,7 +54,6 @@ class Compare:
             drawn = draw_histogram(labels, a, b, names)
             table = [{"bucket": text, "a": a[i], "b": b[i], "a_share": a[i] / (sum(a) or 1),
                       "b_share": b[i] / (sum(b) or 1)} for i, text in enumerate(labels)]
-        overlap = await changes(store, sides[0], sides[1], limit=CHANGES)
         rates = [_rate(c) for c in tallied]
         result = {"sides": [{"side": side, "name": name, "counts": c, **rate, "link": link}
                             for side, name, c, rate, link in zip("AB", names, tallied, rates, links, strict=True)],
