@@ -52,6 +52,7 @@ PAGES = [
     ("records, page 100", "/records?page=100"),
     ("records, search a rare word", "/records?q=quokka"),
     ("records, search a common word", "/records?q=password"),
+    ("records, a common word, 2 filters", "/records?q=refund&status=error&meta=plan%3Dteam"),
     ("records, sorted by score", "/records?sort=score"),
     ("records, sorted by run latency", "/records?sort=run_latency&order=asc"),
     ("records, sorted by cost, 1 evaluator", "/records?sort=cost&evaluator=grounded"),

@@ -29,6 +29,36 @@ async def test_schema_is_created_on_first_use_one_column_per_field_and_the_txid(
     assert (types["created_at"], types["passed"], types["metadata"]) == ("timestamp with time zone", "boolean", "jsonb")
 
 
+@pytest.mark.parametrize("given", [None, "-c search_path=elsewhere -c work_mem=64MB"], ids=["plain", "dsn options"])
+async def test_connections_keep_the_dsns_options_and_have_work_mem_for_the_ui(postgres_dsn, given, monkeypatch):
+    """The store's own connection options (JIT off) go before the dsn's (or $PGOPTIONS'), never in
+    their place: a search_path there is where the table goes. work_mem is raised to WORK_MEM for the
+    UI's text-search bitmaps, never lowered."""
+    from urllib.parse import quote
+
+    from judgehooks.stores._postgres import WORK_MEM
+
+    if given is not None:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA elsewhere")
+    store = PostgresStore(postgres_dsn if given is None else f"{postgres_dsn}?options={quote(given)}")
+    await store.write([rec(1)])
+    pool = await store._pool()
+    async with pool.connection() as conn:
+        settings = [(await (await conn.execute(f"SHOW {name}")).fetchone())[0]
+                    for name in ("jit", "work_mem", "search_path")]
+    await store.aclose()
+    if given is None:
+        assert settings[:2] == ["off", WORK_MEM]
+    else:
+        assert settings == ["off", "64MB", "elsewhere"]
+        with psycopg.connect(postgres_dsn) as conn:  # the table went where the dsn's search_path says
+            assert conn.execute("SELECT table_schema FROM information_schema.tables "
+                                "WHERE table_name = 'eval_records'").fetchall() == [("elsewhere",)]
+    monkeypatch.setenv("PGOPTIONS", "-c work_mem=32MB")  # the environment's, when the dsn gives none
+    assert "-c work_mem=32MB" in PostgresStore(postgres_dsn)._connect_kwargs()["options"]
+
+
 @pytest.mark.parametrize("size", [3, 200], ids=["executemany", "copy"])
 async def test_batches_are_idempotent_on_id_and_round_trip(postgres_dsn, size):
     store = PostgresStore(postgres_dsn)
