@@ -23,6 +23,15 @@ def redis_url(redis_base: str) -> str:
     return redis_base
 
 
+def _reading(rds: redis.Redis, *, blocked: bool = False) -> bool:
+    """Whether a client of this test's database is in XREADGROUP (blocked in it, with `blocked`). Only
+    this database's: in CI the pytest workers share one server, and another worker's reader is not
+    this test's."""
+    db = str(rds.connection_pool.connection_kwargs.get("db", 0))
+    return any(c.get("cmd") == "xreadgroup" and c.get("db") == db and (not blocked or "b" in c.get("flags", ""))
+               for c in rds.client_list())
+
+
 async def _cancel_after(broker: JudgeStreamBroker, steps: int) -> asyncio.Task:
     """Start one read of the stream, let the loop run `steps` iterations, then cancel it as taskiq does."""
     reader = broker.listen()
@@ -65,8 +74,7 @@ def test_entries_a_cancelled_round_read_stay_pending_for_a_reclaim(redis_url):
         try:
             reader = broker.listen()
             read = asyncio.ensure_future(anext(reader))
-            while not any(c.get("cmd") == "xreadgroup" and "b" in c.get("flags", "")  # blocked in it now
-                          for c in rds.client_list()):
+            while not _reading(rds, blocked=True):  # blocked in it now
                 await asyncio.sleep(0.01)
             read.cancel()
             rds.xadd(STREAM, {"data": b"not a job"})  # the blocked round reads it after its reader is gone
@@ -99,7 +107,7 @@ def test_a_stream_deleted_under_a_blocked_reader_is_made_again_and_reading_goes_
         reader = broker.listen()
         read = asyncio.ensure_future(anext(reader))
         try:
-            while not any(c.get("cmd") == "xreadgroup" for c in rds.client_list()):
+            while not _reading(rds):
                 await asyncio.sleep(0.01)
             rds.flushdb()
             while not rds.exists(STREAM):  # made again by the reader
