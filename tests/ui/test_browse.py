@@ -145,13 +145,15 @@ def test_the_sqlite_index_takes_records_written_after_the_first_search_and_an_ol
     store.close()
 
 
+@pytest.mark.parametrize("window", [12, 3])
 def test_a_common_words_search_reads_the_newest_records_first_and_answers_as_the_whole_search(
-        tmp_path, memory_store, monkeypatch):
+        tmp_path, memory_store, monkeypatch, window):
     """Words that many records hold are searched among the newest records first (a million matches
     listed for 50 newest is what made such a search take seconds): here "many" is 5 and the newest
-    are 12. Every page is the one pass's, whether the newest records fill it or the whole search must."""
+    are 12, then 120 (more than there are: the whole search), or 3, then 30. Every page is the one
+    pass's, whether the newest records fill it or the whole search must."""
     monkeypatch.setattr(_textsearch, "COMMON", 5)
-    monkeypatch.setattr(_textsearch, "WINDOW", 12)
+    monkeypatch.setattr(_textsearch, "WINDOW", window)
     answered = []
     real = _textsearch.common_words
 
