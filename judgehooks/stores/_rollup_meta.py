@@ -9,11 +9,12 @@ value as `stores._browse.meta_text` writes it, so that the counts and the record
 
 A key whose values are nearly all different (a request id) gains nothing: once its counts hold more
 than `FREE` rows and more than one for every `RATIO` records counted, they are dropped and that key's
-pages read the records, as before."""
+pages read the records, as before. Counts are kept for the `KEYS` keys most recently asked for."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 from . import _rollup
@@ -26,6 +27,9 @@ FREE = 10_000
 RATIO = 4
 #: the state of a key whose counts were dropped (its pages read the records)
 REFUSED = -1
+#: the keys whose counts are kept at most: a key asked for beyond them drops the least recently used
+#: one's (so that asking for key after key cannot fill the disk)
+KEYS = 16
 #: the rollup's key columns (`stores._rollup.KEY`), here preceded by the metadata key and followed by its value
 _KEY = ("key", "hour", "evaluator", "version", "agent", "team", "status", "rejudge", "value")
 
@@ -39,7 +43,7 @@ def setup(table: str, upto_type: str) -> tuple[str, ...]:
     return (f"CREATE TABLE IF NOT EXISTS {meta} ({', '.join(f'{c} TEXT NOT NULL' for c in _KEY if c != 'rejudge')}, "
             f"rejudge INTEGER NOT NULL, n BIGINT NOT NULL, PRIMARY KEY ({', '.join(_KEY)}))",
             f"CREATE TABLE IF NOT EXISTS {meta}_state (key TEXT PRIMARY KEY, upto {upto_type}, "
-            "folded BIGINT NOT NULL DEFAULT 0)")
+            "folded BIGINT NOT NULL DEFAULT 0, used DOUBLE PRECISION NOT NULL DEFAULT 0)")
 
 
 def _fold(table: str, mark: str, key: str, which: str) -> tuple[str, list[Any]]:
@@ -60,9 +64,9 @@ def _worth_it(rows: int, folded: int) -> bool:
 
 
 def sqlite_catch_up(conn: sqlite3.Connection, table: str, key: str) -> tuple[bool, int | None]:
-    """Fold into `key`'s counts up to `stores._rollup.BATCH` of the records written since they were last brought
-    up to date, in one write transaction (as `stores._rollup.sqlite_catch_up`): (more are left, the
-    rowid they now reach), or (False, None) when the key's counts are not kept."""
+    """Fold into `key`'s counts up to `stores._rollup.BATCH` of the records written since they were
+    last brought up to date, in one write transaction (as `stores._rollup.sqlite_catch_up`): (more are
+    left, the rowid they now reach), or (False, None) when the key's counts are not kept."""
     meta = meta_table(table)
     for sql in setup(table, "INTEGER"):
         conn.execute(sql)
@@ -70,30 +74,33 @@ def sqlite_catch_up(conn: sqlite3.Connection, table: str, key: str) -> tuple[boo
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(f"SELECT upto, folded FROM {meta}_state WHERE key = ?", (key,)).fetchone()
+        if row is None:  # a key not asked for before (or dropped): room for it among the `KEYS`
+            while conn.execute(f"SELECT COUNT(*) FROM {meta}_state").fetchone()[0] >= KEYS:
+                (victim,) = conn.execute(f"SELECT key FROM {meta}_state ORDER BY used LIMIT 1").fetchone()
+                conn.execute(f"DELETE FROM {meta} WHERE key = ?", (victim,))
+                conn.execute(f"DELETE FROM {meta}_state WHERE key = ?", (victim,))
         upto, folded = row if row else (0, 0)
-        last = None
+        reach, last = upto, None
         if upto != REFUSED:
-            last = conn.execute(f"SELECT MAX(rowid), COUNT(*) FROM (SELECT rowid FROM {table} WHERE rowid > ? "
-                                f"ORDER BY rowid LIMIT {_rollup.BATCH})", (upto,)).fetchone()
-            last, added = last
+            last, added = conn.execute(f"SELECT MAX(rowid), COUNT(*) FROM (SELECT rowid FROM {table} WHERE "
+                                       f"rowid > ? ORDER BY rowid LIMIT {_rollup.BATCH})", (upto,)).fetchone()
         if last is not None:
             conn.execute(fold, (*leading, upto, last))
             folded += added
             rows = conn.execute(f"SELECT COUNT(*) FROM {meta} WHERE key = ?", (key,)).fetchone()[0]
-            if not _worth_it(rows, folded):
+            reach = last if _worth_it(rows, folded) else REFUSED
+            if reach == REFUSED:
                 conn.execute(f"DELETE FROM {meta} WHERE key = ?", (key,))
-            conn.execute(f"INSERT INTO {meta}_state (key, upto, folded) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE "
-                         "SET upto = excluded.upto, folded = excluded.folded",
-                         (key, last if _worth_it(rows, folded) else REFUSED, folded))
+        conn.execute(f"INSERT INTO {meta}_state (key, upto, folded, used) VALUES (?, ?, ?, ?) ON CONFLICT (key) "
+                     "DO UPDATE SET upto = excluded.upto, folded = excluded.folded, used = excluded.used",
+                     (key, reach, folded, time.time()))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    if upto == REFUSED or (last is not None and not _worth_it(rows, folded)):
+    if reach == REFUSED:
         return False, None
-    if last is not None and last - upto >= _rollup.BATCH:
-        return True, last
-    return False, last if last is not None else upto
+    return last is not None and last - upto >= _rollup.BATCH, reach
 
 
 async def postgres_catch_up(conn: Any, table: str, key: str) -> int | None:
@@ -101,22 +108,35 @@ async def postgres_catch_up(conn: Any, table: str, key: str) -> int | None:
     to date (as `stores._rollup.postgres_catch_up`, the key's state row locked): the transaction id
     they now reach, or None when the key's counts are not kept."""
     meta = meta_table(table)
+
+    async def one(query: str, args: list[Any]) -> Any:
+        return await (await conn.execute(query, args)).fetchone()
+
     async with conn.transaction():
-        await conn.execute(f"INSERT INTO {meta}_state (key, upto) VALUES (%s, NULL) ON CONFLICT (key) DO NOTHING",
-                           [key])
-        upto, folded = await (await conn.execute(f"SELECT upto, folded FROM {meta}_state WHERE key = %s FOR UPDATE",
-                                                 [key])).fetchone()
+        if await one(f"SELECT 1 FROM {meta}_state WHERE key = %s", [key]) is None:  # room for a new key
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [meta])  # one maker at a time
+            while (await one(f"SELECT COUNT(*) FROM {meta}_state WHERE key <> %s", [key]))[0] >= KEYS:
+                # the least recently used key, once no page is folding it (its state row locked)
+                victim = await one(f"SELECT key FROM {meta}_state WHERE key <> %s ORDER BY used LIMIT 1 "
+                                   "FOR UPDATE", [key])
+                if victim is None:
+                    break
+                await conn.execute(f"DELETE FROM {meta} WHERE key = %s", victim)
+                await conn.execute(f"DELETE FROM {meta}_state WHERE key = %s", victim)
+        await conn.execute(f"INSERT INTO {meta}_state (key, upto, used) VALUES (%s, NULL, %s) ON CONFLICT (key) "
+                           "DO UPDATE SET used = excluded.used", [key, time.time()])
+        upto, folded = await one(f"SELECT upto, folded FROM {meta}_state WHERE key = %s FOR UPDATE", [key])
         if upto == REFUSED:
             return None
-        oldest = (await (await conn.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")).fetchone())[0]
+        oldest = (await one("SELECT txid_snapshot_xmin(txid_current_snapshot())", []))[0]
         if upto is not None and oldest <= upto:
             return int(upto)
         which = "(r.txid IS NULL OR r.txid < %s)" if upto is None else "r.txid >= %s AND r.txid < %s"
         args = [oldest] if upto is None else [upto, oldest]
         fold, leading = _fold(table, "%s", key, which)
         await conn.execute(fold, [*leading, *args])
-        folded += (await (await conn.execute(f"SELECT COUNT(*) FROM {table} r WHERE {which}", args)).fetchone())[0]
-        rows = (await (await conn.execute(f"SELECT COUNT(*) FROM {meta} WHERE key = %s", [key])).fetchone())[0]
+        folded += (await one(f"SELECT COUNT(*) FROM {table} r WHERE {which}", args))[0]
+        rows = (await one(f"SELECT COUNT(*) FROM {meta} WHERE key = %s", [key]))[0]
         kept = _worth_it(rows, folded)
         if not kept:
             await conn.execute(f"DELETE FROM {meta} WHERE key = %s", [key])

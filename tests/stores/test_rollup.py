@@ -167,6 +167,35 @@ def test_a_key_whose_values_are_all_different_is_not_kept_and_its_pages_read_the
     assert dict(marks)["plan"] > 0 and rows["plan"] == 4 * 2 * 3  # hours, verdicts, plans
 
 
+def test_counts_are_kept_for_the_keys_most_recently_asked_for(sql_store, monkeypatch):
+    """Asking for key after key cannot fill the disk: past `KEYS` keys, a new one drops the least
+    recently used key's counts; that key asked for again is counted afresh, never twice."""
+    from judgehooks.stores import _rollup_meta
+
+    monkeypatch.setattr(_rollup_meta, "KEYS", 2)
+    runtime.call(sql_store.write, records(0, 400))
+    truth = one_pass(records(0, 400))
+
+    def kept():
+        query = "SELECT key FROM eval_records_rollup_meta_state UNION SELECT key FROM eval_records_rollup_meta"
+        if isinstance(sql_store, SQLiteStore):
+            conn = sqlite3.connect(sql_store.path)
+            found = {r[0] for r in conn.execute(query)}
+            conn.close()
+            return found
+        import psycopg
+
+        with psycopg.connect(sql_store.dsn) as conn:
+            return {r[0] for r in conn.execute(query)}
+
+    for key, then in (("plan", {"plan"}), ("tier", {"plan", "tier"}), ("beta", {"tier", "beta"}),
+                      ("tier", {"tier", "beta"}), ("plan", {"tier", "plan"}), ("beta", {"plan", "beta"})):
+        for browse in BROWSES[:3]:
+            assert runtime.call(functools.partial(segments, sql_store, browse, f"meta:{key}")) == runtime.call(
+                functools.partial(segments, truth, browse, f"meta:{key}")), (key, browse)
+        assert kept() == then, key
+
+
 def test_a_sqlite_file_written_before_the_rollup_gets_it_on_its_first_page(tmp_path):
     path = tmp_path / "evals.db"
     runtime.call(SQLiteStore(path).write, records(0, 300))
