@@ -241,7 +241,9 @@ async def page(store: Store, browse: Browse, *, offset: int = 0, limit: int = 50
                  + f" ORDER BY {order} LIMIT {int(limit)} OFFSET {int(offset)}")
         if browse.text is not None and isinstance(store, PostgresStore) and sort == "time":
             # Words in few records: listed through the indexes as bitmaps, then ordered (the planner would
-            # walk the time index testing every row: 20 s for one match in a million). Many: that walk.
+            # walk the time index testing every row: 20 s for one match in a million). Many: the planner's
+            # choice, the newest records or the text index's list joined with the filters' (exact with the
+            # store's work_mem, `PostgresStore._configure`).
             text, bound = postgres_condition(browse.text)
             matches = await _textsearch.bitmaps(store, f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {text} "
                                             f"LIMIT {_textsearch.PG_RARE}) m", bound)

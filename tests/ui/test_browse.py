@@ -179,7 +179,7 @@ def test_a_common_words_search_reads_the_newest_records_first_and_answers_as_the
 def test_a_postgres_search_lists_rare_words_through_the_index_and_walks_time_for_common_ones(
         sql_store, memory_store, monkeypatch, rare):
     """PostgreSQL: words in fewer than `PG_RARE` records are listed through the text index first,
-    common ones found by walking the time index (here "rare" is 5, then everything): the same pages."""
+    common ones left to the planner (here "rare" is 5, then everything): the same pages."""
     monkeypatch.setattr(_textsearch, "PG_RARE", rare)
     for browse in (Browse(text="answer"), Browse(text="zanzibar"),
                    Browse(RecordFilter(evaluator="polite"), text="answer"),
