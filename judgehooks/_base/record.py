@@ -184,28 +184,36 @@ class EvalRecord:
     def print_eval(self, console: Any = None) -> None:
         """Print this evaluation as agno's `AgentAsJudgeEvaluation.print_eval` does, with the
         status (error and skipped included) and the error when there is one."""
-        from rich.box import ROUNDED
-        from rich.console import Console
-        from rich.markdown import Markdown
-        from rich.table import Table
-        from rich.text import Text
+        score = None if self.score is None else f"{self.score:g}/10" if self.mode == "numeric" else f"{self.score:g}"
+        print_evaluation(console, input=self.input, output=self.output, score=score, status=self.status,
+                         reason=self.reason or None,
+                         error=f"{self.error_type}: {self.error_message or ''}" if self.error_type else None)
 
-        def clip(text: str) -> str:
-            return text[:200] + "..." if len(text) > 200 else text
 
-        style = {"passed": "green", "failed": "red"}.get(self.status, "yellow")
-        table = Table(box=ROUNDED, border_style="blue", show_header=False, title="[ Agent As Judge Evaluation ]",
-                      title_style="bold sky_blue1", title_justify="center")
-        table.add_row("Input", Text(clip(self.input)))
-        table.add_row("Output", Text(clip(self.output)))
-        if self.score is not None:
-            table.add_row("Score", f"{self.score:g}/10" if self.mode == "numeric" else f"{self.score:g}")
-        table.add_row("Status", Text(self.status.upper(), style=style))
-        if self.reason:
-            table.add_row("Reason", Markdown(self.reason))
-        if self.error_type:
-            table.add_row("Error", Text(f"{self.error_type}: {self.error_message or ''}"))
-        (console or Console()).print(table)
+def print_evaluation(console: Any, *, input: str, output: str, score: str | None, status: str,
+                     reason: str | None, error: str | None = None) -> None:
+    """agno's evaluation table: input and output clipped to 200 characters, then the rows given."""
+    from rich.box import ROUNDED
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+    from rich.text import Text
+
+    def clip(text: str) -> str:
+        return text[:200] + "..." if len(text) > 200 else text
+
+    table = Table(box=ROUNDED, border_style="blue", show_header=False, title="[ Agent As Judge Evaluation ]",
+                  title_style="bold sky_blue1", title_justify="center")
+    table.add_row("Input", Text(clip(input)))
+    table.add_row("Output", Text(clip(output)))
+    if score is not None:
+        table.add_row("Score", score)
+    table.add_row("Status", Text(status.upper(), style={"passed": "green", "failed": "red"}.get(status, "yellow")))
+    if reason is not None:
+        table.add_row("Reason", Markdown(reason))
+    if error:
+        table.add_row("Error", Text(error))
+    (console or Console()).print(table)
 
 
 def _scrubbed(data: dict[str, Any]) -> dict[str, Any]:

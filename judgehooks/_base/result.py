@@ -7,7 +7,7 @@ import abc
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .record import EvalRecord
+from .record import EvalRecord, print_evaluation
 
 
 @dataclass
@@ -32,24 +32,8 @@ class AgentAsJudgeEvaluation(abc.ABC):
 
     def print_eval(self, console: Any = None) -> None:
         """Print this evaluation as agno's `print_eval` does."""
-        from rich.box import ROUNDED
-        from rich.console import Console
-        from rich.markdown import Markdown
-        from rich.table import Table
-        from rich.text import Text
-
-        def clip(text: str) -> str:
-            return text[:200] + "..." if len(text) > 200 else text
-
-        table = Table(box=ROUNDED, border_style="blue", show_header=False, title="[ Agent As Judge Evaluation ]",
-                      title_style="bold sky_blue1", title_justify="center")
-        table.add_row("Input", Text(clip(self.input)))
-        table.add_row("Output", Text(clip(self.output)))
-        if self.score is not None:
-            table.add_row("Score", f"{self.score}/10")
-        table.add_row("Status", Text(self.status.upper(), style="green" if self.passed else "red"))
-        table.add_row("Reason", Markdown(self.reason))
-        (console or Console()).print(table)
+        print_evaluation(console, input=self.input, output=self.output, status=self.status, reason=self.reason,
+                         score=None if self.score is None else f"{self.score}/10")
 
 
 AgentAsJudgeEvaluation.register(EvalRecord)
