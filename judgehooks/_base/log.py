@@ -18,14 +18,15 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from .secrets import scrub_data
 
 _loggers: tuple[Any, Any] | None = None
 _stdlib = logging.getLogger("judgehooks")
-_LEVELNO = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
-            "error": logging.ERROR, "critical": logging.CRITICAL, "exception": logging.ERROR}
+_LEVELNO = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR,
+            "critical": logging.CRITICAL, "exception": logging.ERROR}
 
 
 def _build() -> tuple[Any, Any]:
@@ -45,28 +46,19 @@ def _build() -> tuple[Any, Any]:
     return structlog.get_logger("judgehooks"), fallback
 
 
+def _method(name: str) -> Callable[..., Any]:
+    def method(self: _Logger, event: str, *args: Any, **fields: Any) -> Any:
+        return _call(name, event, args, fields)
+
+    return method
+
+
 class _Logger:
     """Routes each call to structlog's configuration if there is one, else to stdlib logging."""
 
-    def debug(self, event: str, *args: Any, **fields: Any) -> Any:
-        return _call("debug", event, args, fields)
-
-    def info(self, event: str, *args: Any, **fields: Any) -> Any:
-        return _call("info", event, args, fields)
-
-    def warning(self, event: str, *args: Any, **fields: Any) -> Any:
-        return _call("warning", event, args, fields)
-
+    debug, info, warning, error, critical, exception = map(
+        _method, ("debug", "info", "warning", "error", "critical", "exception"))
     warn = warning
-
-    def error(self, event: str, *args: Any, **fields: Any) -> Any:
-        return _call("error", event, args, fields)
-
-    def critical(self, event: str, *args: Any, **fields: Any) -> Any:
-        return _call("critical", event, args, fields)
-
-    def exception(self, event: str, *args: Any, **fields: Any) -> Any:
-        return _call("exception", event, args, fields)
 
     def __getattr__(self, name: str) -> Any:  # bind, new, ...: the target's own
         return getattr(_target(), name)
@@ -75,11 +67,10 @@ class _Logger:
 def _target() -> Any:
     """structlog's configured logger when the application configured structlog, else the fallback."""
     global _loggers
-    structlog = sys.modules.get("structlog")
-    configured = structlog is not None and structlog.is_configured()
+    structlog = sys.modules.get("structlog")  # an application that configured structlog imported it
     if _loggers is None:
         _loggers = _build()
-    return _loggers[0] if configured else _loggers[1]
+    return _loggers[0] if structlog is not None and structlog.is_configured() else _loggers[1]
 
 
 def _dropped(structlog: Any, method: Any) -> bool:
@@ -91,16 +82,13 @@ def _dropped(structlog: Any, method: Any) -> bool:
 def _call(name: str, event: str, args: tuple[Any, ...], fields: dict[str, Any]) -> Any:
     """One event, if it will be emitted, with its fields scrubbed; an exception's traceback rendered
     here, scrubbed, as the ``exception`` field structlog's own `format_exc_info` would have made."""
-    structlog = sys.modules.get("structlog")  # an application that configured structlog imported it
-    level = "error" if name == "exception" else name
-    if structlog is not None and structlog.is_configured():
-        method = getattr(_target(), level)
-        if _dropped(structlog, method):
-            return None
-    elif not _stdlib.isEnabledFor(_LEVELNO[name]):
+    structlog = sys.modules.get("structlog")
+    configured = structlog is not None and structlog.is_configured()
+    if not configured and not _stdlib.isEnabledFor(_LEVELNO[name]):
         return None  # below the level: no scrubbing, no structlog import
-    else:
-        method = getattr(_target(), level)
+    method = getattr(_target(), "error" if name == "exception" else name)
+    if configured and _dropped(structlog, method):
+        return None
     if name == "exception" or fields.pop("exc_info", None):
         found = sys.exc_info()
         if found[0] is not None:
