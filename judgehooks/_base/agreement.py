@@ -4,6 +4,7 @@ absolute error, and the Rogan-Gladen pass rate corrected for the judge's measure
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -96,16 +97,13 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 
 def ranks(values: Sequence[float]) -> list[float]:
     """1-based ranks, ties given the mean of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
     result = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            result[order[k]] = (i + j) / 2 + 1
-        i = j + 1
+    start = 0
+    for _, tied in itertools.groupby(sorted(range(len(values)), key=values.__getitem__), key=values.__getitem__):
+        members = list(tied)
+        for k in members:
+            result[k] = start + (len(members) + 1) / 2
+        start += len(members)
     return result
 
 

@@ -27,12 +27,9 @@ class RecordObservers:
     def remove(self, observer: Observer) -> None:
         """Stop calling `observer` (one registration of it); unknown observers are ignored."""
         with self._lock:
-            found = list(self._observers)
-            for i, known in enumerate(found):
-                if known is observer:
-                    del found[i]
-                    break
-            self._observers = tuple(found)
+            i = next((i for i, known in enumerate(self._observers) if known is observer), None)
+            if i is not None:
+                self._observers = self._observers[:i] + self._observers[i + 1:]
 
     def notify(self, records: Sequence[EvalRecord]) -> None:
         for observer in self._observers:  # a snapshot: observers may come and go on other threads

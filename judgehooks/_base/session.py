@@ -38,7 +38,7 @@ class Turn:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Turn:
-        members = tuple(Member(name=_text_or_none(m.get("name")), input=str(m.get("input") or ""),
+        members = tuple(Member(name=None if m.get("name") is None else str(m["name"]), input=str(m.get("input") or ""),
                                output=str(m.get("output") or "")) for m in data.get("members") or ())
         return cls(run=context_from_dict(data["run"]), members=members)
 
@@ -69,7 +69,3 @@ class SessionContext(EvalContext):
     @property
     def run_ids(self) -> list[str]:
         return [t.run.run_id or "" for t in self.turns]
-
-
-def _text_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
