@@ -1,13 +1,12 @@
 """Feedback: what an end user of the agent said about one run (a thumb or a number, and a comment).
 
-Kept apart from reviewers' `Label`s: a label is a reviewer's verdict on one stored record and is
-the ground truth `calibrate()` measures the judge against; feedback is about a run (it may arrive
-before, or without, any verdict on it), comes from whoever uses the agent, and says whether they
-were pleased, not whether the evaluator's criterion held. So it is shown beside the verdicts and
-never counted as a reviewer's label.
+Not a reviewer's `Label` (a verdict on one stored record, the ground truth `calibrate()` measures
+the judge against): feedback is about a run, may come before or without any verdict, and says
+whether its user was pleased, not whether the criterion held. It is shown beside the verdicts and
+never counted as a label.
 
-One feedback per (run, user) when the user is named: a user who changes their mind replaces their
-earlier feedback. Feedback without a user is kept as given, each on its own.
+One feedback per (run, user) when the user is named (changing one's mind replaces it); feedback
+without a user is kept as given, each on its own.
 """
 
 from __future__ import annotations
