@@ -29,6 +29,7 @@ STATUSES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
 
 # Fixed namespace: record ids must be the same in every process that grades the same run.
 _NAMESPACE = uuid.UUID("6f1c7a52-3d0e-4f55-9a8c-1b1f0c2e9d41")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
 
 
 def record_id(evaluator: str, run_id: str, case_index: int | None = None, *, version: str | None = None) -> str:
@@ -39,9 +40,6 @@ def record_id(evaluator: str, run_id: str, case_index: int | None = None, *, ver
     one given before versions were part of it."""
     key = f"{evaluator}\x1f{run_id}" if case_index is None else f"{evaluator}\x1f{run_id}\x1f{case_index}"
     return _uuid5(key if version is None else f"{key}\x1e{version}")
-
-
-_NAMESPACE_BYTES = _NAMESPACE.bytes
 
 
 @functools.lru_cache(maxsize=4096)
