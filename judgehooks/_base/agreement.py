@@ -109,14 +109,12 @@ def ranks(values: Sequence[float]) -> list[float]:
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Spearman's rho: the Pearson correlation of the ranks; None when either side is constant."""
-    if len(xs) != len(ys) or len(xs) < 2:
+    import statistics  # here, not at the top: evaluators load this module, few need statistics
+
+    try:
+        return statistics.correlation(ranks(xs), ranks(ys))
+    except statistics.StatisticsError:  # a side is constant, or the sides differ in length or have < 2 values
         return None
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = sum((a - mx) ** 2 for a in rx)
-    vy = sum((b - my) ** 2 for b in ry)
-    return None if not vx or not vy else cov / math.sqrt(vx * vy)
 
 
 def mean_absolute_error(xs: Sequence[float], ys: Sequence[float]) -> float | None:
