@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import math
 
-#: the normal quantile of a two-sided 95% interval
-Z95 = 1.959963984540054
 
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of a rate `successes / n` (95% by default); None when `n` is 0. It
+def wilson(successes: int, n: int) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of a rate `successes / n`; None when `n` is 0. It
     stays within [0, 1] and is sound for small `n` and rates near 0 or 1, where the normal one is not."""
     if n <= 0:
         return None
     if not 0 <= successes <= n:
         raise ValueError(f"wilson needs 0 <= successes <= n, got successes={successes}, n={n}")
+    z = 1.959963984540054  # the normal quantile of a two-sided 95% interval
     rate = successes / n
     centre = rate + z * z / (2 * n)
     half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
