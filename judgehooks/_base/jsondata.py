@@ -20,8 +20,7 @@ _UNWRITABLE = (PydanticSerializationError, UnicodeDecodeError, ValueError)
 
 
 def jsonable(value: Any) -> Any:
-    """`value` as plain JSON data with storable text; anything JSON cannot hold (an object, bytes
-    that are not UTF-8) becomes ``str(value)``. The one fallback every store serialises with: it never raises."""
+    """`value` as plain JSON data with storable text, by the module's fallback; never raises."""
     try:
         found = to_jsonable_python(value, fallback=str)
     except _UNWRITABLE:

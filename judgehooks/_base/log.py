@@ -1,16 +1,14 @@
 """The library's one logger. judgehooks never configures logging; the application does.
 
-When the application has configured structlog, events go through its configuration. When it has
-not, structlog's default would print every event to stdout, so events go instead to the stdlib
-logger ``judgehooks`` as key=value lines: silent below WARNING until the application sets up
-logging, like any well-behaved library. structlog itself (with rich, ~60 ms) is imported on the
-first event, not by ``import judgehooks``.
+Events go through the application's structlog configuration when it has one. Otherwise (structlog's
+default would print every event to stdout) they go to the stdlib logger ``judgehooks`` as key=value
+lines: silent below WARNING until the application sets up logging. structlog itself (with rich,
+~60 ms) is imported on the first event, not by ``import judgehooks``.
 
 Every field of every event that will be emitted, and the traceback of ``log.exception``, goes
 through `secrets.scrub_data` first: an error's text may quote an API key or a URL's password. The
-level is checked before that work (and before structlog is imported): an event below the level of the
-stdlib logger ``judgehooks`` (structlog unconfigured), or one a filtering bound logger drops
-(structlog configured with `make_filtering_bound_logger`), costs one check.
+level is checked before that work and before structlog is imported: an event below the stdlib
+logger's level, or one a filtering bound logger (`make_filtering_bound_logger`) drops, costs one check.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ def _build() -> tuple[Any, Any]:
     import structlog
 
     fallback = structlog.wrap_logger(
-        logging.getLogger("judgehooks"),
+        _stdlib,
         wrapper_class=structlog.stdlib.BoundLogger,
         processors=[
             structlog.stdlib.filter_by_level,

@@ -1,10 +1,8 @@
 """Where judgehooks keeps files of its own when no store file says where: a per-user state folder.
 
 The outbox (pending background jobs, spilled records, open sessions) of a store that is not a
-local SQLite file lives here, never in the working directory: ``$XDG_STATE_HOME/judgehooks`` or
-``~/.local/state/judgehooks`` on Linux and other Unix systems, ``~/Library/Application
-Support/judgehooks`` on macOS, ``%LOCALAPPDATA%\\judgehooks`` on Windows (the folders platformdirs'
-``user_state_dir`` names).
+local SQLite file lives here, never in the working directory: the folder platformdirs'
+``user_state_dir`` names (``~/.local/state/judgehooks`` on Linux, unless ``$XDG_STATE_HOME`` says).
 """
 
 from __future__ import annotations
