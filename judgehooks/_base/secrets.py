@@ -23,8 +23,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ("MASK", "remember", "remember_environment", "scrub", "scrub_data", "scrub_errors")
-
 MASK = "[REDACTED]"
 
 _known: frozenset[str] = frozenset()

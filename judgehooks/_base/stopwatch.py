@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ("Stopwatch", "current_stopwatch")
-
 #: the clock read (a module attribute, so a test can give it a clock of its own)
 clock = time.perf_counter
 
