@@ -107,8 +107,7 @@ class AgentAsJudgeResult:
         table = Table(box=ROUNDED, border_style="blue", show_header=False,
                       title="[ Agent As Judge Evaluation Summary ]", title_style="bold sky_blue1",
                       title_justify="center", padding=(0, 2), min_width=45)
-        count = len(self.results)
-        table.add_row("Number of Evaluations", f"{count}")
+        table.add_row("Number of Evaluations", str(len(self.results)))
         table.add_row("Pass Rate", "-" if self.pass_rate is None else f"{self.pass_rate:.1f}%")
         if self.error_count:
             table.add_row("Errors", f"{self.error_count} (not in the pass rate)")

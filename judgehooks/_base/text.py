@@ -98,16 +98,13 @@ def unstorable_at(value: Any, where: str = "") -> tuple[str, int] | None:
             return None
         return where, next(i for i, ch in enumerate(value) if "\ud800" <= ch <= "\udfff")
     if isinstance(value, Mapping):
-        for key, item in value.items():
-            found = unstorable_at(key, where) or unstorable_at(item, f"{where}.{key}" if where else str(key))
-            if found is not None:
-                return found
+        found = (unstorable_at(key, where) or unstorable_at(item, f"{where}.{key}" if where else str(key))
+                 for key, item in value.items())
     elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            found = unstorable_at(item, f"{where}[{i}]")
-            if found is not None:
-                return found
-    return None
+        found = (unstorable_at(item, f"{where}[{i}]") for i, item in enumerate(value))
+    else:
+        return None
+    return next((place for place in found if place is not None), None)
 
 
 def lone_surrogate(label: str, at: int) -> ValueError:
