@@ -24,6 +24,11 @@ def redacted(url: str) -> str:
     return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in rest else url
 
 
+def text(value: Any) -> str:
+    """A value from Redis as text (bytes decoded, undecodable bytes replaced)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 def require_extra(parameter: str = "broker") -> None:
     """A clear ImportError when taskiq / taskiq-redis are missing."""
     try:

@@ -34,7 +34,7 @@ from taskiq_redis import RedisStreamBroker
 
 from ..._base.log import log
 from ...exceptions import StoreError
-from . import check_url
+from . import check_url, text
 from .detached import detached
 from .signing import refusal, sign
 
@@ -139,14 +139,14 @@ class JudgeStreamBroker(RedisStreamBroker):
                 continue
             data = fields.get(b"data") if isinstance(fields, dict) else None
             try:
-                await self.refuse(_text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
+                await self.refuse(text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:  # stays pending: refused when reclaimed
                 log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
                             error=str(exc))
         return admitted
 
     def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
-        entry = _text(entry_id)
+        entry = text(entry_id)
         self.held.add(entry)
         return StreamMessage(data=fields[b"data"], ack=self._acker(entry), entry_id=entry)
 
@@ -221,7 +221,7 @@ class JudgeStreamBroker(RedisStreamBroker):
             cursor, entries = reply[0], reply[1]
             # Our own held entries come back too when this loop was busy: they are already being graded.
             claimed.extend((entry_id, fields) for entry_id, fields in entries
-                           if fields and _text(entry_id) not in self.held)
+                           if fields and text(entry_id) not in self.held)
             if cursor in (b"0-0", "0-0") or len(claimed) >= self.unacknowledged_batch_size:
                 break
         if claimed:
@@ -244,7 +244,7 @@ class JudgeStreamBroker(RedisStreamBroker):
             if deliveries <= self.max_deliveries or self._why_refused(fields) is not None:
                 keep.append((entry_id, fields))  # a refused entry goes on to `_admissible`: refused, never buried
             else:
-                await self._bury(conn, _text(entry_id), fields, deliveries)
+                await self._bury(conn, text(entry_id), fields, deliveries)
         return keep
 
     async def _bury(self, conn: Redis, entry: str, fields: Any, deliveries: int) -> None:
@@ -282,7 +282,3 @@ class JudgeStreamBroker(RedisStreamBroker):
                                                    message_ids=held, justid=True))
                     except Exception as exc:  # Redis away for a moment: the next beat tries again
                         log.warning("broker_keep_alive_failed", error_type=type(exc).__name__, error=str(exc))
-
-
-def _text(entry_id: Any) -> str:
-    return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)

@@ -43,7 +43,8 @@ from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
 from ..pipeline import Pipeline
 from ..step import settle
-from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage, _text
+from . import text
+from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
 from .ratelimit import shared as shared_pace
 from .sessionworker import SessionClock
 from .signing import job_key
@@ -225,7 +226,7 @@ class Worker:
                     return True
                 holder = await conn.get(CLAIM_PREFIX + record_id)
                 if holder is not None:
-                    return bool(_text(holder) == entry)
+                    return bool(text(holder) == entry)
         return False
 
     def _failed(self, evaluator: str, why: str) -> Pipeline:
