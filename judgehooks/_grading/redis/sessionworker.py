@@ -25,10 +25,11 @@ session's next turn arrives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -118,16 +119,14 @@ def _mark(raw: bytes | None, member: str, chain: str, key: bytes | None) -> int 
 def breaks(turns: Turns, marks: dict[str, bytes], member: str, key: bytes | None) -> list[str]:
     """What is wrong with a window's signed positions (empty when nothing is): turns out of their
     signed order, a sequence number graded already (a replay), or one missing (a dropped turn)."""
-    found: list[str] = []
-    times = [at for _, _, at in turns.positions]
-    if times != sorted(times):
-        found.append("turns are out of their signed order (reordered)")
     chains: dict[str, list[int]] = {}
     for chain, seq, _ in turns.positions:
         chains.setdefault(chain, []).append(seq)
+    times = [at for _, _, at in turns.positions]
+    found = []
+    if times != sorted(times) or any(seqs != sorted(seqs) for seqs in chains.values()):
+        found.append("turns are out of their signed order (reordered)")
     for chain, seqs in chains.items():
-        if seqs != sorted(seqs) and "turns are out of their signed order (reordered)" not in found:
-            found.append("turns are out of their signed order (reordered)")
         through = _mark(marks.get(chain), member, chain, key)
         if through is None:
             found.append(f"the graded-through mark of chain {chain} is forged or unreadable")
@@ -138,12 +137,7 @@ def breaks(turns: Turns, marks: dict[str, bytes], member: str, key: bytes | None
         replayed = [s for s in ordered if s <= through]
         if replayed:
             found.append(f"turn(s) {_span(replayed)} of chain {chain} were graded already (replayed)")
-        expected = through + 1
-        missing: list[int] = []
-        for seq in ordered:
-            if seq > expected:
-                missing += range(expected, seq)
-            expected = max(expected, seq + 1)
+        missing = sorted(set(range(through + 1, ordered[-1])) - set(ordered))
         if missing:
             found.append(f"turn(s) {_span(missing)} of chain {chain} are missing (dropped)")
     return found
@@ -157,17 +151,14 @@ class SessionClock:
     """Grades due sessions from Redis, `concurrency` at a time, for one worker."""
 
     def __init__(self, broker: JudgeStreamBroker, pipeline_for: PipelineFor, failed: FailedPipeline, *,
-                 concurrency: int, lease: float, max_deliveries: int,
-                 before: Callable[[Pipeline], Awaitable[None]] | None = None) -> None:
+                 concurrency: int, lease: float, max_deliveries: int) -> None:
         self.broker = broker
         self.sessions = RedisSessions(broker.connection_pool)
         self.pipeline_for = pipeline_for
         self.failed = failed
-        self.concurrency = concurrency
         self.lease = lease
         self.poll = min(1.0, lease / 4)
         self.max_deliveries = max_deliveries
-        self.before = before
         self.token = f"{broker.consumer_name}:{uuid.uuid4().hex[:8]}"
         self.clock = Clock(self._claim, concurrency)
         self.counts = {"sessions_graded": 0, "sessions_taken_over": 0, "sessions_dead_lettered": 0,
@@ -236,10 +227,8 @@ class SessionClock:
                 continue
 
     async def _give_back(self, window: Window, retry_at: float) -> None:
-        try:
+        with contextlib.suppress(RedisError, OSError):  # its lease lapses instead
             await self.sessions.give_back(window, retry_at)
-        except (RedisError, OSError):  # its lease lapses instead
-            pass
 
     async def _grade_window(self, window: Window) -> None:
         turns = Turns(window, self.broker.job_key)
@@ -251,7 +240,8 @@ class SessionClock:
         key = self.broker.job_key
         marks = await self.sessions.through(window.member)
         broken = breaks(turns, marks, window.member, key)
-        if window.claims > self.max_deliveries:
+        dead = window.claims > self.max_deliveries
+        if dead:
             pipeline = self.failed(turns.evaluator, (
                 f"the session was taken {window.claims} times and no worker finished grading it (each died or "
                 f"stopped while grading it); its turns are kept in the Redis stream {DEAD_STREAM!r}"))
@@ -266,11 +256,8 @@ class SessionClock:
                 pipeline = self.failed(turns.evaluator, (
                     "the session's turns in Redis were changed by someone without the job key: " + "; ".join(broken)
                     + ". Each turn's position in its session is signed; this window is not graded on them"))
-            elif self.before is not None:
-                await self.before(pipeline)
         record = await grade_window(pipeline, turns.session_id, turns.graded, turns.sample_rate,
                                     last_key=window.run_ids[-1])
-        dead = window.claims > self.max_deliveries
 
         async def done() -> None:  # the record is stored (or was already): the turns go, the mark moves
             if dead and record is not None:
