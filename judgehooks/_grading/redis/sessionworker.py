@@ -62,18 +62,17 @@ class Turns:
         #: each graded turn's signed position and run time, in Redis's order
         self.positions: list[tuple[str, int, float]] = []
         for run_id, raw, sig in zip(window.run_ids, window.entries, window.sigs, strict=True):
-            why, entry = self._check(window.member, key, raw, sig)
-            if why is not None or entry is None:
-                self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", why or "bad_turn"))
-            elif entry["run_id"] != run_id:
-                self.refused.append((run_id, raw or b"", "wrong_run"))
+            entry = self._check(window.member, key, run_id, raw, sig)
+            if isinstance(entry, str):
+                self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", entry))
             else:
                 self.graded.append(entry["turn"])
                 self.positions.append((entry["chain"], entry["seq"], float(entry["at"])))
 
-    def _check(self, member: str, key: bytes | None, raw: Any, sig: Any) -> tuple[str | None, dict[str, Any] | None]:
+    def _check(self, member: str, key: bytes | None, run_id: str, raw: Any, sig: Any) -> str | dict[str, Any]:
+        """Why this entry is refused, or the entry (and its session's settings are kept)."""
         if not isinstance(raw, bytes):
-            return "missing_turn", None
+            return "missing_turn"
         try:
             entry = json.loads(raw)
         except ValueError:
@@ -82,24 +81,28 @@ class Turns:
         chain, seq = (entry.get("chain"), entry.get("seq")) if isinstance(entry, dict) else (None, None)
         if not isinstance(chain, str) or isinstance(seq, bool) or not isinstance(seq, int):
             chain, seq = "", 0
-        text = signed_text(member, chain, seq, raw.decode("utf-8", "replace"))
-        why = refusal(key, text, sig if isinstance(sig, bytes) else None)
+        why = refusal(key, signed_text(member, chain, seq, raw.decode("utf-8", "replace")),
+                      sig if isinstance(sig, bytes) else None)
         if why is not None:
-            return why, None
-        if not isinstance(entry, dict) or not isinstance(entry.get("turn"), dict) \
-                or not isinstance(entry.get("evaluator"), str) or not isinstance(entry.get("session_id"), str) \
-                or not isinstance(entry.get("run_id"), str) or not isinstance(entry.get("spec"), (str, type(None))) \
-                or not chain or seq < 1 or isinstance(entry.get("at"), bool) \
-                or not isinstance(entry.get("at"), (int, float)):
-            return "bad_turn", None
-        if member_of(entry["evaluator"], entry["session_id"]) != member:  # filed under another session
-            return "wrong_session", None
+            return why
+        if not isinstance(entry, dict):
+            return "bad_turn"
         rate = entry.get("sample_rate", 1.0)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
-            return "bad_turn", None
+        if not isinstance(entry.get("turn"), dict) or not isinstance(entry.get("spec"), (str, type(None))) \
+                or not all(isinstance(entry.get(name), str) for name in ("evaluator", "session_id", "run_id")) \
+                or not chain or seq < 1 or not _number(entry.get("at")) or not _number(rate) or not 0 < rate <= 1:
+            return "bad_turn"
+        if member_of(entry["evaluator"], entry["session_id"]) != member:  # filed under another session
+            return "wrong_session"
+        if entry["run_id"] != run_id:
+            return "wrong_run"
         self.evaluator, self.session_id, self.spec, self.sample_rate = (entry["evaluator"], entry["session_id"],
-                                                                        entry["spec"], float(rate))
-        return None, entry
+                                                                        entry.get("spec"), float(rate))
+        return entry
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _mark(raw: bytes | None, member: str, chain: str, key: bytes | None) -> int | None:
