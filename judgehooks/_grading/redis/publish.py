@@ -2,10 +2,11 @@
 background mode), and the judgehooks loop hands it to the Redis stream; workers grade it.
 
 Publishing is the background Dispatcher's step (instead of judging), which keeps every guarantee
-the dispatcher has: the hook costs the outbox write and
-a hand-off, memory is bounded by `max_queue`, shed jobs become `skipped` records, a crashed
-producer's jobs are forwarded by the next process, and `drain()` waits until Redis has them all.
-While Redis is unreachable, jobs wait in the outbox and publishing is retried with backoff.
+the dispatcher has: the hook costs the outbox write and a hand-off, memory is bounded by
+`max_queue`, shed jobs become `skipped` records, a crashed producer's jobs are forwarded by the next
+process, and `drain()` waits until Redis has them all. While Redis is unreachable, jobs wait in the
+outbox and publishing is retried with backoff; when the dispatcher moves to another loop
+(`judgehooks.lifespan`) the job is handed back (`Requeue`) and that loop publishes it.
 With ``$JUDGEHOOKS_JOB_KEY`` set, every job is signed (`signing`), so workers can refuse forged ones.
 """
 
@@ -33,20 +34,8 @@ from .signing import JOB_KEY_ENV, job_key
 _warned_unsigned = False
 
 
-def job_payload(job: Job, ctx: EvalContext) -> str:
-    """One job as the JSON text the stream carries (the same fields the outbox keeps)."""
-    return json.dumps({"id": job.id, "evaluator": job.evaluator, "context": context_to_dict(ctx),
-                       "sample_rate": job.sample_rate, "spec": job.spec, "created_at": job.created_at},
-                      default=str, ensure_ascii=False)
-
-
 class Publisher:
-    """The dispatcher step of distributed grading: "publish the job to Redis" instead of "judge".
-
-    While Redis is unreachable, publishing is retried with backoff and the job waits in the outbox;
-    when the dispatcher moves to another loop (`judgehooks.lifespan`) the job is handed back
-    (`Requeue`) and that loop publishes it.
-    """
+    """The dispatcher step of distributed grading: "publish the job to Redis" instead of "judge"."""
 
     def __init__(self, broker_url: str, *, max_connections: int, key: str | bytes | None = None) -> None:
         global _warned_unsigned
@@ -72,8 +61,11 @@ class Publisher:
         return self._broker
 
     async def step(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> None:
-        """Publish one job; it has no record here (a worker stores it), so the outbox row can go."""
-        payload = job_payload(job, ctx)
+        """Publish one job (the fields the outbox keeps); it has no record here (a worker stores it),
+        so the outbox row can go."""
+        payload = json.dumps({"id": job.id, "evaluator": job.evaluator, "context": context_to_dict(ctx),
+                              "sample_rate": job.sample_rate, "spec": job.spec, "created_at": job.created_at},
+                             default=str, ensure_ascii=False)
         delay = 0.05
         while True:
             try:

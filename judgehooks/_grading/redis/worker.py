@@ -1,15 +1,13 @@
 """The worker side: taskiq's Receiver, run in this process, grading jobs from the Redis stream.
 
-One job: rebuild (or look up) the evaluator, judge through the same Pipeline as every other path
-(our RetryPolicy retries in-process with backoff, so taskiq's retry delays, which need a scheduler,
-are never used), store idempotently on the deterministic record id, then ack. A job is acked only
-once its record is stored; a worker that dies before that leaves it pending, and a live worker
-reclaims it. Delivery is at least once; the record id makes the store exactly once, and the judge
-is paid once: before grading, a worker looks the job's record id up in its store, and a job whose
-record is already there (a redelivery, or a signed entry replayed into the stream) is acked without
-calling the judge (counted as `duplicate`). A job that no
-worker finishes in `max_deliveries` deliveries (it kills them) goes to the dead-letter stream, and
-its run gets one `error` record saying so.
+One job: look up (or rebuild) the evaluator, grade through the same Pipeline as every other path
+(its RetryPolicy retries in-process, so taskiq's retry delays, which need a scheduler, are never
+used), store on the deterministic record id, then ack. A job is acked only once its record is
+stored; a worker that dies before that leaves it pending, and a live worker reclaims it. Delivery is
+at least once, the store exactly once, and the judge paid once: a job whose record is stored already,
+or that another stream entry is grading (a redelivery, a signed entry replayed), is acked without
+calling the judge (counted as `duplicate`). A job that no worker finishes in `max_deliveries`
+deliveries (it kills them) goes to the dead-letter stream, and its run gets one `error` record.
 
 What a job may choose: by default only which of the worker's own (imported) evaluators grades which
 run; a worker that opts in to rebuilding (`rebuild=`) lets it choose an evaluator's grading settings,
@@ -259,10 +257,8 @@ class Worker:
             await receiver.listen(stop)
             await sessions
         finally:
-            keep_alive.cancel()
-            sessions.cancel()
             left = list(receiver.running)
-            for task in left:
+            for task in (keep_alive, sessions, *left):
                 task.cancel()
             await asyncio.gather(keep_alive, sessions, *left, return_exceptions=True)
             if left:
