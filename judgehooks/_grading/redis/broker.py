@@ -166,7 +166,10 @@ class JudgeStreamBroker(RedisStreamBroker):
                     # The stream or its group was deleted under us (FLUSHDB, DEL, XGROUP DESTROY): made again,
                     # and reading goes on; entries deleted with it are gone from Redis, not from an outbox.
                     log.warning("broker_stream_gone", consumer=self.consumer_name, error=str(exc))
-                    await self._redeclare(backoff)
+                    try:
+                        await detached(self._declare_consumer_group())
+                    except (RedisConnectionError, RedisTimeoutError, OSError):
+                        await asyncio.sleep(backoff)  # made at the next round's error
                     backoff = min(backoff * 2, 5.0)
                     continue
                 except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
@@ -181,12 +184,6 @@ class JudgeStreamBroker(RedisStreamBroker):
                 backoff = 0.1
                 for entry_id, fields in entries:  # held from here on: a cancelled round's entries never are
                     yield self._message(entry_id, fields)
-
-    async def _redeclare(self, backoff: float) -> None:
-        try:
-            await detached(self._declare_consumer_group())
-        except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError):
-            await asyncio.sleep(backoff)  # tried again at the next round's error
 
     async def _round(self, conn: Redis, reclaim: bool) -> list[tuple[Any, Any]]:
         """One round: the entries reclaimed from dead consumers when it is time, else (or if there were
