@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..._base.context import EvalContext, context_to_dict
 from ..._base.log import log
 from ..outbox import Job
 from ..step import Requeue
-from . import redacted
+from . import Outage, redacted
 from .broker import TASK_NAME, JudgeStreamBroker
 from .signing import JOB_KEY_ENV, job_key
 
@@ -49,7 +48,7 @@ class Publisher:
         self._broker: JudgeStreamBroker | None = None
         self._broker_loop: asyncio.AbstractEventLoop | None = None
         self._pid = os.getpid()
-        self._down_since: float | None = None
+        self.outage = Outage(broker_url, "jobs wait in the outbox; publishing is retried")
 
     async def _connected(self) -> JudgeStreamBroker:
         loop = asyncio.get_running_loop()
@@ -75,18 +74,12 @@ class Publisher:
             except (RedisError, OSError) as exc:
                 if moving():  # the dispatcher is moving to another loop: that loop retries it
                     raise Requeue from exc
-                if self._down_since is None:
-                    self._down_since = time.monotonic()
-                    log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
-                                error=str(exc), note="jobs wait in the outbox; publishing is retried")
+                self.outage.down(exc)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
-        if self._down_since is not None:
-            log.info("broker_recovered", broker=redacted(self.broker_url),
-                     down_s=round(time.monotonic() - self._down_since, 3))
-            self._down_since = None
+        self.outage.up()
 
     def describe(self, stats: dict[str, Any]) -> dict[str, Any]:
         """What `judgehooks.stats()` adds for a publishing dispatcher."""
         return {"broker": redacted(self.broker_url), "forwarded": stats["done"],
-                "broker_down": self._down_since is not None, "signed": self.job_key is not None}
+                "broker_down": self.outage.since is not None, "signed": self.job_key is not None}

@@ -18,10 +18,8 @@ then forgets them, so Redis being down delays turns and loses none. In Redis, pe
 
 Each step is one Lua script, so two workers never both take a session. An entry carries its
 evaluator, session, spec, sampling and position (chain and sequence number, from the producer's
-session book) inside the signed text. So what Redis holds otherwise only decides when a session is
-graded: a turn moved, dropped or replayed shows as a break in the signed positions, and the
-window is an `error` record saying so, never graded on the changed turns. Everything read back is
-checked in `sessionworker`.
+session book) inside the signed text, so what Redis holds otherwise only decides when a session is
+graded: `sessionworker` checks everything read back.
 """
 
 from __future__ import annotations
@@ -38,9 +36,8 @@ from typing import Any
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.exceptions import RedisError
 
-from ..._base.log import log
 from ..sessionbook import Claim
-from . import redacted, text
+from . import Outage, text
 from .signing import job_key, sign
 
 DUE = "judgehooks:sessions:due"
@@ -197,10 +194,6 @@ class RedisSessions:
         """Members whose due time (or lapsed lease) has passed, earliest first, as text (undecodable ones too)."""
         return [text(m) for m in await self.redis.zrangebyscore(DUE, "-inf", repr(now), start=0, num=limit)]
 
-    async def drop(self, member: str) -> None:
-        """Remove a member that names no session (not one of ours) from the due set."""
-        await self.redis.zrem(DUE, member)
-
     async def claim(self, member: str, token: str, *, now: float, lease: float) -> Window | None:
         reply = await self._claim(keys=keys_of(member), args=[member, repr(now), repr(now + lease), token, MAX_WINDOW])
         if not reply or int(reply[0]) != 1:
@@ -245,7 +238,7 @@ class SessionRelay:
         self.key = job_key(key)  # given, else $JUDGEHOOKS_JOB_KEY: turns are signed as jobs are
         self._sessions: RedisSessions | None = None
         self._loop: Any = None
-        self.down_since: float | None = None
+        self.outage = Outage(broker_url, "session turns wait in the outbox file; forwarding is retried")
 
     def _connected(self) -> RedisSessions:
         loop = asyncio.get_running_loop()
@@ -281,9 +274,9 @@ class SessionRelay:
         try:
             await self._connected().push(member, turns)
         except (RedisError, OSError) as exc:
-            self._down(exc)
+            self.outage.down(exc)
             return False
-        self._up()
+        self.outage.up()
         return True
 
     async def end(self, evaluator: str, session_id: str) -> bool:
@@ -291,17 +284,5 @@ class SessionRelay:
         try:
             return await self._connected().end(member_of(evaluator, session_id), time.time())
         except (RedisError, OSError) as exc:
-            self._down(exc)
+            self.outage.down(exc)
             return False
-
-    def _down(self, exc: BaseException) -> None:
-        if self.down_since is None:
-            self.down_since = time.monotonic()
-            log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
-                        error=str(exc), note="session turns wait in the outbox file; forwarding is retried")
-
-    def _up(self) -> None:
-        if self.down_since is not None:
-            log.info("broker_recovered", broker=redacted(self.broker_url),
-                     down_s=round(time.monotonic() - self.down_since, 3))
-            self.down_since = None

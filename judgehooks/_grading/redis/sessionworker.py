@@ -40,7 +40,7 @@ from ..sessions import STORE_RETRY_S, grade_window, window_stored
 from ..step import Clock, settle
 from .broker import JudgeStreamBroker
 from .detached import detached
-from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text, through_text
+from .sessions import DEAD_STREAM, DUE, RedisSessions, Window, is_member, member_of, signed_text, through_text
 from .signing import refusal, sign
 
 #: the pipeline grading an evaluator's sessions (by name and spec text), as for run jobs
@@ -193,7 +193,7 @@ class SessionClock:
             if member in busy:
                 continue
             if not is_member(member):  # not a session of ours: never a key built from it
-                await self.sessions.drop(member)
+                await self.sessions.redis.zrem(DUE, member)
                 await self.broker.refuse(None, member.encode(), "bad_session", "a due-set member that names no session")
                 continue
             window = await self.sessions.claim(member, self.token, now=now, lease=self.lease)
