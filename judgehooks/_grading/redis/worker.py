@@ -40,13 +40,14 @@ from ..._judges.base import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
 from ..pipeline import Pipeline
+from ..ratelimit import Pace
 from ..step import settle
 from . import text
 from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
-from .ratelimit import shared as shared_pace
+from .ratelimit import KEY_PREFIX, SharedRateLimiter
 from .sessionworker import SessionClock
 from .signing import job_key
-from .spend import shared as shared_spend
+from .spend import RedisLedger
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
@@ -156,14 +157,21 @@ class Worker:
         `judgehooks:refused` stream)."""
         return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
                 "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
-                "signed_only": self.signed_only,
-                "dead_lettered": self.broker.dead_lettered, **self.sessions.counts}
+                "signed_only": self.signed_only, "dead_lettered": self.broker.dead_lettered, **self.sessions.counts}
 
     def _fleet(self, pipeline: Pipeline) -> Pipeline:
-        """A pipeline whose controls hold for the whole fleet: its spend caps counted, and its
-        requests_per_minute (else the worker's --requests-per-minute) paced, in Redis."""
-        pool = self.broker.connection_pool
-        return shared_pace(shared_spend(pipeline, pool), pool, self.requests_per_minute)
+        """A pipeline whose controls hold for the whole fleet, in Redis: its spend caps counted (fresh
+        per-process counters), and its requests_per_minute (else the worker's --requests-per-minute)
+        paced, keyed by judge model as in a process."""
+        pool, spend, pace = self.broker.connection_pool, pipeline.spend, pipeline.pace
+        if spend is not None:
+            spend = dataclasses.replace(spend, ledger=RedisLedger(pool), skipped=0, _warned={})
+        rate = pace.requests_per_minute if pace is not None else self.requests_per_minute
+        if rate is not None:
+            judge = pipeline.judge
+            model = pace.model if pace is not None else judge.model if judge is not None else pipeline.name
+            pace = Pace(rate, model, SharedRateLimiter(Redis(connection_pool=pool), KEY_PREFIX + model, rate))
+        return dataclasses.replace(pipeline, spend=spend, pace=pace)
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
         """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
