@@ -29,6 +29,7 @@ import contextlib
 import json
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -134,9 +135,10 @@ def breaks(turns: Turns, marks: dict[str, bytes], member: str, key: bytes | None
         if through is None:
             found.append(f"the graded-through mark of chain {chain} is forged or unreadable")
             continue
-        ordered = sorted(set(seqs))
-        if len(ordered) != len(seqs):
-            found.append(f"turn {ordered[0]} of chain {chain} appears twice (replayed)")
+        counts = Counter(seqs)
+        ordered = sorted(counts)
+        if twice := [s for s in ordered if counts[s] > 1]:  # named by the turn that is there twice
+            found.append(f"turn {twice[0]} of chain {chain} appears twice (replayed)")
         replayed = [s for s in ordered if s <= through]
         if replayed:
             found.append(f"turn(s) {_span(replayed)} of chain {chain} were graded already (replayed)")

@@ -236,7 +236,8 @@ class Worker:
         return False
 
     def _failed(self, evaluator: str, why: str) -> Pipeline:
-        """The pipeline of a session no worker finished: its record is one `error` saying why."""
+        """A pipeline whose record is one `error` saying why: a job or session no worker finished, or
+        a session whose turns Redis changed."""
         return Pipeline(evaluator=_Unavailable(evaluator, why, dead_letter=True), store=self.store)
 
     async def _dead_letter(self, data: bytes, deliveries: int) -> None:
