@@ -5,7 +5,10 @@ This module stays import-light: taskiq and redis load only when a broker is used
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from ..._base.log import log
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -22,6 +25,30 @@ def redacted(url: str) -> str:
     """The URL without its credentials, for logs, stats and messages."""
     scheme, _, rest = url.partition("://")
     return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
+def text(value: Any) -> str:
+    """A value from Redis as text (bytes decoded, undecodable bytes replaced)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class Outage:
+    """A producer's Redis outage, said once when it starts (`broker_unavailable`) and once when it ends."""
+
+    def __init__(self, url: str, note: str) -> None:
+        self.url, self.note = url, note
+        self.since: float | None = None  # monotonic time of the first failure, while Redis is away
+
+    def down(self, exc: BaseException) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            log.warning("broker_unavailable", broker=redacted(self.url), error_type=type(exc).__name__,
+                        error=str(exc), note=self.note)
+
+    def up(self) -> None:
+        if self.since is not None:
+            log.info("broker_recovered", broker=redacted(self.url), down_s=round(time.monotonic() - self.since, 3))
+            self.since = None
 
 
 def require_extra(parameter: str = "broker") -> None:

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -34,7 +35,7 @@ from taskiq_redis import RedisStreamBroker
 
 from ..._base.log import log
 from ...exceptions import StoreError
-from . import check_url
+from . import check_url, text
 from .detached import detached
 from .signing import refusal, sign
 
@@ -80,14 +81,6 @@ class JudgeStreamBroker(RedisStreamBroker):
         self.job_key = job_key  # signs what this broker publishes; a worker's refuses what is not signed with it
         self.refused: Counter[str] = Counter()  # by reason
 
-    async def _declare_consumer_group(self) -> None:
-        async with Redis(connection_pool=self.connection_pool) as conn:
-            try:
-                await conn.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
-            except ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
-
     async def kick(self, message: BrokerMessage) -> None:
         """Publish one job, signed when this broker has a job key."""
         fields = {b"data": message.message}
@@ -113,18 +106,9 @@ class JudgeStreamBroker(RedisStreamBroker):
     async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
         """Move an entry to the refused stream with the reason, then ack and delete it: counted,
         logged, and kept for an operator, never graded."""
-        record = {b"reason": why.encode(), b"detail": detail[:2000].encode(), b"data": data[:100_000],
-                  b"consumer": str(self.consumer_name).encode(), b"entry": (entry or "").encode(),
-                  b"refused_at": str(time.time()).encode()}
-        async with Redis(connection_pool=self.connection_pool) as conn:
-            pipe = conn.pipeline(transaction=True)
-            pipe.xadd(REFUSED_STREAM, cast(Any, record), maxlen=REFUSED_MAXLEN, approximate=True)
-            if entry is not None:
-                pipe.xack(STREAM, GROUP, entry)
-                pipe.xdel(STREAM, entry)
-            await pipe.execute()
-        if entry is not None:
-            self.held.discard(entry)
+        await self._remove(entry, REFUSED_STREAM, {
+            "reason": why, "detail": detail[:2000], "data": data[:100_000], "consumer": str(self.consumer_name),
+            "entry": entry or "", "refused_at": time.time()}, maxlen=REFUSED_MAXLEN)
         self.refused[why] += 1
         log.warning("worker_refused_job", consumer=self.consumer_name, reason=why, detail=detail[:500],
                     entry=entry, stream=REFUSED_STREAM)
@@ -139,27 +123,30 @@ class JudgeStreamBroker(RedisStreamBroker):
                 continue
             data = fields.get(b"data") if isinstance(fields, dict) else None
             try:
-                await self.refuse(_text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
+                await self.refuse(text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:  # stays pending: refused when reclaimed
                 log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
                             error=str(exc))
         return admitted
 
-    def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
-        entry = _text(entry_id)
-        self.held.add(entry)
-        return StreamMessage(data=fields[b"data"], ack=self._acker(entry), entry_id=entry)
-
-    def _acker(self, entry: str) -> Callable[[], Any]:
-        async def ack() -> None:
-            async with Redis(connection_pool=self.connection_pool) as conn:
-                pipe = conn.pipeline(transaction=True)
+    async def _remove(self, entry: str | None, to: str | None = None, record: Any = None,
+                      maxlen: int | None = None) -> None:
+        """In one transaction: copy `record` to stream `to`, then ack and delete `entry` (each if given)."""
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            pipe = conn.pipeline(transaction=True)
+            if to is not None:
+                pipe.xadd(to, record, maxlen=maxlen, approximate=True)
+            if entry is not None:
                 pipe.xack(STREAM, GROUP, entry)
                 pipe.xdel(STREAM, entry)
-                await pipe.execute()
+            await pipe.execute()
+        if entry is not None:
             self.held.discard(entry)
 
-        return ack
+    def _message(self, entry_id: Any, fields: Any) -> StreamMessage:
+        entry = text(entry_id)
+        self.held.add(entry)
+        return StreamMessage(data=fields[b"data"], ack=functools.partial(self._remove, entry), entry_id=entry)
 
     async def listen(self) -> AsyncGenerator[AckableMessage, None]:
         """New entries for this consumer; every `reclaim_after / 2` seconds, even when the stream is
@@ -179,7 +166,10 @@ class JudgeStreamBroker(RedisStreamBroker):
                     # The stream or its group was deleted under us (FLUSHDB, DEL, XGROUP DESTROY): made again,
                     # and reading goes on; entries deleted with it are gone from Redis, not from an outbox.
                     log.warning("broker_stream_gone", consumer=self.consumer_name, error=str(exc))
-                    await self._redeclare(backoff)
+                    try:
+                        await detached(self._declare_consumer_group())
+                    except (RedisConnectionError, RedisTimeoutError, OSError):
+                        await asyncio.sleep(backoff)  # made at the next round's error
                     backoff = min(backoff * 2, 5.0)
                     continue
                 except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
@@ -194,12 +184,6 @@ class JudgeStreamBroker(RedisStreamBroker):
                 backoff = 0.1
                 for entry_id, fields in entries:  # held from here on: a cancelled round's entries never are
                     yield self._message(entry_id, fields)
-
-    async def _redeclare(self, backoff: float) -> None:
-        try:
-            await detached(self._declare_consumer_group())
-        except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError):
-            await asyncio.sleep(backoff)  # tried again at the next round's error
 
     async def _round(self, conn: Redis, reclaim: bool) -> list[tuple[Any, Any]]:
         """One round: the entries reclaimed from dead consumers when it is time, else (or if there were
@@ -221,7 +205,7 @@ class JudgeStreamBroker(RedisStreamBroker):
             cursor, entries = reply[0], reply[1]
             # Our own held entries come back too when this loop was busy: they are already being graded.
             claimed.extend((entry_id, fields) for entry_id, fields in entries
-                           if fields and _text(entry_id) not in self.held)
+                           if fields and text(entry_id) not in self.held)
             if cursor in (b"0-0", "0-0") or len(claimed) >= self.unacknowledged_batch_size:
                 break
         if claimed:
@@ -244,10 +228,10 @@ class JudgeStreamBroker(RedisStreamBroker):
             if deliveries <= self.max_deliveries or self._why_refused(fields) is not None:
                 keep.append((entry_id, fields))  # a refused entry goes on to `_admissible`: refused, never buried
             else:
-                await self._bury(conn, _text(entry_id), fields, deliveries)
+                await self._bury(text(entry_id), fields, deliveries)
         return keep
 
-    async def _bury(self, conn: Redis, entry: str, fields: Any, deliveries: int) -> None:
+    async def _bury(self, entry: str, fields: Any, deliveries: int) -> None:
         """Its run's `error` record first (`on_dead`); only once that is stored is the entry moved to
         the dead-letter stream and acked. A store that fails leaves it pending, for the next reclaim."""
         data = fields.get(b"data", b"")
@@ -259,13 +243,9 @@ class JudgeStreamBroker(RedisStreamBroker):
                 return
             except Exception:  # no record can be made of it: the dead-letter stream keeps it for an operator
                 log.exception("dead_letter_record_failed", entry=entry)
-        pipe = conn.pipeline(transaction=True)
-        pipe.xadd(DEAD_STREAM, {"data": data, "sig": fields.get(b"sig", b""), "entry": entry,
-                                "deliveries": deliveries, "consumer": self.consumer_name or "",
-                                "dead_at": time.time()})
-        pipe.xack(STREAM, GROUP, entry)
-        pipe.xdel(STREAM, entry)
-        await pipe.execute()
+        await self._remove(entry, DEAD_STREAM, {
+            "data": data, "sig": fields.get(b"sig", b""), "entry": entry, "deliveries": deliveries,
+            "consumer": self.consumer_name or "", "dead_at": time.time()})
         self.dead_lettered += 1
         log.error("broker_dead_letter", consumer=self.consumer_name, entry=entry, deliveries=deliveries,
                   dead_stream=DEAD_STREAM, note="every worker that took this job died or stopped before finishing it")
@@ -282,7 +262,3 @@ class JudgeStreamBroker(RedisStreamBroker):
                                                    message_ids=held, justid=True))
                     except Exception as exc:  # Redis away for a moment: the next beat tries again
                         log.warning("broker_keep_alive_failed", error_type=type(exc).__name__, error=str(exc))
-
-
-def _text(entry_id: Any) -> str:
-    return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)

@@ -2,10 +2,11 @@
 background mode), and the judgehooks loop hands it to the Redis stream; workers grade it.
 
 Publishing is the background Dispatcher's step (instead of judging), which keeps every guarantee
-the dispatcher has: the hook costs the outbox write and
-a hand-off, memory is bounded by `max_queue`, shed jobs become `skipped` records, a crashed
-producer's jobs are forwarded by the next process, and `drain()` waits until Redis has them all.
-While Redis is unreachable, jobs wait in the outbox and publishing is retried with backoff.
+the dispatcher has: the hook costs the outbox write and a hand-off, memory is bounded by
+`max_queue`, shed jobs become `skipped` records, a crashed producer's jobs are forwarded by the next
+process, and `drain()` waits until Redis has them all. While Redis is unreachable, jobs wait in the
+outbox and publishing is retried with backoff; when the dispatcher moves to another loop
+(`judgehooks.lifespan`) the job is handed back (`Requeue`) and that loop publishes it.
 With ``$JUDGEHOOKS_JOB_KEY`` set, every job is signed (`signing`), so workers can refuse forged ones.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,27 +26,15 @@ from ..._base.context import EvalContext, context_to_dict
 from ..._base.log import log
 from ..outbox import Job
 from ..step import Requeue
-from . import redacted
+from . import Outage, redacted
 from .broker import TASK_NAME, JudgeStreamBroker
 from .signing import JOB_KEY_ENV, job_key
 
 _warned_unsigned = False
 
 
-def job_payload(job: Job, ctx: EvalContext) -> str:
-    """One job as the JSON text the stream carries (the same fields the outbox keeps)."""
-    return json.dumps({"id": job.id, "evaluator": job.evaluator, "context": context_to_dict(ctx),
-                       "sample_rate": job.sample_rate, "spec": job.spec, "created_at": job.created_at},
-                      default=str, ensure_ascii=False)
-
-
 class Publisher:
-    """The dispatcher step of distributed grading: "publish the job to Redis" instead of "judge".
-
-    While Redis is unreachable, publishing is retried with backoff and the job waits in the outbox;
-    when the dispatcher moves to another loop (`judgehooks.lifespan`) the job is handed back
-    (`Requeue`) and that loop publishes it.
-    """
+    """The dispatcher step of distributed grading: "publish the job to Redis" instead of "judge"."""
 
     def __init__(self, broker_url: str, *, max_connections: int, key: str | bytes | None = None) -> None:
         global _warned_unsigned
@@ -60,7 +48,7 @@ class Publisher:
         self._broker: JudgeStreamBroker | None = None
         self._broker_loop: asyncio.AbstractEventLoop | None = None
         self._pid = os.getpid()
-        self._down_since: float | None = None
+        self.outage = Outage(broker_url, "jobs wait in the outbox; publishing is retried")
 
     async def _connected(self) -> JudgeStreamBroker:
         loop = asyncio.get_running_loop()
@@ -72,8 +60,11 @@ class Publisher:
         return self._broker
 
     async def step(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> None:
-        """Publish one job; it has no record here (a worker stores it), so the outbox row can go."""
-        payload = job_payload(job, ctx)
+        """Publish one job (the fields the outbox keeps); it has no record here (a worker stores it),
+        so the outbox row can go."""
+        payload = json.dumps({"id": job.id, "evaluator": job.evaluator, "context": context_to_dict(ctx),
+                              "sample_rate": job.sample_rate, "spec": job.spec, "created_at": job.created_at},
+                             default=str, ensure_ascii=False)
         delay = 0.05
         while True:
             try:
@@ -83,18 +74,12 @@ class Publisher:
             except (RedisError, OSError) as exc:
                 if moving():  # the dispatcher is moving to another loop: that loop retries it
                     raise Requeue from exc
-                if self._down_since is None:
-                    self._down_since = time.monotonic()
-                    log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
-                                error=str(exc), note="jobs wait in the outbox; publishing is retried")
+                self.outage.down(exc)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
-        if self._down_since is not None:
-            log.info("broker_recovered", broker=redacted(self.broker_url),
-                     down_s=round(time.monotonic() - self._down_since, 3))
-            self._down_since = None
+        self.outage.up()
 
     def describe(self, stats: dict[str, Any]) -> dict[str, Any]:
         """What `judgehooks.stats()` adds for a publishing dispatcher."""
         return {"broker": redacted(self.broker_url), "forwarded": stats["done"],
-                "broker_down": self._down_since is not None, "signed": self.job_key is not None}
+                "broker_down": self.outage.since is not None, "signed": self.job_key is not None}

@@ -11,16 +11,13 @@ are spaced evenly whichever worker makes them.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..._base.log import log
-from ..pipeline import Pipeline
-from ..ratelimit import Pace
 
 KEY_PREFIX = "judgehooks:ratelimit:"
 
@@ -73,15 +70,3 @@ class SharedRateLimiter:
             # Callers woken together would ask together; a little jitter spreads them.
             await asyncio.sleep(wait_us / 1e6 + random.random() * min(0.01, interval_us / 1e7))
 
-
-def shared(pipeline: Pipeline, pool: ConnectionPool, default: float | None = None) -> Pipeline:
-    """`pipeline` with its `requests_per_minute` (else the worker's `default`; None: no limit) held
-    for the whole fleet: its judge calls wait their turn in Redis, keyed by judge model as in a process."""
-    pace = pipeline.pace
-    rate = pace.requests_per_minute if pace is not None else default
-    if rate is None:
-        return pipeline
-    judge = pipeline.judge
-    model = pace.model if pace is not None else judge.model if judge is not None else pipeline.name
-    limiter = SharedRateLimiter(Redis(connection_pool=pool), KEY_PREFIX + model, rate)
-    return dataclasses.replace(pipeline, pace=Pace(rate, model, limiter))

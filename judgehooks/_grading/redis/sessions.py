@@ -18,10 +18,8 @@ then forgets them, so Redis being down delays turns and loses none. In Redis, pe
 
 Each step is one Lua script, so two workers never both take a session. An entry carries its
 evaluator, session, spec, sampling and position (chain and sequence number, from the producer's
-session book) inside the signed text. So what Redis holds otherwise only decides when a session is
-graded: a turn moved, dropped or replayed shows as a break in the signed positions, and the
-window is an `error` record saying so, never graded on the changed turns. Everything read back is
-checked in `sessionworker`.
+session book) inside the signed text, so what Redis holds otherwise only decides when a session is
+graded: `sessionworker` checks everything read back.
 """
 
 from __future__ import annotations
@@ -38,9 +36,8 @@ from typing import Any
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.exceptions import RedisError
 
-from ..._base.log import log
 from ..sessionbook import Claim
-from . import redacted
+from . import Outage, text
 from .signing import job_key, sign
 
 DUE = "judgehooks:sessions:due"
@@ -51,6 +48,16 @@ SEEN_TTL = 7 * 24 * 3600
 #: turns taken into one window at most (a Lua call's argument limit; the rest form the next window)
 MAX_WINDOW = 5000
 
+# Every script's KEYS start as `keys_of` and its ARGV[1] is the member; an unreadable number counts as 0
+_PRELUDE = """
+local function field(name) return tonumber(redis.call('HGET', KEYS[2], name) or '') or 0 end
+local function reschedule() redis.call('ZADD', KEYS[1], math.max(field('due_at'), field('lease_until')), ARGV[1]) end
+local function forget()
+    redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+    redis.call('ZREM', KEYS[1], ARGV[1])
+end
+"""
+
 _APPEND = """
 local added = 0
 for i = 3, #ARGV, 5 do
@@ -58,19 +65,13 @@ for i = 3, #ARGV, 5 do
         redis.call('ZADD', KEYS[3], ARGV[i + 1], ARGV[i])
         redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 3])
         if ARGV[i + 4] ~= '' then redis.call('HSET', KEYS[5], ARGV[i], ARGV[i + 4]) end
-        local due = tonumber(ARGV[i + 2])
-        local current = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '')
-        if current == nil or due > current then redis.call('HSET', KEYS[2], 'due_at', ARGV[i + 2]) end
+        if tonumber(ARGV[i + 2]) > field('due_at') then redis.call('HSET', KEYS[2], 'due_at', ARGV[i + 2]) end
         added = added + 1
     end
 end
 redis.call('EXPIRE', KEYS[6], ARGV[2])
 redis.call('EXPIRE', KEYS[7], ARGV[2])
-if added > 0 then
-    local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
-    local lease = tonumber(redis.call('HGET', KEYS[2], 'lease_until') or '') or 0
-    redis.call('ZADD', KEYS[1], math.max(due, lease), ARGV[1])
-end
+if added > 0 then reschedule() end
 return added
 """
 
@@ -79,14 +80,12 @@ local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) > tonumber(ARGV[2]) then return {0} end
 local ids = redis.call('ZRANGE', KEYS[3], 0, tonumber(ARGV[5]) - 1)
 if #ids == 0 then
-    redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-    redis.call('ZREM', KEYS[1], ARGV[1])
+    forget()
     return {0}
 end
-local claims = (tonumber(redis.call('HGET', KEYS[2], 'claims') or '') or 0) + 1
+local claims = field('claims') + 1
 redis.call('HSET', KEYS[2], 'claims', claims, 'owner', ARGV[4], 'lease_until', ARGV[3])
-local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
-redis.call('ZADD', KEYS[1], math.max(due, tonumber(ARGV[3])), ARGV[1])
+reschedule()
 return {1, claims, ids, redis.call('HMGET', KEYS[4], unpack(ids)), redis.call('HMGET', KEYS[5], unpack(ids))}
 """
 
@@ -97,11 +96,9 @@ if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[2], 'lease_until', ARGV[3])
 if ARGV[4] == '1' then
     redis.call('HDEL', KEYS[2], 'owner')
-    local claims = (tonumber(redis.call('HGET', KEYS[2], 'claims') or '') or 1) - 1
-    redis.call('HSET', KEYS[2], 'claims', math.max(claims, 0))
+    redis.call('HSET', KEYS[2], 'claims', math.max(field('claims') - 1, 0))
 end
-local due = tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0
-redis.call('ZADD', KEYS[1], math.max(due, tonumber(ARGV[3])), ARGV[1])
+reschedule()
 return 1
 """
 
@@ -112,14 +109,13 @@ for i = 3, #ARGV do
     redis.call('HDEL', KEYS[5], ARGV[i])
 end
 if redis.call('ZCARD', KEYS[3]) == 0 then
-    redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-    redis.call('ZREM', KEYS[1], ARGV[1])
+    forget()
     return 0
 end
 if redis.call('HGET', KEYS[2], 'owner') == ARGV[2] then
     redis.call('HDEL', KEYS[2], 'owner', 'lease_until')
     redis.call('HSET', KEYS[2], 'claims', 0)
-    redis.call('ZADD', KEYS[1], tonumber(redis.call('HGET', KEYS[2], 'due_at') or '') or 0, ARGV[1])
+    reschedule()
 end
 return redis.call('ZCARD', KEYS[3])
 """
@@ -127,8 +123,7 @@ return redis.call('ZCARD', KEYS[3])
 _END = """
 if redis.call('ZCARD', KEYS[3]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], 'due_at', ARGV[2])
-local lease = tonumber(redis.call('HGET', KEYS[2], 'lease_until') or '') or 0
-redis.call('ZADD', KEYS[1], math.max(tonumber(ARGV[2]), lease), ARGV[1])
+reschedule()
 return 1
 """
 
@@ -182,11 +177,8 @@ class RedisSessions:
 
     def __init__(self, pool: ConnectionPool) -> None:
         self.redis = Redis(connection_pool=pool)
-        self._append = self.redis.register_script(_APPEND)
-        self._claim = self.redis.register_script(_CLAIM)
-        self._lease = self.redis.register_script(_LEASE)
-        self._finish = self.redis.register_script(_FINISH)
-        self._end = self.redis.register_script(_END)
+        self._append, self._claim, self._lease, self._finish, self._end = (
+            self.redis.register_script(_PRELUDE + body) for body in (_APPEND, _CLAIM, _LEASE, _FINISH, _END))
 
     async def push(self, member: str, turns: Sequence[tuple[str, float, float, str, bytes | None]]) -> int:
         """Take in turns as (run_id, at, due_at, entry, sig): how many were new."""
@@ -196,41 +188,32 @@ class RedisSessions:
         return int(await self._append(keys=[*keys_of(member), through_key(member)], args=args))
 
     async def end(self, member: str, now: float) -> bool:
-        return bool(await self._end(keys=keys_of(member)[:3], args=[member, repr(now)]))
+        return bool(await self._end(keys=keys_of(member), args=[member, repr(now)]))
 
     async def due(self, now: float, limit: int) -> list[str]:
         """Members whose due time (or lapsed lease) has passed, earliest first, as text (undecodable ones too)."""
-        found = await self.redis.zrangebyscore(DUE, "-inf", repr(now), start=0, num=limit)
-        return [m.decode("utf-8", "replace") if isinstance(m, bytes) else str(m) for m in found]
-
-    async def drop(self, member: str) -> None:
-        """Remove a member that names no session (not one of ours) from the due set."""
-        await self.redis.zrem(DUE, member)
+        return [text(m) for m in await self.redis.zrangebyscore(DUE, "-inf", repr(now), start=0, num=limit)]
 
     async def claim(self, member: str, token: str, *, now: float, lease: float) -> Window | None:
-        reply = await self._claim(keys=keys_of(member)[:5], args=[member, repr(now), repr(now + lease), token,
-                                                                    MAX_WINDOW])
+        reply = await self._claim(keys=keys_of(member), args=[member, repr(now), repr(now + lease), token, MAX_WINDOW])
         if not reply or int(reply[0]) != 1:
             return None
         _, claims, ids, entries, sigs = reply
-        return Window(member=member, token=token, claims=int(claims),
-                      run_ids=tuple(i.decode("utf-8", "replace") if isinstance(i, bytes) else str(i) for i in ids),
-                      entries=tuple(entries), sigs=tuple(sigs))
+        return Window(member, token, int(claims), tuple(text(i) for i in ids), tuple(entries), tuple(sigs))
 
     async def renew(self, window: Window, lease: float) -> bool:
         """Hold the window `lease` seconds more: False when another worker has taken it over."""
         args = [window.member, window.token, repr(time.time() + lease), "0"]
-        return bool(await self._lease(keys=keys_of(window.member)[:2], args=args))
+        return bool(await self._lease(keys=keys_of(window.member), args=args))
 
     async def give_back(self, window: Window, retry_at: float) -> None:
         """Ungraded (the store was down, or this worker is stopping): due again at `retry_at`."""
-        await self._lease(keys=keys_of(window.member)[:2], args=[window.member, window.token, repr(retry_at), "1"])
+        await self._lease(keys=keys_of(window.member), args=[window.member, window.token, repr(retry_at), "1"])
 
     async def through(self, member: str) -> dict[str, bytes]:
         """The session's graded-through marks as Redis holds them (chain -> raw value)."""
         found = await self.redis.hgetall(through_key(member))
-        return {(k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): v if isinstance(v, bytes)
-                else str(v).encode() for k, v in found.items()}
+        return {text(k): v if isinstance(v, bytes) else str(v).encode() for k, v in found.items()}
 
     async def mark_through(self, member: str, marks: dict[str, bytes]) -> None:
         """Set graded-through marks (the window's record is stored), kept `SEEN_TTL` seconds."""
@@ -243,7 +226,7 @@ class RedisSessions:
 
     async def finish(self, window: Window, run_ids: Sequence[str]) -> int:
         """Forget these turns (their record is stored, or they were refused): how many turns are left."""
-        return int(await self._finish(keys=keys_of(window.member)[:5], args=[window.member, window.token, *run_ids]))
+        return int(await self._finish(keys=keys_of(window.member), args=[window.member, window.token, *run_ids]))
 
 
 class SessionRelay:
@@ -255,7 +238,7 @@ class SessionRelay:
         self.key = job_key(key)  # given, else $JUDGEHOOKS_JOB_KEY: turns are signed as jobs are
         self._sessions: RedisSessions | None = None
         self._loop: Any = None
-        self.down_since: float | None = None
+        self.outage = Outage(broker_url, "session turns wait in the outbox file; forwarding is retried")
 
     def _connected(self) -> RedisSessions:
         loop = asyncio.get_running_loop()
@@ -291,9 +274,9 @@ class SessionRelay:
         try:
             await self._connected().push(member, turns)
         except (RedisError, OSError) as exc:
-            self._down(exc)
+            self.outage.down(exc)
             return False
-        self._up()
+        self.outage.up()
         return True
 
     async def end(self, evaluator: str, session_id: str) -> bool:
@@ -301,17 +284,5 @@ class SessionRelay:
         try:
             return await self._connected().end(member_of(evaluator, session_id), time.time())
         except (RedisError, OSError) as exc:
-            self._down(exc)
+            self.outage.down(exc)
             return False
-
-    def _down(self, exc: BaseException) -> None:
-        if self.down_since is None:
-            self.down_since = time.monotonic()
-            log.warning("broker_unavailable", broker=redacted(self.broker_url), error_type=type(exc).__name__,
-                        error=str(exc), note="session turns wait in the outbox file; forwarding is retried")
-
-    def _up(self) -> None:
-        if self.down_since is not None:
-            log.info("broker_recovered", broker=redacted(self.broker_url),
-                     down_s=round(time.monotonic() - self.down_since, 3))
-            self.down_since = None

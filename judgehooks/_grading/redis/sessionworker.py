@@ -25,10 +25,12 @@ session's next turn arrives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Collection
+from collections import Counter
+from collections.abc import Callable, Collection
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -39,7 +41,7 @@ from ..sessions import STORE_RETRY_S, grade_window, window_stored
 from ..step import Clock, settle
 from .broker import JudgeStreamBroker
 from .detached import detached
-from .sessions import DEAD_STREAM, RedisSessions, Window, is_member, member_of, signed_text, through_text
+from .sessions import DEAD_STREAM, DUE, RedisSessions, Window, is_member, member_of, signed_text, through_text
 from .signing import refusal, sign
 
 #: the pipeline grading an evaluator's sessions (by name and spec text), as for run jobs
@@ -61,18 +63,17 @@ class Turns:
         #: each graded turn's signed position and run time, in Redis's order
         self.positions: list[tuple[str, int, float]] = []
         for run_id, raw, sig in zip(window.run_ids, window.entries, window.sigs, strict=True):
-            why, entry = self._check(window.member, key, raw, sig)
-            if why is not None or entry is None:
-                self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", why or "bad_turn"))
-            elif entry["run_id"] != run_id:
-                self.refused.append((run_id, raw or b"", "wrong_run"))
+            entry = self._check(window.member, key, run_id, raw, sig)
+            if isinstance(entry, str):
+                self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", entry))
             else:
                 self.graded.append(entry["turn"])
                 self.positions.append((entry["chain"], entry["seq"], float(entry["at"])))
 
-    def _check(self, member: str, key: bytes | None, raw: Any, sig: Any) -> tuple[str | None, dict[str, Any] | None]:
+    def _check(self, member: str, key: bytes | None, run_id: str, raw: Any, sig: Any) -> str | dict[str, Any]:
+        """Why this entry is refused, or the entry (and its session's settings are kept)."""
         if not isinstance(raw, bytes):
-            return "missing_turn", None
+            return "missing_turn"
         try:
             entry = json.loads(raw)
         except ValueError:
@@ -81,24 +82,28 @@ class Turns:
         chain, seq = (entry.get("chain"), entry.get("seq")) if isinstance(entry, dict) else (None, None)
         if not isinstance(chain, str) or isinstance(seq, bool) or not isinstance(seq, int):
             chain, seq = "", 0
-        text = signed_text(member, chain, seq, raw.decode("utf-8", "replace"))
-        why = refusal(key, text, sig if isinstance(sig, bytes) else None)
+        why = refusal(key, signed_text(member, chain, seq, raw.decode("utf-8", "replace")),
+                      sig if isinstance(sig, bytes) else None)
         if why is not None:
-            return why, None
-        if not isinstance(entry, dict) or not isinstance(entry.get("turn"), dict) \
-                or not isinstance(entry.get("evaluator"), str) or not isinstance(entry.get("session_id"), str) \
-                or not isinstance(entry.get("run_id"), str) or not isinstance(entry.get("spec"), (str, type(None))) \
-                or not chain or seq < 1 or isinstance(entry.get("at"), bool) \
-                or not isinstance(entry.get("at"), (int, float)):
-            return "bad_turn", None
-        if member_of(entry["evaluator"], entry["session_id"]) != member:  # filed under another session
-            return "wrong_session", None
+            return why
+        if not isinstance(entry, dict):
+            return "bad_turn"
         rate = entry.get("sample_rate", 1.0)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
-            return "bad_turn", None
+        if not isinstance(entry.get("turn"), dict) or not isinstance(entry.get("spec"), (str, type(None))) \
+                or not all(isinstance(entry.get(name), str) for name in ("evaluator", "session_id", "run_id")) \
+                or not chain or seq < 1 or not _number(entry.get("at")) or not _number(rate) or not 0 < rate <= 1:
+            return "bad_turn"
+        if member_of(entry["evaluator"], entry["session_id"]) != member:  # filed under another session
+            return "wrong_session"
+        if entry["run_id"] != run_id:
+            return "wrong_run"
         self.evaluator, self.session_id, self.spec, self.sample_rate = (entry["evaluator"], entry["session_id"],
-                                                                        entry["spec"], float(rate))
-        return None, entry
+                                                                        entry.get("spec"), float(rate))
+        return entry
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _mark(raw: bytes | None, member: str, chain: str, key: bytes | None) -> int | None:
@@ -118,32 +123,26 @@ def _mark(raw: bytes | None, member: str, chain: str, key: bytes | None) -> int 
 def breaks(turns: Turns, marks: dict[str, bytes], member: str, key: bytes | None) -> list[str]:
     """What is wrong with a window's signed positions (empty when nothing is): turns out of their
     signed order, a sequence number graded already (a replay), or one missing (a dropped turn)."""
-    found: list[str] = []
-    times = [at for _, _, at in turns.positions]
-    if times != sorted(times):
-        found.append("turns are out of their signed order (reordered)")
     chains: dict[str, list[int]] = {}
     for chain, seq, _ in turns.positions:
         chains.setdefault(chain, []).append(seq)
+    times = [at for _, _, at in turns.positions]
+    found = []
+    if times != sorted(times) or any(seqs != sorted(seqs) for seqs in chains.values()):
+        found.append("turns are out of their signed order (reordered)")
     for chain, seqs in chains.items():
-        if seqs != sorted(seqs) and "turns are out of their signed order (reordered)" not in found:
-            found.append("turns are out of their signed order (reordered)")
         through = _mark(marks.get(chain), member, chain, key)
         if through is None:
             found.append(f"the graded-through mark of chain {chain} is forged or unreadable")
             continue
-        ordered = sorted(set(seqs))
-        if len(ordered) != len(seqs):
-            found.append(f"turn {ordered[0]} of chain {chain} appears twice (replayed)")
+        counts = Counter(seqs)
+        ordered = sorted(counts)
+        if twice := [s for s in ordered if counts[s] > 1]:  # named by the turn that is there twice
+            found.append(f"turn {twice[0]} of chain {chain} appears twice (replayed)")
         replayed = [s for s in ordered if s <= through]
         if replayed:
             found.append(f"turn(s) {_span(replayed)} of chain {chain} were graded already (replayed)")
-        expected = through + 1
-        missing: list[int] = []
-        for seq in ordered:
-            if seq > expected:
-                missing += range(expected, seq)
-            expected = max(expected, seq + 1)
+        missing = sorted(set(range(through + 1, ordered[-1])) - set(ordered))
         if missing:
             found.append(f"turn(s) {_span(missing)} of chain {chain} are missing (dropped)")
     return found
@@ -157,17 +156,14 @@ class SessionClock:
     """Grades due sessions from Redis, `concurrency` at a time, for one worker."""
 
     def __init__(self, broker: JudgeStreamBroker, pipeline_for: PipelineFor, failed: FailedPipeline, *,
-                 concurrency: int, lease: float, max_deliveries: int,
-                 before: Callable[[Pipeline], Awaitable[None]] | None = None) -> None:
+                 concurrency: int, lease: float, max_deliveries: int) -> None:
         self.broker = broker
         self.sessions = RedisSessions(broker.connection_pool)
         self.pipeline_for = pipeline_for
         self.failed = failed
-        self.concurrency = concurrency
         self.lease = lease
         self.poll = min(1.0, lease / 4)
         self.max_deliveries = max_deliveries
-        self.before = before
         self.token = f"{broker.consumer_name}:{uuid.uuid4().hex[:8]}"
         self.clock = Clock(self._claim, concurrency)
         self.counts = {"sessions_graded": 0, "sessions_taken_over": 0, "sessions_dead_lettered": 0,
@@ -199,7 +195,7 @@ class SessionClock:
             if member in busy:
                 continue
             if not is_member(member):  # not a session of ours: never a key built from it
-                await self.sessions.drop(member)
+                await self.sessions.redis.zrem(DUE, member)
                 await self.broker.refuse(None, member.encode(), "bad_session", "a due-set member that names no session")
                 continue
             window = await self.sessions.claim(member, self.token, now=now, lease=self.lease)
@@ -236,10 +232,8 @@ class SessionClock:
                 continue
 
     async def _give_back(self, window: Window, retry_at: float) -> None:
-        try:
+        with contextlib.suppress(RedisError, OSError):  # its lease lapses instead
             await self.sessions.give_back(window, retry_at)
-        except (RedisError, OSError):  # its lease lapses instead
-            pass
 
     async def _grade_window(self, window: Window) -> None:
         turns = Turns(window, self.broker.job_key)
@@ -251,7 +245,8 @@ class SessionClock:
         key = self.broker.job_key
         marks = await self.sessions.through(window.member)
         broken = breaks(turns, marks, window.member, key)
-        if window.claims > self.max_deliveries:
+        dead = window.claims > self.max_deliveries
+        if dead:
             pipeline = self.failed(turns.evaluator, (
                 f"the session was taken {window.claims} times and no worker finished grading it (each died or "
                 f"stopped while grading it); its turns are kept in the Redis stream {DEAD_STREAM!r}"))
@@ -266,11 +261,8 @@ class SessionClock:
                 pipeline = self.failed(turns.evaluator, (
                     "the session's turns in Redis were changed by someone without the job key: " + "; ".join(broken)
                     + ". Each turn's position in its session is signed; this window is not graded on them"))
-            elif self.before is not None:
-                await self.before(pipeline)
         record = await grade_window(pipeline, turns.session_id, turns.graded, turns.sample_rate,
                                     last_key=window.run_ids[-1])
-        dead = window.claims > self.max_deliveries
 
         async def done() -> None:  # the record is stored (or was already): the turns go, the mark moves
             if dead and record is not None:

@@ -22,9 +22,8 @@ GENERATE = "python -c 'import secrets; print(secrets.token_hex(32))'"
 def job_key(value: str | bytes | None = None) -> bytes | None:
     """The signing key: `value`, else $JUDGEHOOKS_JOB_KEY; None when neither is set (or empty).
     A key shorter than 16 characters is refused: it could be guessed."""
-    if value is None:
-        value = os.environ.get(JOB_KEY_ENV) or None
-    if value is None or value in ("", b""):
+    value = os.environ.get(JOB_KEY_ENV) if value is None else value
+    if not value:
         return None
     key = value.encode() if isinstance(value, str) else value
     if len(key) < MIN_KEY_LENGTH:

@@ -8,13 +8,10 @@ unreachable: the call is admitted, with a warning (the judge is not held up by t
 
 from __future__ import annotations
 
-import dataclasses
-
 from redis.asyncio import ConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from ..._base.log import log
-from ..pipeline import Pipeline
 from ..spend import Ticket
 
 KEY_PREFIX = "judgehooks:spend:"
@@ -70,10 +67,3 @@ class RedisLedger:
             log.warning("spend_cap_unavailable", key=key, error_type=type(exc).__name__, error=str(exc),
                         note="this call's cost is not counted")
 
-
-def shared(pipeline: Pipeline, pool: ConnectionPool) -> Pipeline:
-    """`pipeline` with its spend cap, if any, counted in Redis (fresh per-process counters)."""
-    if pipeline.spend is None:
-        return pipeline
-    return dataclasses.replace(pipeline, spend=dataclasses.replace(pipeline.spend, ledger=RedisLedger(pool),
-                                                                   skipped=0, _warned={}))

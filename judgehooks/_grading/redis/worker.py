@@ -1,15 +1,13 @@
 """The worker side: taskiq's Receiver, run in this process, grading jobs from the Redis stream.
 
-One job: rebuild (or look up) the evaluator, judge through the same Pipeline as every other path
-(our RetryPolicy retries in-process with backoff, so taskiq's retry delays, which need a scheduler,
-are never used), store idempotently on the deterministic record id, then ack. A job is acked only
-once its record is stored; a worker that dies before that leaves it pending, and a live worker
-reclaims it. Delivery is at least once; the record id makes the store exactly once, and the judge
-is paid once: before grading, a worker looks the job's record id up in its store, and a job whose
-record is already there (a redelivery, or a signed entry replayed into the stream) is acked without
-calling the judge (counted as `duplicate`). A job that no
-worker finishes in `max_deliveries` deliveries (it kills them) goes to the dead-letter stream, and
-its run gets one `error` record saying so.
+One job: look up (or rebuild) the evaluator, grade through the same Pipeline as every other path
+(its RetryPolicy retries in-process, so taskiq's retry delays, which need a scheduler, are never
+used), store on the deterministic record id, then ack. A job is acked only once its record is
+stored; a worker that dies before that leaves it pending, and a live worker reclaims it. Delivery is
+at least once, the store exactly once, and the judge paid once: a job whose record is stored already,
+or that another stream entry is grading (a redelivery, a signed entry replayed), is acked without
+calling the judge (counted as `duplicate`). A job that no worker finishes in `max_deliveries`
+deliveries (it kills them) goes to the dead-letter stream, and its run gets one `error` record.
 
 What a job may choose: by default only which of the worker's own (imported) evaluators grades which
 run; a worker that opts in to rebuilding (`rebuild=`) lets it choose an evaluator's grading settings,
@@ -42,12 +40,14 @@ from ..._judges.base import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
 from ..pipeline import Pipeline
+from ..ratelimit import Pace
 from ..step import settle
-from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage, _text
-from .ratelimit import shared as shared_pace
+from . import text
+from .broker import DEAD_STREAM, MAX_DELIVERIES, REFUSED_STREAM, TASK_NAME, JudgeStreamBroker, StreamMessage
+from .ratelimit import KEY_PREFIX, SharedRateLimiter
 from .sessionworker import SessionClock
 from .signing import job_key
-from .spend import shared as shared_spend
+from .spend import RedisLedger
 
 #: how a job's spec becomes an evaluator (with keyword settings); raises NotRebuildable when it cannot
 Rebuild = Callable[..., Any]
@@ -157,14 +157,21 @@ class Worker:
         `judgehooks:refused` stream)."""
         return {**self.counts, "reclaimed": self.broker.reclaimed, "refused": sum(self.broker.refused.values()),
                 "refused_by_reason": dict(self.broker.refused), "refused_stream": REFUSED_STREAM,
-                "signed_only": self.signed_only,
-                "dead_lettered": self.broker.dead_lettered, **self.sessions.counts}
+                "signed_only": self.signed_only, "dead_lettered": self.broker.dead_lettered, **self.sessions.counts}
 
     def _fleet(self, pipeline: Pipeline) -> Pipeline:
-        """A pipeline whose controls hold for the whole fleet: its spend caps counted, and its
-        requests_per_minute (else the worker's --requests-per-minute) paced, in Redis."""
-        pool = self.broker.connection_pool
-        return shared_pace(shared_spend(pipeline, pool), pool, self.requests_per_minute)
+        """A pipeline whose controls hold for the whole fleet, in Redis: its spend caps counted (fresh
+        per-process counters), and its requests_per_minute (else the worker's --requests-per-minute)
+        paced, keyed by judge model as in a process."""
+        pool, spend, pace = self.broker.connection_pool, pipeline.spend, pipeline.pace
+        if spend is not None:
+            spend = dataclasses.replace(spend, ledger=RedisLedger(pool), skipped=0, _warned={})
+        rate = pace.requests_per_minute if pace is not None else self.requests_per_minute
+        if rate is not None:
+            judge = pipeline.judge
+            model = pace.model if pace is not None else judge.model if judge is not None else pipeline.name
+            pace = Pace(rate, model, SharedRateLimiter(Redis(connection_pool=pool), KEY_PREFIX + model, rate))
+        return dataclasses.replace(pipeline, spend=spend, pace=pace)
 
     def _pipeline(self, evaluator: str, spec_text: str | None) -> Pipeline:
         """The pipeline for a job: an imported evaluator's, else one rebuilt from the job's spec by
@@ -225,11 +232,12 @@ class Worker:
                     return True
                 holder = await conn.get(CLAIM_PREFIX + record_id)
                 if holder is not None:
-                    return bool(_text(holder) == entry)
+                    return bool(text(holder) == entry)
         return False
 
     def _failed(self, evaluator: str, why: str) -> Pipeline:
-        """The pipeline of a session no worker finished: its record is one `error` saying why."""
+        """A pipeline whose record is one `error` saying why: a job or session no worker finished, or
+        a session whose turns Redis changed."""
         return Pipeline(evaluator=_Unavailable(evaluator, why, dead_letter=True), store=self.store)
 
     async def _dead_letter(self, data: bytes, deliveries: int) -> None:
@@ -258,10 +266,8 @@ class Worker:
             await receiver.listen(stop)
             await sessions
         finally:
-            keep_alive.cancel()
-            sessions.cancel()
             left = list(receiver.running)
-            for task in left:
+            for task in (keep_alive, sessions, *left):
                 task.cancel()
             await asyncio.gather(keep_alive, sessions, *left, return_exceptions=True)
             if left:
