@@ -112,9 +112,9 @@ class _Child:
         self.alive = False
         with self._lock:
             waiters, self._pending = list(self._pending.values()), {}
+        died = {"error": {"type": "JudgeProcessDied", "message": message, "status": 503}}
         for loop, future in waiters:
-            error = {"type": "JudgeProcessDied", "message": message, "status": 503}
-            loop.call_soon_threadsafe(_resolve, future, {"error": error})
+            loop.call_soon_threadsafe(_resolve_all, [(future, died)])
 
     def close(self) -> None:
         self.alive = False
@@ -129,14 +129,10 @@ class _Child:
             self.proc.kill()
 
 
-def _resolve(future: asyncio.Future[Any], reply: dict[str, Any]) -> None:
-    if not future.done():
-        future.set_result(reply)
-
-
 def _resolve_all(answers: list[tuple[asyncio.Future[Any], dict[str, Any]]]) -> None:
     for future, reply in answers:
-        _resolve(future, reply)
+        if not future.done():
+            future.set_result(reply)
 
 
 _children: dict[str, list[_Child]] = {}
@@ -189,9 +185,9 @@ class ProcessJudge(BaseJudge):
         self.model = judge.model
         self.processes = processes
         self.max_tokens = judge.max_tokens
-        self._config = {"model": judge.model, "structured_output": judge.structured_output,
-                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
-                        "max_reply_bytes": judge.max_reply_bytes}
+        self._config: dict[str, Any] = {"model": judge.model, "structured_output": judge.structured_output,
+                                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
+                                        "max_reply_bytes": judge.max_reply_bytes}
         self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
         #: Whether the helper process sent its last answered call through the wire client (None
         #: before the first answer): the helper says so in each reply.
@@ -204,8 +200,7 @@ class ProcessJudge(BaseJudge):
     @property
     def endpoint(self) -> str | None:
         """The ``api_base`` the helper process calls, or None for the provider's default."""
-        kwargs = self._config["kwargs"]
-        given = kwargs.get("api_base") if isinstance(kwargs, dict) else None
+        given = self._config["kwargs"].get("api_base")
         return given if isinstance(given, str) and given else None
 
     def _ensure(self) -> _Child:

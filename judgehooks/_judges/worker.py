@@ -23,34 +23,16 @@ from .prompt import JudgeRequest
 from .wire import MAX_REPLY_BYTES
 
 
-class _Replies:
-    """Reply lines written in one go per turn of the loop, not one write per reply."""
-
-    def __init__(self, out: Any) -> None:
-        self._out = out
-        self._lines: list[bytes] = []
-
-    def send(self, line: bytes) -> None:
-        self._lines.append(line)
-        if len(self._lines) == 1:
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        data, self._lines = b"".join(self._lines), []
-        try:
-            write_all(self._out, data)
-        except OSError:  # the parent closed its end: nobody is left to answer
-            _leave()
-
-
 class _Server:
     """Reads requests straight off stdin on the event loop (a reader callback, no thread, no queue):
-    each chunk's requests start as tasks in the same turn of the loop that read them."""
+    each chunk's requests start as tasks in the same turn of the loop that read them, and the replies
+    of one turn are written in one go, not one write per reply."""
 
     def __init__(self, judge: LiteLLMJudge, out: Any, lines: LineSplitter) -> None:
         self._judge = judge
-        self._replies = _Replies(out)
+        self._out = out
         self._lines = lines
+        self._unsent: list[bytes] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -63,7 +45,19 @@ class _Server:
         await self._closed
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._replies.flush()
+        self._flush()
+
+    def _reply(self, line: bytes) -> None:
+        self._unsent.append(line)
+        if len(self._unsent) == 1:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        data, self._unsent = b"".join(self._unsent), []
+        try:
+            write_all(self._out, data)
+        except OSError:  # the parent closed its end: nobody is left to answer
+            _leave()
 
     def _readable(self) -> None:
         try:
@@ -95,19 +89,18 @@ class _Server:
             task.add_done_callback(self._tasks.discard)
 
     async def _one(self, message: dict[str, Any]) -> None:
-        judge = self._judge
         try:
             request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
-            r = await judge.complete(request)
+            r = await self._judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
                                      "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,
-                                     "fast": judge.client.name == "wire"}
+                                     "fast": self._judge.client.name == "wire"}
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
             reply = {"id": message.get("id"), "error": error}
-        self._replies.send(json_line(reply))
+        self._reply(json_line(reply))
 
 
 def _leave() -> None:
@@ -144,12 +137,11 @@ def _main() -> None:  # pragma: no cover - runs in the child process
                          litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True),
                          max_reply_bytes=config.get("max_reply_bytes", MAX_REPLY_BYTES))
     judge.warm_up()
-    loop = asyncio.new_event_loop()
 
     async def serve() -> None:
         await _Server(judge, out, lines).serve(first[1:])
 
-    loop.run_until_complete(serve())
+    asyncio.new_event_loop().run_until_complete(serve())
 
 
 if __name__ == "__main__":  # pragma: no cover
