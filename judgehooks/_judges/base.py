@@ -173,22 +173,16 @@ def is_retryable(exc: BaseException) -> bool:
         return True
     if is_auth_error(exc):
         return False
-    if isinstance(exc, (TimeoutError, ConnectionError)):
-        return True
-    name = error_name(exc)
-    if name in _RETRYABLE_NAMES:
-        return True
     status = _status_of(exc)
-    return status is not None and (status == 429 or status >= 500)
+    return (isinstance(exc, (TimeoutError, ConnectionError)) or error_name(exc) in _RETRYABLE_NAMES
+            or (status is not None and (status == 429 or status >= 500)))
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
     """The server's Retry-After, when the error carries one (seconds form only)."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or getattr(exc, "headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    value = headers.get("retry-after") if headers and hasattr(headers, "get") else None
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
@@ -199,6 +193,11 @@ def error_name(exc: BaseException) -> str:
     """A stable error_type: the exception's class name (litellm's names are informative), or the
     original's name for an error raised in the judge process or restated with where the judge is."""
     return getattr(exc, "remote_type", None) or type(exc).__name__
+
+
+def count(value: Any) -> int | None:
+    """A token count from a reply's usage, or None (a bool, or a mock's attribute, is not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def describe(exc: BaseException) -> str:

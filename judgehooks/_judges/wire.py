@@ -34,7 +34,7 @@ from urllib.parse import urljoin, urlsplit
 from .._base.record import JudgeMode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import JudgeReply, _import_lock, load_litellm
+from .base import JudgeReply, _import_lock, count, load_litellm
 from .prompt import verdict_schema
 from .transport import poster, proxied
 
@@ -96,10 +96,10 @@ class Price:
     cached_prompt: float | None = None
 
     def cost(self, usage: Mapping[str, Any]) -> float:
-        prompt = _int(usage.get("prompt_tokens")) or 0
-        completion = _int(usage.get("completion_tokens")) or 0
+        prompt = count(usage.get("prompt_tokens")) or 0
+        completion = count(usage.get("completion_tokens")) or 0
         details = usage.get("prompt_tokens_details")
-        cached = (_int(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
+        cached = (count(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
         cached = min(cached, prompt) if self.cached_prompt is not None else 0
         return ((prompt - cached) * self.prompt + cached * (self.cached_prompt or 0.0)
                 + completion * self.completion)
@@ -235,8 +235,8 @@ class WireClient:
         return JudgeReply(
             text=text if isinstance(text, str) else "",
             model=model if isinstance(model, str) and model else self.wire_model,
-            prompt_tokens=_int(usage.get("prompt_tokens")),
-            completion_tokens=_int(usage.get("completion_tokens")),
+            prompt_tokens=count(usage.get("prompt_tokens")),
+            completion_tokens=count(usage.get("completion_tokens")),
             cost_usd=self.price.cost(usage) if self.price is not None and usage else None,
             finish_reason=finish if isinstance(finish, str) else None,
         )
@@ -249,10 +249,6 @@ class _BadReply(ValueError):
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}:{parts.port or {'http': 80, 'https': 443}.get(parts.scheme, '')}"
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 _mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIError, once imported
