@@ -291,9 +291,15 @@ def session_refs(*texts: str) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def session_value(value: Any) -> str:
-    """A session_state value as the judge reads it: text as it is, anything else as JSON."""
+def as_text(value: Any) -> str:
+    """A value as the judge reads it (a session_state value, the given context): text as it is,
+    anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def tool_calls_text(ctx: EvalContext) -> str:
+    """A run's tool calls as the judge reads them: one JSON list."""
+    return json.dumps([c.as_dict() for c in ctx.tool_calls], ensure_ascii=False, default=str)
 
 
 def session_values(state: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
@@ -305,7 +311,7 @@ def session_values(state: Mapping[str, Any], keys: Sequence[str]) -> dict[str, s
         raise MissingContext(f"the run's session_state has no {', '.join(map(repr, missing))}: the criteria or "
                              f"guidelines name {named}; run the agent with session_state={{{missing[0]!r}: ...}} "
                              f"(its keys: {sorted(map(str, state))[:20]})")
-    return {k: session_value(state[k]) for k in keys}
+    return {k: as_text(state[k]) for k in keys}
 
 
 def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
@@ -316,19 +322,11 @@ def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Se
     the run's value fenced with the nonce (cut to the budget like the run's own texts); a key the
     run's session_state lacks raises MissingContext."""
     nonce = nonce or new_nonce()
-    labels = ["INPUT"]
-    texts = [ctx.input]
-    if context is not None:
-        labels.append("GIVEN-CONTEXT")
-        texts.append(context if isinstance(context, str) else json.dumps(context, ensure_ascii=False, default=str))
-    if include_tools:
-        labels.append("TOOL-CALLS")
-        texts.append(json.dumps([c.as_dict() for c in ctx.tool_calls], ensure_ascii=False, default=str))
-    labels.append("OUTPUT")
-    texts.append(ctx.output)
-    if ctx.expected is not None:
-        labels.append("EXPECTED-OUTPUT")
-        texts.append(ctx.expected)
+    shown = [(label, text) for label, text in (
+        ("INPUT", ctx.input), ("GIVEN-CONTEXT", None if context is None else as_text(context)),
+        ("TOOL-CALLS", tool_calls_text(ctx) if include_tools else None), ("OUTPUT", ctx.output),
+        ("EXPECTED-OUTPUT", ctx.expected)) if text is not None]
+    labels, texts = [label for label, _ in shown], [text for _, text in shown]
     system = system_prompt(criteria, mode, guidelines, nonce)
     asked = len(texts)
     if session_refs(criteria, *guidelines):  # each place one is named: a text of its own, fenced where it stands

@@ -20,7 +20,7 @@ from .._base.record import Mode
 from .._base.session import Turn
 from ..exceptions import EvaluatorError
 from .call import JudgeCall
-from .prompt import JudgeRequest, fence, fit_prompt, new_nonce, single, system_prompt
+from .prompt import JudgeRequest, fence, fit_prompt, new_nonce, single, system_prompt, tool_calls_text
 
 BudgetUnit = Literal["chars", "tokens"]
 #: a token budget is held as characters at this rate (an estimate: no tokenizer is loaded)
@@ -53,10 +53,6 @@ class Transcript:
                           omitted=(2, numbers[1] - 1), budget=self.budget)
 
 
-def _tools(run: EvalContext) -> str:
-    return json.dumps([c.as_dict() for c in run.tool_calls], ensure_ascii=False, default=str)
-
-
 def _members(turn: Turn) -> str:
     """A turn's member runs, one JSON line each, in the order they ran."""
     return "\n".join(json.dumps(m.as_dict(), ensure_ascii=False) for m in turn.members)
@@ -65,7 +61,7 @@ def _members(turn: Turn) -> str:
 def _size(turn: Turn, tools: bool) -> int:
     run = turn.run
     size = len(run.input) + len(run.output) + sum(len(m.input) + len(m.output) for m in turn.members)
-    return size + (len(_tools(run)) if tools and run.tool_calls else 0)
+    return size + (len(tool_calls_text(run)) if tools and run.tool_calls else 0)
 
 
 def plan(turns: Sequence[Turn], *, budget: int | None, unit: BudgetUnit = "chars", keep_last: int = 8,
@@ -83,9 +79,8 @@ def plan(turns: Sequence[Turn], *, budget: int | None, unit: BudgetUnit = "chars
     while last > 1 and sizes[0] + sum(sizes[total - last:]) > limit:
         last -= 1
     keep = [0, *range(total - last, total)] if total > 1 else [0]
-    first_gap, last_gap = 2, total - last
     return Transcript(turns=tuple(turns[i] for i in keep), numbers=tuple(i + 1 for i in keep), total=total,
-                      chars=whole.chars, clipped=True, omitted=(first_gap, last_gap) if last_gap >= first_gap else None,
+                      chars=whole.chars, clipped=True, omitted=(2, total - last) if total - last >= 2 else None,
                       budget=limit)
 
 
@@ -97,7 +92,7 @@ def _texts(transcript: Transcript, include_tools: bool) -> list[str]:
         if turn.members:
             found.append(_members(turn))
         if include_tools and turn.run.tool_calls:
-            found.append(_tools(turn.run))
+            found.append(tool_calls_text(turn.run))
         found.append(turn.run.output)
     return found
 
