@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .._base.text import lazy_pattern
+from .._base.urls import without_credentials
 from ..exceptions import MalformedVerdict
 from .prompt import JudgeRequest
 
@@ -91,6 +92,12 @@ class BaseJudge(ABC):
         """The URL the judge calls (it may carry credentials: strip them before showing it), or None
         when the provider's default is used."""
         return None
+
+
+def shown_url(judge: Any) -> str | None:
+    """The URL a judge calls without credentials (user info, query), or None for the provider's default."""
+    url = judge.endpoint if isinstance(judge, BaseJudge) else None
+    return (without_credentials(url) or None) if url else None
 
 
 def _status_of(exc: BaseException) -> int | None:

@@ -61,22 +61,22 @@ class LineSplitter:
         return [b"".join(self._partial)] if self._partial else []
 
 
+def read_chunk(fd: int) -> bytes:
+    """What the pipe holds, up to `CHUNK` bytes (blocking until it holds some); b"" once it is closed."""
+    try:
+        return os.read(fd, CHUNK)
+    except OSError:
+        return b""
+
+
 def line_batches(fd: int) -> Iterator[list[bytes]]:
     """The lines (without their newline) arriving on `fd`, in batches as they come; a last line
     without a newline is the last batch. Ends when the pipe closes."""
     lines = LineSplitter()
-    while True:
-        try:
-            chunk = os.read(fd, CHUNK)
-        except OSError:
-            break
-        if not chunk:
-            break
-        batch = lines.feed(chunk)
-        if batch:
+    while chunk := read_chunk(fd):
+        if batch := lines.feed(chunk):
             yield batch
-    rest = lines.rest()
-    if rest:
+    if rest := lines.rest():
         yield rest
 
 

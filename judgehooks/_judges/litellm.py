@@ -21,10 +21,9 @@ import anyio.to_thread
 from .._base.log import log
 from .._base.record import JudgeMode
 from .._base.secrets import remember, remember_environment
-from .._base.urls import without_credentials
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, load_litellm, refuses_structured_output
+from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, load_litellm, refuses_structured_output, shown_url
 from .prompt import REPLY_TOKENS, JudgeRequest, verdict_schema
 from .wire import MAX_REPLY_BYTES, WireClient, reasoning_model, wire_client
 
@@ -99,9 +98,7 @@ class LiteLLMJudge(BaseJudge):
         remember_environment()  # the provider key variables litellm reads when no api_key is given
         self.max_tokens = self._kwargs.get("max_tokens")
         self.client = self._init_client()
-        where = self.endpoint
-        log.info("judge_client", model=model, client=self.client.name,
-                 url=without_credentials(where) if where else "the provider's default")
+        log.info("judge_client", model=model, client=self.client.name, url=shown_url(self) or "the provider's default")
 
     def _init_client(self) -> WireClient | LiteLLMClient:
         """The one way this judge calls: the wire client if it serves the model, else litellm's."""

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import CHUNK, LineSplitter, json_line, read_json_line, write_all
+from .lines import CHUNK, LineSplitter, json_line, read_chunk, read_json_line, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 from .wire import MAX_REPLY_BYTES
@@ -125,10 +125,7 @@ def _main() -> None:  # pragma: no cover - runs in the child process
     lines = LineSplitter()  # never sys.stdin: its buffer would keep requests the loop never sees
     first: list[bytes] = []
     while not first:  # the first line says which judge to run
-        try:
-            chunk = os.read(0, CHUNK)
-        except OSError:
-            chunk = b""
+        chunk = read_chunk(0)
         if not chunk:  # the parent died before saying
             _leave()
         first = lines.feed(chunk)
