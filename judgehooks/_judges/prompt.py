@@ -71,19 +71,15 @@ def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, An
         reason["maxLength"] = REASON_CHARS
     if mode == "numeric":
         props: dict[str, Any] = {"score": {"type": "integer", "minimum": 1, "maximum": 10}, "reason": reason}
-        required = ["score", "reason"]
     elif mode == "pairwise":  # which of two answers is better (`pairwise`)
         props = {"winner": {"type": "string", "enum": ["A", "B", "tie"]}, "reason": reason}
-        required = ["winner", "reason"]
     elif mode == "name":  # what a group of failure reasons share (`naming`)
         props = {"name": {"type": "string", "description": "at most 60 characters"}}
-        required = ["name"]
     else:
         props = {"passed": {"type": "boolean"}, "reason": reason}
-        required = ["passed", "reason"]
-    return {"type": "json_schema", "json_schema": {
+    return {"type": "json_schema", "json_schema": {  # every property required: strict mode's rule
         "name": f"{mode}_verdict", "strict": True,
-        "schema": {"type": "object", "properties": props, "required": required, "additionalProperties": False}}}
+        "schema": {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}}}
 
 
 def single(mode: JudgeMode) -> Mode:
@@ -158,16 +154,12 @@ def fit_texts(texts: Sequence[str], room: int) -> tuple[list[str], int, int]:
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if cost(mid) <= room else (low, mid - 1)
-    out, cut, removed = [], 0, 0
-    for text, n, m in zip(texts, sizes, marks, strict=True):
-        if n <= low + m:
-            out.append(text)
-            continue
-        head = (low + 1) // 2
-        tail = low - head
-        out.append(text[:head] + _marker(n - low) + (text[n - tail:] if tail else ""))
-        cut, removed = cut + 1, removed + n - low
-    return out, cut, removed
+    head = (low + 1) // 2
+    tail = low - head
+    out = [text if n <= low + m else text[:head] + _marker(n - low) + (text[n - tail:] if tail else "")
+           for text, n, m in zip(texts, sizes, marks, strict=True)]
+    cut = [n for n, m in zip(sizes, marks, strict=True) if n > low + m]
+    return out, len(cut), sum(n - low for n in cut)
 
 
 def fit_prompt(render: Render, texts: Sequence[str], budget: int | None) -> tuple[tuple[str, str], PromptCut | None]:
