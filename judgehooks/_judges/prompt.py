@@ -162,25 +162,26 @@ def fit_texts(texts: Sequence[str], room: int) -> tuple[list[str], int, int]:
     return out, len(cut), sum(n - low for n in cut)
 
 
-def fit_prompt(render: Render, texts: Sequence[str], budget: int | None) -> tuple[tuple[str, str], PromptCut | None]:
-    """The prompt's messages within `budget` characters (None: no budget), and how it was cut.
-    Raises EvaluatorError when the budget cannot hold even the prompt's own words (criteria,
-    instructions, fences): a record says so, never a prompt over its budget."""
-    whole = render(texts, "")
-    size = len(whole[0]) + len(whole[1])
-    if budget is None or size <= budget:
-        return whole, None
-    reserve = cut_note(budget, sum(len(t) for t in texts), len(texts))  # the longest note it can be
-    empty = render(["" for _ in texts], reserve)
-    room = budget - len(empty[0]) - len(empty[1])
-    if room < 0:
-        raise EvaluatorError(f"the prompt budget of {budget} characters cannot hold the prompt's own words "
-                             f"(criteria, instructions and fences: {budget - room} characters); raise the budget")
-    fitted, cut, removed = fit_texts(texts, room)
-    messages = render(fitted, cut_note(budget, removed, cut))
-    chars = len(messages[0]) + len(messages[1])
-    assert chars <= budget, (chars, budget)
-    return messages, PromptCut(budget=budget, whole=size, chars=chars, texts=cut, removed=removed)
+def fit_prompt(render: Render, texts: Sequence[str], budget: int | None, mode: JudgeMode, nonce: str) -> JudgeRequest:
+    """The request with the prompt's (system, user) messages within `budget` characters (None: no
+    budget), and how it was cut. Raises EvaluatorError when the budget cannot hold even the prompt's
+    own words (criteria, instructions, fences): a record says so, never a prompt over its budget."""
+    messages = render(texts, "")
+    size, cut = len(messages[0]) + len(messages[1]), None
+    if budget is not None and size > budget:
+        reserve = cut_note(budget, sum(len(t) for t in texts), len(texts))  # the longest note it can be
+        empty = render(["" for _ in texts], reserve)
+        room = budget - len(empty[0]) - len(empty[1])
+        if room < 0:
+            raise EvaluatorError(f"the prompt budget of {budget} characters cannot hold the prompt's own words "
+                                 f"(criteria, instructions and fences: {budget - room} characters); raise the budget")
+        fitted, shortened, removed = fit_texts(texts, room)
+        messages = render(fitted, cut_note(budget, removed, shortened))
+        chars = len(messages[0]) + len(messages[1])
+        assert chars <= budget, (chars, budget)
+        cut = PromptCut(budget=budget, whole=size, chars=chars, texts=shortened, removed=removed)
+    return JudgeRequest(messages=({"role": "system", "content": messages[0]}, {"role": "user", "content": messages[1]}),
+                        mode=mode, nonce=nonce, cut=cut)
 
 
 def fence(label: str, text: str, nonce: str) -> str:
@@ -334,6 +335,4 @@ def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Se
         return filled, head + "\n\n".join(fence(label, text, nonce)
                                            for label, text in zip(labels, parts[:asked], strict=True))
 
-    (system, user), cut = fit_prompt(render, texts, budget)
-    messages = ({"role": "system", "content": system}, {"role": "user", "content": user})
-    return JudgeRequest(messages=messages, mode=mode, nonce=nonce, cut=cut)
+    return fit_prompt(render, texts, budget, mode, nonce)

@@ -120,14 +120,11 @@ def build_session_request(transcript: Transcript, *, criteria: str, mode: Mode, 
     system = system_prompt(criteria, mode, guidelines, nonce, subject)
     while True:
         try:
-            (shown, user), cut = fit_prompt(*_prompt(transcript, system, include_tools, nonce), transcript.budget)
-            break
+            return fit_prompt(*_prompt(transcript, system, include_tools, nonce), transcript.budget, mode, nonce)
         except EvaluatorError:
             if len(transcript.turns) <= 2:  # the first and the last turn: nothing more to leave out
                 raise
             transcript = transcript.without_second()
-    messages = ({"role": "system", "content": shown}, {"role": "user", "content": user})
-    return JudgeRequest(messages=messages, mode=mode, nonce=nonce, cut=cut)
 
 
 @dataclass(frozen=True, slots=True)
