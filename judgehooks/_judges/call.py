@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -75,18 +74,14 @@ class FirstErrors:
     """The kinds of judge error (`error_kind`) an evaluator has met: the first of each kind is
     logged as one warning; later ones of that kind only make their error records."""
 
-    __slots__ = ("_lock", "_seen")
+    __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        self._seen: dict[str, object] = {}
 
     def first(self, kind: str) -> bool:
-        with self._lock:
-            if kind in self._seen:
-                return False
-            self._seen.add(kind)
-            return True
+        mark = object()
+        return self._seen.setdefault(kind, mark) is mark  # one atomic step: two threads never both come first
 
 
 @dataclass(frozen=True, slots=True)

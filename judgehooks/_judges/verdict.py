@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.record import JudgeMode
@@ -220,8 +220,7 @@ def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
             chosen = before[-1]
         else:
             continue
-        c = signed[chosen]
-        signed[chosen] = _Candidate(c.start, c.end, c.value, c.reason, True, c.quoted, c.fenced)
+        signed[chosen] = replace(signed[chosen], signed=True)
     return signed
 
 
