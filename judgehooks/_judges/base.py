@@ -120,9 +120,8 @@ _AUTH_TEXT = lazy_pattern(r"missing credentials|(?:incorrect|invalid|missing|no)
 
 def is_auth_error(exc: BaseException) -> bool:
     """A missing, wrong or unauthorised API key: never worth another attempt."""
-    if error_name(exc) in _AUTH_NAMES or _status_of(exc) in (401, 403):
-        return True
-    return bool(_AUTH_TEXT.search(str(exc)[:2000]))
+    return (error_name(exc) in _AUTH_NAMES or _status_of(exc) in (401, 403)
+            or bool(_AUTH_TEXT.search(str(exc)[:2000])))
 
 
 def refuses_structured_output(exc: BaseException) -> bool:
@@ -166,9 +165,8 @@ def error_kind(exc: BaseException) -> str:
             return "connection"
     if any(_CONNECTION_TEXT.search(str(e)[:500]) for e in chain):
         return "connection"
-    names = {error_name(e) for e in chain}
     status = _status_of(exc)
-    if status == 429 or "RateLimitError" in names:
+    if status == 429 or any(error_name(e) == "RateLimitError" for e in chain):
         return "rate_limit"
     return f"HTTP {status}" if status is not None else error_name(exc)
 
