@@ -17,16 +17,16 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import CHUNK, LineSplitter, json_line, read_chunk, read_json_line, write_all
+from .lines import LineSplitter, json_line, read_chunk, read_json_line, write_all
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 from .wire import MAX_REPLY_BYTES
 
 
-class _Server:
-    """Reads requests straight off stdin on the event loop (a reader callback, no thread, no queue):
-    each chunk's requests start as tasks in the same turn of the loop that read them, and the replies
-    of one turn are written in one go, not one write per reply."""
+class _Server(asyncio.Protocol):
+    """Reads requests straight off stdin on the event loop (asyncio's pipe transport, no thread, no
+    queue): each chunk's requests start as tasks in the same turn of the loop that read them, and the
+    replies of one turn are written in one go, not one write per reply."""
 
     def __init__(self, judge: LiteLLMJudge, out: Any, lines: LineSplitter) -> None:
         self._judge = judge
@@ -40,8 +40,7 @@ class _Server:
     async def serve(self, first: list[bytes]) -> None:
         """Answer `first` and every request after it until stdin closes, then the calls in flight."""
         self._start(first)
-        os.set_blocking(0, False)
-        self._loop.add_reader(0, self._readable)
+        await self._loop.connect_read_pipe(lambda: self, open(0, "rb", buffering=0, closefd=False))
         await self._closed
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -59,17 +58,10 @@ class _Server:
         except OSError:  # the parent closed its end: nobody is left to answer
             _leave()
 
-    def _readable(self) -> None:
-        try:
-            chunk = os.read(0, CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if chunk:
-            self._start(self._lines.feed(chunk))
-            return
-        self._loop.remove_reader(0)
+    def data_received(self, data: bytes) -> None:
+        self._start(self._lines.feed(data))
+
+    def connection_lost(self, exc: Exception | None) -> None:  # stdin closed (or broken)
         self._start(self._lines.rest())
         if not self._closed.done():
             self._closed.set_result(None)
