@@ -3,7 +3,7 @@
 A reader takes whatever the pipe holds (up to 64 KiB) and hands on every whole line in it at
 once, so a reader thread wakes its event loop once per chunk, not once per line, and never reads
 a byte at a time (what iterating an unbuffered pipe does). A writer gathers the lines one turn of
-the event loop produces and writes them with one call.
+the event loop produces and writes them with one call (a buffered writer's, which writes them all).
 """
 
 from __future__ import annotations
@@ -78,10 +78,3 @@ def line_batches(fd: int) -> Iterator[list[bytes]]:
             yield batch
     if rest := lines.rest():
         yield rest
-
-
-def write_all(out: Any, data: bytes) -> None:
-    """All of `data` into an unbuffered pipe (one raw write may take only part of it)."""
-    view = memoryview(data)
-    while view:
-        view = view[out.write(view) or 0:]

@@ -27,7 +27,7 @@ from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import BaseJudge, JudgeReply
-from .lines import json_line, line_batches, read_json_line, write_all
+from .lines import json_line, line_batches, read_json_line
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -38,9 +38,10 @@ class _Child:
     def __init__(self, config: dict[str, Any]) -> None:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True")}
         self.proc = subprocess.Popen([sys.executable, "-m", "judgehooks._judges.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+                                     stdout=subprocess.PIPE, env=env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(config) + "\n").encode())
+        self.proc.stdin.flush()  # now: the process warms up while no call is made yet
         self._write_lock = threading.Lock()
         self._unsent: dict[asyncio.AbstractEventLoop, list[bytes]] = {}  # per loop: lines for its next flush
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
@@ -77,7 +78,8 @@ class _Child:
             with self._write_lock:
                 data = b"".join(self._unsent.pop(loop, ()))
                 assert self.proc.stdin is not None
-                write_all(self.proc.stdin, data)
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
         except (OSError, ValueError) as exc:  # ValueError: closed by `close`
             self._fail_all(f"judge process is gone: {exc}")
 
@@ -122,7 +124,7 @@ class _Child:
             assert self.proc.stdin is not None
             with self._write_lock:  # calls made since the last flush still go
                 unsent, self._unsent = b"".join(b"".join(lines) for lines in self._unsent.values()), {}
-                write_all(self.proc.stdin, unsent)
+                self.proc.stdin.write(unsent)
                 self.proc.stdin.close()
             self.proc.wait(5)
         except Exception:

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import LineSplitter, json_line, read_chunk, read_json_line, write_all
+from .lines import LineSplitter, json_line, read_chunk, read_json_line
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 from .wire import MAX_REPLY_BYTES
@@ -54,7 +54,8 @@ class _Server(asyncio.Protocol):
     def _flush(self) -> None:
         data, self._unsent = b"".join(self._unsent), []
         try:
-            write_all(self._out, data)
+            self._out.write(data)
+            self._out.flush()
         except OSError:  # the parent closed its end: nobody is left to answer
             _leave()
 
@@ -111,7 +112,7 @@ def _main() -> None:  # pragma: no cover - runs in the child process
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     # Replies travel on the original stdout; anything a library prints goes to stderr instead.
-    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     lines = LineSplitter()  # never sys.stdin: its buffer would keep requests the loop never sees
