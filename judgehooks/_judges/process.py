@@ -147,10 +147,8 @@ def _child_for(key: str, config: dict[str, Any], processes: int) -> _Child:
     flight."""
     with _children_lock:
         pool = [child for child in _children.get(key, []) if child.alive]
-        if len(pool) < processes:
-            idle = [child for child in pool if not child.in_flight]
-            if not idle:
-                pool.append(_Child(config))
+        if len(pool) < processes and all(child.in_flight for child in pool):  # none idle: one more
+            pool.append(_Child(config))
         _children[key] = pool
         return min(pool, key=lambda child: child.in_flight)
 

@@ -177,14 +177,12 @@ class WireClient:
 
     name = "wire"
 
-    def body(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> dict[str, Any]:
-        return {"model": self.wire_model, "messages": messages, **self.params[(mode, structured)]}
-
     async def send(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> JudgeReply:
         """One call; on failure, the exception litellm raises for it."""
         try:
             content = await poster(self.base_url, self.api_key, self.timeout, self.proxied).post(
-                self.body(messages, mode, structured), self.timeout, self.max_reply_bytes)
+                {"model": self.wire_model, "messages": messages, **self.params[(mode, structured)]}, self.timeout,
+                self.max_reply_bytes)
         except JudgeUnavailable:
             raise
         except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
