@@ -13,7 +13,7 @@ from .._base.caller import sync_caller
 from .._base.context import render_content
 from .._base.record import JudgeMode, Mode
 from ..exceptions import EvaluatorError
-from .base import BaseJudge, JudgeReply, refuses_structured_output
+from .base import BaseJudge, JudgeReply, count, refuses_structured_output
 from .prompt import JudgeRequest
 
 if TYPE_CHECKING:
@@ -42,9 +42,7 @@ def evaluator_agent(agent: Any, model: Any, *, criteria: str, mode: Mode, guidel
     """What agno's `AgentAsJudgeEval.get_evaluator_agent()` returns: the caller's agent with agno's
     verdict schema as its output, or an agno Agent built from `model` (a litellm model string
     becomes agno's `LiteLLM` model) with the criteria as its instructions."""
-    from agno.eval.agent_as_judge import BinaryJudgeResponse, NumericJudgeResponse
-
-    schema = NumericJudgeResponse if mode == "numeric" else BinaryJudgeResponse
+    schema = schema_for(mode)
     if agent is not None:
         agent.output_schema = schema
         return agent
@@ -62,13 +60,23 @@ def evaluator_agent(agent: Any, model: Any, *, criteria: str, mode: Mode, guidel
     return Agent(model=model, description=_DESCRIPTION, instructions=instructions, output_schema=schema)
 
 
-def _count(value: Any) -> int | None:
-    """A token count from a judge's metrics, or None (a mock's attribute is not a count)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _reply(text: str, model: str, metrics: Any) -> JudgeReply:
+    """A reply with the token counts and cost agno's metrics give (None where they give none)."""
+    cost = getattr(metrics, "cost", None)
+    return JudgeReply(text=text, model=model, prompt_tokens=count(getattr(metrics, "input_tokens", None)),
+                      completion_tokens=count(getattr(metrics, "output_tokens", None)),
+                      cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
 
 
-def _cost(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _content(content: Any) -> str:
+    return content if isinstance(content, str) else render_content(content)
+
+
+def _messages(request: JudgeRequest) -> list[Any]:
+    """The request as agno Messages: a fresh list per call (the model appends its answer to it)."""
+    from agno.models.message import Message
+
+    return [Message(role=m["role"], content=m["content"]) for m in request.messages]
 
 
 def _text(value: Any) -> str | None:
@@ -106,7 +114,7 @@ def verdict_text(content: Any, parsed: Any, schema: Any) -> str:
     if not isinstance(content, str) or not content.strip():
         if parsed is not None and isinstance(parsed, schema):
             return str(parsed.model_dump_json())
-        return render_content(content) if content is not None else ""
+        return render_content(content)
     stripped = content.strip()
     if stripped.startswith("<think>") and "</think>" in stripped:
         answer = stripped.split("</think>", 1)[1].strip()
@@ -185,9 +193,7 @@ class AgnoJudge(BaseJudge):
             if self._in_order is None:
                 self._in_order = anyio.Lock()
             output = await _run_agent(self._agent, prompt, self._in_order)
-            content = output.content
-            metrics = output.metrics
-            text = content if isinstance(content, str) else (render_content(content) if content is not None else "")
+            text, metrics = _content(output.content), output.metrics
         else:
             if request.mode == "pairwise":
                 raise EvaluatorError("an agno Model judges pass/fail and scores: a pairwise comparison (Shadow) "
@@ -196,39 +202,20 @@ class AgnoJudge(BaseJudge):
             response = await self._ask_model(request, response_format(self._model, schema))
             text = verdict_text(response.content, getattr(response, "parsed", None), schema)
             metrics = getattr(response, "response_usage", None)
-        return JudgeReply(
-            text=text or "",
-            model=self.model,
-            prompt_tokens=_count(getattr(metrics, "input_tokens", None)),
-            completion_tokens=_count(getattr(metrics, "output_tokens", None)),
-            cost_usd=_cost(getattr(metrics, "cost", None)),
-        )
+        return _reply(text or "", self.model, metrics)
 
     async def complete_text(self, request: JudgeRequest) -> JudgeReply:
         """The Model's free-text reply to the request's messages, with no response format (what
         `optimize` asks a reflection model)."""
-        from agno.models.message import Message
-
         if self._model is None:
             raise TypeError("complete_text needs an agno Model, not an evaluator agent")
-        response = await self._model.aresponse(messages=[Message(role=m["role"], content=m["content"])
-                                                         for m in request.messages])
-        content = response.content
-        metrics = getattr(response, "response_usage", None)
-        return JudgeReply(text=content if isinstance(content, str) else render_content(content), model=self.model,
-                          prompt_tokens=_count(getattr(metrics, "input_tokens", None)),
-                          completion_tokens=_count(getattr(metrics, "output_tokens", None)),
-                          cost_usd=_cost(getattr(metrics, "cost", None)))
+        response = await self._model.aresponse(messages=_messages(request))
+        return _reply(_content(response.content), self.model, getattr(response, "response_usage", None))
 
     async def _ask_model(self, request: JudgeRequest, fmt: Any) -> Any:
-        from agno.models.message import Message
-
-        def messages() -> list[Any]:  # the model appends its answer to the list: a fresh one per call
-            return [Message(role=m["role"], content=m["content"]) for m in request.messages]
-
         try:
-            return await self._model.aresponse(messages=messages(), response_format=fmt)
+            return await self._model.aresponse(messages=_messages(request), response_format=fmt)
         except Exception as exc:
             if not refuses_structured_output(exc):
                 raise
-        return await self._model.aresponse(messages=messages())
+        return await self._model.aresponse(messages=_messages(request))

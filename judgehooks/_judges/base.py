@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .._base.text import lazy_pattern
+from .._base.urls import without_credentials
 from ..exceptions import MalformedVerdict
 from .prompt import JudgeRequest
 
@@ -93,6 +94,12 @@ class BaseJudge(ABC):
         return None
 
 
+def shown_url(judge: Any) -> str | None:
+    """The URL a judge calls without credentials (user info, query), or None for the provider's default."""
+    url = judge.endpoint if isinstance(judge, BaseJudge) else None
+    return (without_credentials(url) or None) if url else None
+
+
 def _status_of(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if status is None:
@@ -113,9 +120,8 @@ _AUTH_TEXT = lazy_pattern(r"missing credentials|(?:incorrect|invalid|missing|no)
 
 def is_auth_error(exc: BaseException) -> bool:
     """A missing, wrong or unauthorised API key: never worth another attempt."""
-    if error_name(exc) in _AUTH_NAMES or _status_of(exc) in (401, 403):
-        return True
-    return bool(_AUTH_TEXT.search(str(exc)[:2000]))
+    return (error_name(exc) in _AUTH_NAMES or _status_of(exc) in (401, 403)
+            or bool(_AUTH_TEXT.search(str(exc)[:2000])))
 
 
 def refuses_structured_output(exc: BaseException) -> bool:
@@ -159,9 +165,8 @@ def error_kind(exc: BaseException) -> str:
             return "connection"
     if any(_CONNECTION_TEXT.search(str(e)[:500]) for e in chain):
         return "connection"
-    names = {error_name(e) for e in chain}
     status = _status_of(exc)
-    if status == 429 or "RateLimitError" in names:
+    if status == 429 or any(error_name(e) == "RateLimitError" for e in chain):
         return "rate_limit"
     return f"HTTP {status}" if status is not None else error_name(exc)
 
@@ -173,22 +178,16 @@ def is_retryable(exc: BaseException) -> bool:
         return True
     if is_auth_error(exc):
         return False
-    if isinstance(exc, (TimeoutError, ConnectionError)):
-        return True
-    name = error_name(exc)
-    if name in _RETRYABLE_NAMES:
-        return True
     status = _status_of(exc)
-    return status is not None and (status == 429 or status >= 500)
+    return (isinstance(exc, (TimeoutError, ConnectionError)) or error_name(exc) in _RETRYABLE_NAMES
+            or (status is not None and (status == 429 or status >= 500)))
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
     """The server's Retry-After, when the error carries one (seconds form only)."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or getattr(exc, "headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    value = headers.get("retry-after") if headers and hasattr(headers, "get") else None
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
@@ -199,6 +198,11 @@ def error_name(exc: BaseException) -> str:
     """A stable error_type: the exception's class name (litellm's names are informative), or the
     original's name for an error raised in the judge process or restated with where the judge is."""
     return getattr(exc, "remote_type", None) or type(exc).__name__
+
+
+def count(value: Any) -> int | None:
+    """A token count from a reply's usage, or None (a bool, or a mock's attribute, is not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def describe(exc: BaseException) -> str:

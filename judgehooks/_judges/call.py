@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,7 +20,6 @@ from .._base.metering import current_meter
 from .._base.outcome import Outcome
 from .._base.record import JudgeMode
 from .._base.stopwatch import current_stopwatch
-from .._base.urls import without_credentials
 from ..exceptions import EvaluatorError, JudgeUnavailable, MalformedVerdict, MissingContext, VerdictCut
 from .agreement import check_agreement
 from .base import (
@@ -34,6 +32,7 @@ from .base import (
     error_name,
     is_retryable,
     retry_after_seconds,
+    shown_url,
 )
 from .prompt import (
     DEFAULT_PROMPT_BUDGET,
@@ -75,18 +74,14 @@ class FirstErrors:
     """The kinds of judge error (`error_kind`) an evaluator has met: the first of each kind is
     logged as one warning; later ones of that kind only make their error records."""
 
-    __slots__ = ("_lock", "_seen")
+    __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
+        self._seen: dict[str, object] = {}
 
     def first(self, kind: str) -> bool:
-        with self._lock:
-            if kind in self._seen:
-                return False
-            self._seen.add(kind)
-            return True
+        mark = object()
+        return self._seen.setdefault(kind, mark) is mark  # one atomic step: two threads never both come first
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +141,13 @@ class JudgeCall:
         error: BaseException | None = None
         cut: PromptCut | None = None
         said: dict[str, Any] = {}
+        used = {"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold}
         if keys := session_refs(self.criteria, *self.guidelines):  # the (redacted) values the judge is given
             said["session_state"] = {k: ctx.session_state[k] for k in keys if k in ctx.session_state}
             try:
                 session_values(ctx.session_state, keys)  # a key it lacks: an error now, before any judge or cap
             except MissingContext as exc:
-                return Outcome(error=exc, attempts=0, details=said, judge_model=self.judge.model,
-                               used={"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold})
+                return Outcome(error=exc, attempts=0, details=said, judge_model=self.judge.model, used=used)
         if isinstance(self.judge, BaseJudge) and _prepares(self.judge):
             # e.g. import litellm (seconds) off the loop, outside the timeout
             stopwatch = current_stopwatch.get()  # and outside the record's latency: setup is not judging
@@ -201,8 +196,7 @@ class JudgeCall:
                          error_type=error_name(exc), delay_s=round(delay, 3))
                 await anyio.sleep(delay)
         usage: dict[str, Any] = {
-            "used": {"criteria": self.criteria, "mode": self.mode, "threshold": self.threshold},
-            "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "used": used, "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
         if cut is not None:  # cut to its budget: the record says so
             said["prompt"] = cut.details()
@@ -232,11 +226,6 @@ class JudgeCall:
         cap = self.judge.max_tokens if isinstance(self.judge, BaseJudge) else None
         return f"max_tokens={cap}" if cap else "max_tokens"
 
-    def endpoint(self) -> str | None:
-        """The judge's URL without credentials (user info, query), or None for the provider's default."""
-        url = self.judge.endpoint if isinstance(self.judge, BaseJudge) else None
-        return (without_credentials(url) or None) if url else None
-
     def failed(self, error: BaseException, attempts: int) -> BaseException:
         """The error the record keeps, after the retries: a timeout or connection error restated with
         the judge's URL and the timeout (its type name kept as the record's error_type). The first
@@ -244,8 +233,7 @@ class JudgeCall:
         and the timeout, so a misconfigured judge speaks once instead of filling the store silently."""
         if isinstance(error, EvaluatorError):  # e.g. MissingContext: the run's, not the judge's
             return error
-        kind, url = error_kind(error), self.endpoint()
-        where = url or "the provider's default URL"
+        kind, where = error_kind(error), shown_url(self.judge) or "the provider's default URL"
         kept = error
         if kind in ("timeout", "connection"):
             tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"

@@ -3,7 +3,7 @@
 A reader takes whatever the pipe holds (up to 64 KiB) and hands on every whole line in it at
 once, so a reader thread wakes its event loop once per chunk, not once per line, and never reads
 a byte at a time (what iterating an unbuffered pipe does). A writer gathers the lines one turn of
-the event loop produces and writes them with one call.
+the event loop produces and writes them with one call (a buffered writer's, which writes them all).
 """
 
 from __future__ import annotations
@@ -61,27 +61,20 @@ class LineSplitter:
         return [b"".join(self._partial)] if self._partial else []
 
 
+def read_chunk(fd: int) -> bytes:
+    """What the pipe holds, up to `CHUNK` bytes (blocking until it holds some); b"" once it is closed."""
+    try:
+        return os.read(fd, CHUNK)
+    except OSError:
+        return b""
+
+
 def line_batches(fd: int) -> Iterator[list[bytes]]:
     """The lines (without their newline) arriving on `fd`, in batches as they come; a last line
     without a newline is the last batch. Ends when the pipe closes."""
     lines = LineSplitter()
-    while True:
-        try:
-            chunk = os.read(fd, CHUNK)
-        except OSError:
-            break
-        if not chunk:
-            break
-        batch = lines.feed(chunk)
-        if batch:
+    while chunk := read_chunk(fd):
+        if batch := lines.feed(chunk):
             yield batch
-    rest = lines.rest()
-    if rest:
+    if rest := lines.rest():
         yield rest
-
-
-def write_all(out: Any, data: bytes) -> None:
-    """All of `data` into an unbuffered pipe (one raw write may take only part of it)."""
-    view = memoryview(data)
-    while view:
-        view = view[out.write(view) or 0:]

@@ -21,10 +21,9 @@ import anyio.to_thread
 from .._base.log import log
 from .._base.record import JudgeMode
 from .._base.secrets import remember, remember_environment
-from .._base.urls import without_credentials
 from .._base.validate import check_number, check_optional_number
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, load_litellm, refuses_structured_output
+from .base import BaseJudge, JudgeReply, _status_of, is_auth_error, load_litellm, refuses_structured_output, shown_url
 from .prompt import REPLY_TOKENS, JudgeRequest, verdict_schema
 from .wire import MAX_REPLY_BYTES, WireClient, reasoning_model, wire_client
 
@@ -66,10 +65,9 @@ class LiteLLMJudge(BaseJudge):
     ``OPENAI_API_BASE``...) apply when these are None. `structured_output=True` asks for a JSON
     schema response format and falls back to plain text when the server refuses it.
 
-    OpenAI's own models and OpenAI-compatible servers (``openai/...`` with an ``api_base``, the
-    local model) take the wire client (`client`): the same request, records and error types for
-    about a third of the client CPU, and litellm is not imported unless a call fails.
-    `fast_path=False` (or ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through ``litellm.acompletion``.
+    The wire client (`client`) costs about a third of litellm's client CPU, and litellm is not imported
+    unless a call fails. `fast_path=False` (or ``$JUDGEHOOKS_FAST_JUDGE=0``) sends every call through
+    ``litellm.acompletion``.
 
     `max_tokens` caps the reply (default 1,024 tokens; none for a reasoning model, whose thinking
     counts against it). `max_reply_bytes` (4 MiB by default) caps a reply's size: a longer one is a
@@ -89,26 +87,18 @@ class LiteLLMJudge(BaseJudge):
         self.structured_output = structured_output
         self.fast_path = fast_path
         self.max_reply_bytes = int(max_reply_bytes)
-        kwargs: dict[str, Any] = {"timeout": timeout, "max_retries": 0, "num_retries": 0}
-        if api_base is not None:
-            kwargs["api_base"] = api_base
-        if api_key is not None:
-            kwargs["api_key"] = api_key
-        remember(api_key)  # masked wherever an error or log line would quote it
-        remember_environment()  # the provider key variables litellm reads when no api_key is given
-        if temperature is not None:
-            kwargs["temperature"] = temperature
         if max_tokens is None and not reasoning_model(model):
             max_tokens = REPLY_TOKENS
-        if max_tokens is not None:
-            kwargs["max_tokens"] = int(max_tokens)
-        kwargs.update(litellm_kwargs or {})
-        self._kwargs = kwargs
-        self.max_tokens = kwargs.get("max_tokens")
+        given = {"api_base": api_base, "api_key": api_key, "temperature": temperature,
+                 "max_tokens": None if max_tokens is None else int(max_tokens)}
+        self._kwargs: dict[str, Any] = {"timeout": timeout, "max_retries": 0, "num_retries": 0,
+                                        **{key: value for key, value in given.items() if value is not None},
+                                        **(litellm_kwargs or {})}
+        remember(api_key)  # masked wherever an error or log line would quote it
+        remember_environment()  # the provider key variables litellm reads when no api_key is given
+        self.max_tokens = self._kwargs.get("max_tokens")
         self.client = self._init_client()
-        where = self.endpoint
-        log.info("judge_client", model=model, client=self.client.name,
-                 url=without_credentials(where) if where else "the provider's default")
+        log.info("judge_client", model=model, client=self.client.name, url=shown_url(self) or "the provider's default")
 
     def _init_client(self) -> WireClient | LiteLLMClient:
         """The one way this judge calls: the wire client if it serves the model, else litellm's."""

@@ -58,9 +58,7 @@ def build_pairwise_request(question: str, first: str, second: str, *, criteria: 
         head = "Compare these two answers to the input.\n\n" + (note + "\n\n" if note else "")
         return system, head + "\n\n".join(fence(label, text, nonce) for label, text in zip(labels, parts, strict=True))
 
-    (system, user), cut = fit_prompt(render, [question, first, second], budget)
-    return JudgeRequest(messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
-                        mode="pairwise", nonce=nonce, cut=cut)
+    return fit_prompt(render, [question, first, second], budget, "pairwise", nonce)
 
 
 @dataclass(frozen=True, slots=True)

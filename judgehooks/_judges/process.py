@@ -27,7 +27,7 @@ from .._base.log import log
 from .._runtime import runtime
 from ..exceptions import JudgeProcessDied, RemoteJudgeError
 from .base import BaseJudge, JudgeReply
-from .lines import json_line, line_batches, read_json_line, write_all
+from .lines import json_line, line_batches, read_json_line
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 
@@ -38,9 +38,10 @@ class _Child:
     def __init__(self, config: dict[str, Any]) -> None:
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True")}
         self.proc = subprocess.Popen([sys.executable, "-m", "judgehooks._judges.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+                                     stdout=subprocess.PIPE, env=env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps(config) + "\n").encode())
+        self.proc.stdin.flush()  # now: the process warms up while no call is made yet
         self._write_lock = threading.Lock()
         self._unsent: dict[asyncio.AbstractEventLoop, list[bytes]] = {}  # per loop: lines for its next flush
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
@@ -77,7 +78,8 @@ class _Child:
             with self._write_lock:
                 data = b"".join(self._unsent.pop(loop, ()))
                 assert self.proc.stdin is not None
-                write_all(self.proc.stdin, data)
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
         except (OSError, ValueError) as exc:  # ValueError: closed by `close`
             self._fail_all(f"judge process is gone: {exc}")
 
@@ -112,9 +114,9 @@ class _Child:
         self.alive = False
         with self._lock:
             waiters, self._pending = list(self._pending.values()), {}
+        died = {"error": {"type": "JudgeProcessDied", "message": message, "status": 503}}
         for loop, future in waiters:
-            error = {"type": "JudgeProcessDied", "message": message, "status": 503}
-            loop.call_soon_threadsafe(_resolve, future, {"error": error})
+            loop.call_soon_threadsafe(_resolve_all, [(future, died)])
 
     def close(self) -> None:
         self.alive = False
@@ -122,21 +124,17 @@ class _Child:
             assert self.proc.stdin is not None
             with self._write_lock:  # calls made since the last flush still go
                 unsent, self._unsent = b"".join(b"".join(lines) for lines in self._unsent.values()), {}
-                write_all(self.proc.stdin, unsent)
+                self.proc.stdin.write(unsent)
                 self.proc.stdin.close()
             self.proc.wait(5)
         except Exception:
             self.proc.kill()
 
 
-def _resolve(future: asyncio.Future[Any], reply: dict[str, Any]) -> None:
-    if not future.done():
-        future.set_result(reply)
-
-
 def _resolve_all(answers: list[tuple[asyncio.Future[Any], dict[str, Any]]]) -> None:
     for future, reply in answers:
-        _resolve(future, reply)
+        if not future.done():
+            future.set_result(reply)
 
 
 _children: dict[str, list[_Child]] = {}
@@ -149,10 +147,8 @@ def _child_for(key: str, config: dict[str, Any], processes: int) -> _Child:
     flight."""
     with _children_lock:
         pool = [child for child in _children.get(key, []) if child.alive]
-        if len(pool) < processes:
-            idle = [child for child in pool if not child.in_flight]
-            if not idle:
-                pool.append(_Child(config))
+        if len(pool) < processes and all(child.in_flight for child in pool):  # none idle: one more
+            pool.append(_Child(config))
         _children[key] = pool
         return min(pool, key=lambda child: child.in_flight)
 
@@ -189,9 +185,9 @@ class ProcessJudge(BaseJudge):
         self.model = judge.model
         self.processes = processes
         self.max_tokens = judge.max_tokens
-        self._config = {"model": judge.model, "structured_output": judge.structured_output,
-                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
-                        "max_reply_bytes": judge.max_reply_bytes}
+        self._config: dict[str, Any] = {"model": judge.model, "structured_output": judge.structured_output,
+                                        "kwargs": judge.call_kwargs, "fast_path": judge.fast_path,
+                                        "max_reply_bytes": judge.max_reply_bytes}
         self._key = json.dumps(self._config, sort_keys=True, default=str)  # once, not on every call
         #: Whether the helper process sent its last answered call through the wire client (None
         #: before the first answer): the helper says so in each reply.
@@ -204,8 +200,7 @@ class ProcessJudge(BaseJudge):
     @property
     def endpoint(self) -> str | None:
         """The ``api_base`` the helper process calls, or None for the provider's default."""
-        kwargs = self._config["kwargs"]
-        given = kwargs.get("api_base") if isinstance(kwargs, dict) else None
+        given = self._config["kwargs"].get("api_base")
         return given if isinstance(given, str) and given else None
 
     def _ensure(self) -> _Child:

@@ -71,19 +71,15 @@ def verdict_schema(mode: JudgeMode, *, cap_reason: bool = False) -> dict[str, An
         reason["maxLength"] = REASON_CHARS
     if mode == "numeric":
         props: dict[str, Any] = {"score": {"type": "integer", "minimum": 1, "maximum": 10}, "reason": reason}
-        required = ["score", "reason"]
     elif mode == "pairwise":  # which of two answers is better (`pairwise`)
         props = {"winner": {"type": "string", "enum": ["A", "B", "tie"]}, "reason": reason}
-        required = ["winner", "reason"]
     elif mode == "name":  # what a group of failure reasons share (`naming`)
         props = {"name": {"type": "string", "description": "at most 60 characters"}}
-        required = ["name"]
     else:
         props = {"passed": {"type": "boolean"}, "reason": reason}
-        required = ["passed", "reason"]
-    return {"type": "json_schema", "json_schema": {
+    return {"type": "json_schema", "json_schema": {  # every property required: strict mode's rule
         "name": f"{mode}_verdict", "strict": True,
-        "schema": {"type": "object", "properties": props, "required": required, "additionalProperties": False}}}
+        "schema": {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}}}
 
 
 def single(mode: JudgeMode) -> Mode:
@@ -158,37 +154,34 @@ def fit_texts(texts: Sequence[str], room: int) -> tuple[list[str], int, int]:
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if cost(mid) <= room else (low, mid - 1)
-    out, cut, removed = [], 0, 0
-    for text, n, m in zip(texts, sizes, marks, strict=True):
-        if n <= low + m:
-            out.append(text)
-            continue
-        head = (low + 1) // 2
-        tail = low - head
-        out.append(text[:head] + _marker(n - low) + (text[n - tail:] if tail else ""))
-        cut, removed = cut + 1, removed + n - low
-    return out, cut, removed
+    head = (low + 1) // 2
+    tail = low - head
+    out = [text if n <= low + m else text[:head] + _marker(n - low) + (text[n - tail:] if tail else "")
+           for text, n, m in zip(texts, sizes, marks, strict=True)]
+    cut = [n for n, m in zip(sizes, marks, strict=True) if n > low + m]
+    return out, len(cut), sum(n - low for n in cut)
 
 
-def fit_prompt(render: Render, texts: Sequence[str], budget: int | None) -> tuple[tuple[str, str], PromptCut | None]:
-    """The prompt's messages within `budget` characters (None: no budget), and how it was cut.
-    Raises EvaluatorError when the budget cannot hold even the prompt's own words (criteria,
-    instructions, fences): a record says so, never a prompt over its budget."""
-    whole = render(texts, "")
-    size = len(whole[0]) + len(whole[1])
-    if budget is None or size <= budget:
-        return whole, None
-    reserve = cut_note(budget, sum(len(t) for t in texts), len(texts))  # the longest note it can be
-    empty = render(["" for _ in texts], reserve)
-    room = budget - len(empty[0]) - len(empty[1])
-    if room < 0:
-        raise EvaluatorError(f"the prompt budget of {budget} characters cannot hold the prompt's own words "
-                             f"(criteria, instructions and fences: {budget - room} characters); raise the budget")
-    fitted, cut, removed = fit_texts(texts, room)
-    messages = render(fitted, cut_note(budget, removed, cut))
-    chars = len(messages[0]) + len(messages[1])
-    assert chars <= budget, (chars, budget)
-    return messages, PromptCut(budget=budget, whole=size, chars=chars, texts=cut, removed=removed)
+def fit_prompt(render: Render, texts: Sequence[str], budget: int | None, mode: JudgeMode, nonce: str) -> JudgeRequest:
+    """The request with the prompt's (system, user) messages within `budget` characters (None: no
+    budget), and how it was cut. Raises EvaluatorError when the budget cannot hold even the prompt's
+    own words (criteria, instructions, fences): a record says so, never a prompt over its budget."""
+    messages = render(texts, "")
+    size, cut = len(messages[0]) + len(messages[1]), None
+    if budget is not None and size > budget:
+        reserve = cut_note(budget, sum(len(t) for t in texts), len(texts))  # the longest note it can be
+        empty = render(["" for _ in texts], reserve)
+        room = budget - len(empty[0]) - len(empty[1])
+        if room < 0:
+            raise EvaluatorError(f"the prompt budget of {budget} characters cannot hold the prompt's own words "
+                                 f"(criteria, instructions and fences: {budget - room} characters); raise the budget")
+        fitted, shortened, removed = fit_texts(texts, room)
+        messages = render(fitted, cut_note(budget, removed, shortened))
+        chars = len(messages[0]) + len(messages[1])
+        assert chars <= budget, (chars, budget)
+        cut = PromptCut(budget=budget, whole=size, chars=chars, texts=shortened, removed=removed)
+    return JudgeRequest(messages=({"role": "system", "content": messages[0]}, {"role": "user", "content": messages[1]}),
+                        mode=mode, nonce=nonce, cut=cut)
 
 
 def fence(label: str, text: str, nonce: str) -> str:
@@ -291,9 +284,15 @@ def session_refs(*texts: str) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def session_value(value: Any) -> str:
-    """A session_state value as the judge reads it: text as it is, anything else as JSON."""
+def as_text(value: Any) -> str:
+    """A value as the judge reads it (a session_state value, the given context): text as it is,
+    anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def tool_calls_text(ctx: EvalContext) -> str:
+    """A run's tool calls as the judge reads them: one JSON list."""
+    return json.dumps([c.as_dict() for c in ctx.tool_calls], ensure_ascii=False, default=str)
 
 
 def session_values(state: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
@@ -305,7 +304,7 @@ def session_values(state: Mapping[str, Any], keys: Sequence[str]) -> dict[str, s
         raise MissingContext(f"the run's session_state has no {', '.join(map(repr, missing))}: the criteria or "
                              f"guidelines name {named}; run the agent with session_state={{{missing[0]!r}: ...}} "
                              f"(its keys: {sorted(map(str, state))[:20]})")
-    return {k: session_value(state[k]) for k in keys}
+    return {k: as_text(state[k]) for k in keys}
 
 
 def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
@@ -316,19 +315,11 @@ def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Se
     the run's value fenced with the nonce (cut to the budget like the run's own texts); a key the
     run's session_state lacks raises MissingContext."""
     nonce = nonce or new_nonce()
-    labels = ["INPUT"]
-    texts = [ctx.input]
-    if context is not None:
-        labels.append("GIVEN-CONTEXT")
-        texts.append(context if isinstance(context, str) else json.dumps(context, ensure_ascii=False, default=str))
-    if include_tools:
-        labels.append("TOOL-CALLS")
-        texts.append(json.dumps([c.as_dict() for c in ctx.tool_calls], ensure_ascii=False, default=str))
-    labels.append("OUTPUT")
-    texts.append(ctx.output)
-    if ctx.expected is not None:
-        labels.append("EXPECTED-OUTPUT")
-        texts.append(ctx.expected)
+    shown = [(label, text) for label, text in (
+        ("INPUT", ctx.input), ("GIVEN-CONTEXT", None if context is None else as_text(context)),
+        ("TOOL-CALLS", tool_calls_text(ctx) if include_tools else None), ("OUTPUT", ctx.output),
+        ("EXPECTED-OUTPUT", ctx.expected)) if text is not None]
+    labels, texts = [label for label, _ in shown], [text for _, text in shown]
     system = system_prompt(criteria, mode, guidelines, nonce)
     asked = len(texts)
     if session_refs(criteria, *guidelines):  # each place one is named: a text of its own, fenced where it stands
@@ -344,6 +335,4 @@ def build_request(ctx: EvalContext, *, criteria: str, mode: Mode, guidelines: Se
         return filled, head + "\n\n".join(fence(label, text, nonce)
                                            for label, text in zip(labels, parts[:asked], strict=True))
 
-    (system, user), cut = fit_prompt(render, texts, budget)
-    messages = ({"role": "system", "content": system}, {"role": "user", "content": user})
-    return JudgeRequest(messages=messages, mode=mode, nonce=nonce, cut=cut)
+    return fit_prompt(render, texts, budget, mode, nonce)

@@ -14,9 +14,8 @@ from typing import Any
 import anyio
 
 from .._base.secrets import scrub
-from .._base.urls import without_credentials
 from .agno import AgnoJudge
-from .base import BaseJudge, JudgeReply, describe, error_chain, error_kind, error_name, is_retryable
+from .base import BaseJudge, JudgeReply, describe, error_chain, error_kind, error_name, is_retryable, shown_url
 from .call import RetryPolicy
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
@@ -44,8 +43,7 @@ class TextModel:
     @property
     def endpoint(self) -> str | None:
         """The URL the model is called at, without credentials, or None for the provider's default."""
-        url = self._judge.endpoint
-        return (without_credentials(url) or None) if url else None
+        return shown_url(self._judge)
 
     def failure(self, exc: BaseException) -> str:
         """Why the model did not answer, in one line: what kind of failure, where, and the deepest

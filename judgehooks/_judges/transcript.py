@@ -20,7 +20,7 @@ from .._base.record import Mode
 from .._base.session import Turn
 from ..exceptions import EvaluatorError
 from .call import JudgeCall
-from .prompt import JudgeRequest, fence, fit_prompt, new_nonce, single, system_prompt
+from .prompt import JudgeRequest, Render, fence, fit_prompt, new_nonce, single, system_prompt, tool_calls_text
 
 BudgetUnit = Literal["chars", "tokens"]
 #: a token budget is held as characters at this rate (an estimate: no tokenizer is loaded)
@@ -53,10 +53,6 @@ class Transcript:
                           omitted=(2, numbers[1] - 1), budget=self.budget)
 
 
-def _tools(run: EvalContext) -> str:
-    return json.dumps([c.as_dict() for c in run.tool_calls], ensure_ascii=False, default=str)
-
-
 def _members(turn: Turn) -> str:
     """A turn's member runs, one JSON line each, in the order they ran."""
     return "\n".join(json.dumps(m.as_dict(), ensure_ascii=False) for m in turn.members)
@@ -65,7 +61,7 @@ def _members(turn: Turn) -> str:
 def _size(turn: Turn, tools: bool) -> int:
     run = turn.run
     size = len(run.input) + len(run.output) + sum(len(m.input) + len(m.output) for m in turn.members)
-    return size + (len(_tools(run)) if tools and run.tool_calls else 0)
+    return size + (len(tool_calls_text(run)) if tools and run.tool_calls else 0)
 
 
 def plan(turns: Sequence[Turn], *, budget: int | None, unit: BudgetUnit = "chars", keep_last: int = 8,
@@ -83,26 +79,17 @@ def plan(turns: Sequence[Turn], *, budget: int | None, unit: BudgetUnit = "chars
     while last > 1 and sizes[0] + sum(sizes[total - last:]) > limit:
         last -= 1
     keep = [0, *range(total - last, total)] if total > 1 else [0]
-    first_gap, last_gap = 2, total - last
     return Transcript(turns=tuple(turns[i] for i in keep), numbers=tuple(i + 1 for i in keep), total=total,
-                      chars=whole.chars, clipped=True, omitted=(first_gap, last_gap) if last_gap >= first_gap else None,
+                      chars=whole.chars, clipped=True, omitted=(2, total - last) if total - last >= 2 else None,
                       budget=limit)
 
 
-def _texts(transcript: Transcript, include_tools: bool) -> list[str]:
-    """The untrusted texts of the prompt, in the order `_render` places them."""
-    found: list[str] = []
-    for turn in transcript.turns:
-        found.append(turn.run.input)
-        if turn.members:
-            found.append(_members(turn))
-        if include_tools and turn.run.tool_calls:
-            found.append(_tools(turn.run))
-        found.append(turn.run.output)
-    return found
+def _prompt(transcript: Transcript, system: str, include_tools: bool, nonce: str) -> tuple[Render, list[str]]:
+    """The transcript's prompt (see `fit_prompt`) and its untrusted texts, in the order it fences them."""
+    turns = [[("INPUT", turn.run.input), *([("MEMBERS", _members(turn))] if turn.members else []),
+              *([("TOOL-CALLS", tool_calls_text(turn.run))] if include_tools and turn.run.tool_calls else []),
+              ("OUTPUT", turn.run.output)] for turn in transcript.turns]
 
-
-def _render(transcript: Transcript, system: str, include_tools: bool, nonce: str):  # type: ignore[no-untyped-def]
     def render(texts: Sequence[str], note: str) -> tuple[str, str]:
         head = f"Grade this conversation between a user and an AI agent: {transcript.total} turn(s), in order."
         if transcript.omitted is not None:
@@ -112,20 +99,15 @@ def _render(transcript: Transcript, system: str, include_tools: bool, nonce: str
         sections = [head + (f"\n\n{note}" if note else "")]
         parts = iter(texts)
         previous = 0
-        for number, turn in zip(transcript.numbers, transcript.turns, strict=True):
+        for number, labelled in zip(transcript.numbers, turns, strict=True):
             if number > previous + 1:
                 sections.append(f"[... turns {previous + 1} to {number - 1} omitted ...]")
             previous = number
-            shown = [f"### Turn {number} of {transcript.total}", fence("INPUT", next(parts), nonce)]
-            if turn.members:
-                shown.append(fence("MEMBERS", next(parts), nonce))
-            if include_tools and turn.run.tool_calls:
-                shown.append(fence("TOOL-CALLS", next(parts), nonce))
-            shown.append(fence("OUTPUT", next(parts), nonce))
-            sections.append("\n".join(shown))
+            sections.append("\n".join([f"### Turn {number} of {transcript.total}",
+                                       *(fence(label, next(parts), nonce) for label, _ in labelled)]))
         return system, "\n\n".join(sections)
 
-    return render
+    return render, [text for labelled in turns for _, text in labelled]
 
 
 def build_session_request(transcript: Transcript, *, criteria: str, mode: Mode, guidelines: Sequence[str] = (),
@@ -138,15 +120,11 @@ def build_session_request(transcript: Transcript, *, criteria: str, mode: Mode, 
     system = system_prompt(criteria, mode, guidelines, nonce, subject)
     while True:
         try:
-            (shown, user), cut = fit_prompt(_render(transcript, system, include_tools, nonce),
-                                            _texts(transcript, include_tools), transcript.budget)
-            break
+            return fit_prompt(*_prompt(transcript, system, include_tools, nonce), transcript.budget, mode, nonce)
         except EvaluatorError:
             if len(transcript.turns) <= 2:  # the first and the last turn: nothing more to leave out
                 raise
             transcript = transcript.without_second()
-    messages = ({"role": "system", "content": shown}, {"role": "user", "content": user})
-    return JudgeRequest(messages=messages, mode=mode, nonce=nonce, cut=cut)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,9 @@ verdict: the core turns it into an `error` record after retries, never a pass or
 from __future__ import annotations
 
 import json
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._base.record import JudgeMode
@@ -98,12 +99,10 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
 
 
 def _as_score(value: Any) -> int:
-    if isinstance(value, bool):
-        raise MalformedVerdict(f"score must be an integer 1-10, got {value!r}")
     try:
-        number = float(value)
+        number = math.nan if isinstance(value, bool) else float(value)
     except (TypeError, ValueError):
-        raise MalformedVerdict(f"score must be an integer 1-10, got {value!r}") from None
+        number = math.nan
     if not number.is_integer() or not 1 <= number <= 10:
         raise MalformedVerdict(f"score must be an integer 1-10, got {value!r}")
     return int(number)
@@ -121,8 +120,8 @@ def _as_bool(value: Any) -> bool:
 
 
 def _as_choice(value: Any) -> str:
-    word = str(value).strip().lower() if isinstance(value, str) else None
-    if word is None or word not in _CHOICES:
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word not in _CHOICES:
         raise MalformedVerdict(f"winner must be \"A\", \"B\" or \"tie\", got {value!r}")
     return _CHOICES[word]
 
@@ -221,8 +220,7 @@ def _sign_by_nonce_lines(text: str, found: list[_Candidate], nonce: str | None,
             chosen = before[-1]
         else:
             continue
-        c = signed[chosen]
-        signed[chosen] = _Candidate(c.start, c.end, c.value, c.reason, True, c.quoted, c.fenced)
+        signed[chosen] = replace(signed[chosen], signed=True)
     return signed
 
 

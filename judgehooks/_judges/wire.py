@@ -10,10 +10,8 @@ or no API key, all as they stand when the judge is built: those calls go through
 every OpenAI chat model in that table. The table is litellm's live ``litellm.model_cost`` once the
 application has imported litellm (so `litellm.register_model` counts), else the copy it ships.
 
-How a post goes is decided inside the client too, once per base URL (`transport.proxied`): the
-OpenAI SDK's own client where the environment proxies the URL, else an aiohttp session of its own
-posting what the SDK would post. An error keeps the name and message litellm gives it: litellm's own
-mapping (`exception_type`) is applied (`wire_errors`), imported on a worker thread at the first failure.
+How a post goes is decided once per base URL (`transport`). An error keeps the name and message
+litellm gives it: litellm's own mapping (`exception_type`) is applied (`_raise_mapped`).
 
 Two limits hold that litellm's path does not have: no redirect is followed (a 3xx is a
 `JudgeUnavailable` naming where it pointed), and a reply is read up to ``max_reply_bytes``.
@@ -21,6 +19,7 @@ Two limits hold that litellm's path does not have: no redirect is followed (a 3x
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -35,10 +34,9 @@ from urllib.parse import urljoin, urlsplit
 from .._base.record import JudgeMode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import JudgeReply
+from .base import JudgeReply, _import_lock, count, load_litellm
 from .prompt import verdict_schema
 from .transport import poster, proxied
-from .wire_errors import mapping_ready, raise_mapped
 
 #: the largest judge reply read, in bytes, unless a judge is given another `max_reply_bytes`
 MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -98,10 +96,10 @@ class Price:
     cached_prompt: float | None = None
 
     def cost(self, usage: Mapping[str, Any]) -> float:
-        prompt = _int(usage.get("prompt_tokens")) or 0
-        completion = _int(usage.get("completion_tokens")) or 0
+        prompt = count(usage.get("prompt_tokens")) or 0
+        completion = count(usage.get("completion_tokens")) or 0
         details = usage.get("prompt_tokens_details")
-        cached = (_int(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
+        cached = (count(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
         cached = min(cached, prompt) if self.cached_prompt is not None else 0
         return ((prompt - cached) * self.prompt + cached * (self.cached_prompt or 0.0)
                 + completion * self.completion)
@@ -179,28 +177,21 @@ class WireClient:
 
     name = "wire"
 
-    def body(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> dict[str, Any]:
-        return {"model": self.wire_model, "messages": messages, **self.params[(mode, structured)]}
-
     async def send(self, messages: list[dict[str, str]], mode: JudgeMode, structured: bool) -> JudgeReply:
         """One call; on failure, the exception litellm raises for it."""
         try:
             content = await poster(self.base_url, self.api_key, self.timeout, self.proxied).post(
-                self.body(messages, mode, structured), self.timeout, self.max_reply_bytes)
+                {"model": self.wire_model, "messages": messages, **self.params[(mode, structured)]}, self.timeout,
+                self.max_reply_bytes)
         except JudgeUnavailable:
             raise
         except Exception as exc:  # the SDK's error, as litellm's handler wraps and maps it
             self._refuse_redirect(exc)
-            await mapping_ready()
-            raise_mapped(self.wire_model, exc)
-            raise
+            await _raise_mapped(self.wire_model, exc)
         try:
             return self.reply(content)
         except _BadReply as exc:  # what litellm raises for a body that is no chat completion
-            await mapping_ready()
-            error = ValueError(str(exc))
-            raise_mapped(self.wire_model, error)
-            raise error from None
+            await _raise_mapped(self.wire_model, ValueError(str(exc)))
 
     def _refuse_redirect(self, exc: BaseException) -> None:
         """A 3xx (the SDK's status error, as no redirect is followed): never followed, never retried."""
@@ -222,28 +213,28 @@ class WireClient:
         try:
             data = json.loads(content)
         except ValueError as exc:
-            _refuse(str(exc))
+            raise _BadReply(str(exc)) from exc
         if not isinstance(data, dict):
-            _refuse(f"Empty or invalid response from LLM endpoint. Received: {data!r}. "
+            raise _BadReply(f"Empty or invalid response from LLM endpoint. Received: {data!r}. "
                     "Check the reverse proxy or model server configuration.")
         choices = data.get("choices")
         if not isinstance(choices, list):
-            _refuse("litellm.APIError: LiteLLM: provider returned " + (
+            raise _BadReply("litellm.APIError: LiteLLM: provider returned " + (
                 f"'choices' that is not a list ({type(choices).__name__})" if "choices" in data
                 else "a response with no 'choices'") + f". Raw keys: {list(data)}")
         if not choices:
             raise MalformedVerdict("judge reply has no choices")
         message = choices[0].get("message") if isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
-            _refuse(f"Invalid response object: choice 0 has no message ({str(choices[0])[:200]})")
+            raise _BadReply(f"Invalid response object: choice 0 has no message ({str(choices[0])[:200]})")
         text, model, finish = message.get("content"), data.get("model"), choices[0].get("finish_reason")
         found = data.get("usage")
         usage: dict[str, Any] = found if isinstance(found, dict) else {}
         return JudgeReply(
             text=text if isinstance(text, str) else "",
             model=model if isinstance(model, str) and model else self.wire_model,
-            prompt_tokens=_int(usage.get("prompt_tokens")),
-            completion_tokens=_int(usage.get("completion_tokens")),
+            prompt_tokens=count(usage.get("prompt_tokens")),
+            completion_tokens=count(usage.get("completion_tokens")),
             cost_usd=self.price.cost(usage) if self.price is not None and usage else None,
             finish_reason=finish if isinstance(finish, str) else None,
         )
@@ -253,14 +244,58 @@ class _BadReply(ValueError):
     """A reply body that is no chat completion, before litellm's mapping."""
 
 
-def _refuse(message: str) -> NoReturn:
-    raise _BadReply(message)
-
-
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}:{parts.port or {'http': 80, 'https': 443}.get(parts.scheme, '')}"
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+_mapping: tuple[Any, Any] | None = None  # litellm's exception_type and OpenAIError, once imported
+
+
+def _load_mapping() -> tuple[Any, Any]:
+    """litellm's error mapping, imported once (by one thread)."""
+    global _mapping
+    load_litellm()
+    with _import_lock:
+        if _mapping is None:
+            from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+            from litellm.llms.openai.common_utils import OpenAIError
+
+            _mapping = (exception_type, OpenAIError)
+        return _mapping
+
+
+async def _raise_mapped(wire_model: str, exc: BaseException) -> NoReturn:
+    """Raise what litellm's openai handler raises for `exc`: the same class and message, with the
+    provider's response and its headers. litellm's mapping is imported on a worker thread at the first
+    failure: an import of seconds must not stall the event loop, and calls that all succeed never need it."""
+    import openai
+
+    mapping = _mapping if _mapping is not None else await asyncio.to_thread(_load_mapping)
+    exception_type, OpenAIError = mapping  # noqa: N806 (litellm's class)
+    original: BaseException = exc
+    upstream = _bare(getattr(exc, "response", None))
+    if not isinstance(exc, openai.APITimeoutError):
+        original = OpenAIError(status_code=getattr(exc, "status_code", 500),
+                               message=getattr(exc, "message", str(exc)), response=upstream,
+                               headers=getattr(upstream, "headers", None), body=getattr(exc, "body", None))
+    try:
+        exception_type(model=wire_model, original_exception=original, custom_llm_provider="openai")
+    except Exception as mapped:
+        if upstream is not None:  # litellm's own path hands its caller the provider's headers (Retry-After)
+            mapped.response = upstream  # type: ignore[attr-defined]
+        raise
+    raise exc
+
+
+def _bare(upstream: Any) -> Any:
+    """The provider's error response (the SDK's, an httpx or httpx2 Response) as an httpx Response with
+    its status, headers (Retry-After) and body, and a request without the SDK's credentials."""
+    import httpx
+
+    status, headers = getattr(upstream, "status_code", None), getattr(upstream, "headers", None)
+    if not isinstance(status, int) or headers is None:
+        return None
+    request = getattr(upstream, "_request", None)
+    bare = httpx.Request(str(request.method), str(request.url)) if request is not None else None
+    return httpx.Response(status, headers=list(headers.items()), content=bytes(upstream.content), request=bare)

@@ -17,40 +17,22 @@ import time
 from typing import Any
 
 from .base import _status_of, retry_after_seconds
-from .lines import CHUNK, LineSplitter, json_line, read_json_line, write_all
+from .lines import LineSplitter, json_line, read_chunk, read_json_line
 from .litellm import LiteLLMJudge
 from .prompt import JudgeRequest
 from .wire import MAX_REPLY_BYTES
 
 
-class _Replies:
-    """Reply lines written in one go per turn of the loop, not one write per reply."""
-
-    def __init__(self, out: Any) -> None:
-        self._out = out
-        self._lines: list[bytes] = []
-
-    def send(self, line: bytes) -> None:
-        self._lines.append(line)
-        if len(self._lines) == 1:
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        data, self._lines = b"".join(self._lines), []
-        try:
-            write_all(self._out, data)
-        except OSError:  # the parent closed its end: nobody is left to answer
-            _leave()
-
-
-class _Server:
-    """Reads requests straight off stdin on the event loop (a reader callback, no thread, no queue):
-    each chunk's requests start as tasks in the same turn of the loop that read them."""
+class _Server(asyncio.Protocol):
+    """Reads requests straight off stdin on the event loop (asyncio's pipe transport, no thread, no
+    queue): each chunk's requests start as tasks in the same turn of the loop that read them, and the
+    replies of one turn are written in one go, not one write per reply."""
 
     def __init__(self, judge: LiteLLMJudge, out: Any, lines: LineSplitter) -> None:
         self._judge = judge
-        self._replies = _Replies(out)
+        self._out = out
         self._lines = lines
+        self._unsent: list[bytes] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -58,24 +40,29 @@ class _Server:
     async def serve(self, first: list[bytes]) -> None:
         """Answer `first` and every request after it until stdin closes, then the calls in flight."""
         self._start(first)
-        os.set_blocking(0, False)
-        self._loop.add_reader(0, self._readable)
+        await self._loop.connect_read_pipe(lambda: self, open(0, "rb", buffering=0, closefd=False))
         await self._closed
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._replies.flush()
+        self._flush()
 
-    def _readable(self) -> None:
+    def _reply(self, line: bytes) -> None:
+        self._unsent.append(line)
+        if len(self._unsent) == 1:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        data, self._unsent = b"".join(self._unsent), []
         try:
-            chunk = os.read(0, CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if chunk:
-            self._start(self._lines.feed(chunk))
-            return
-        self._loop.remove_reader(0)
+            self._out.write(data)
+            self._out.flush()
+        except OSError:  # the parent closed its end: nobody is left to answer
+            _leave()
+
+    def data_received(self, data: bytes) -> None:
+        self._start(self._lines.feed(data))
+
+    def connection_lost(self, exc: Exception | None) -> None:  # stdin closed (or broken)
         self._start(self._lines.rest())
         if not self._closed.done():
             self._closed.set_result(None)
@@ -95,19 +82,18 @@ class _Server:
             task.add_done_callback(self._tasks.discard)
 
     async def _one(self, message: dict[str, Any]) -> None:
-        judge = self._judge
         try:
             request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
-            r = await judge.complete(request)
+            r = await self._judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
                                      "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,
-                                     "fast": judge.client.name == "wire"}
+                                     "fast": self._judge.client.name == "wire"}
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),
                      "retry_after": retry_after_seconds(exc)}
             reply = {"id": message.get("id"), "error": error}
-        self._replies.send(json_line(reply))
+        self._reply(json_line(reply))
 
 
 def _leave() -> None:
@@ -126,16 +112,13 @@ def _main() -> None:  # pragma: no cover - runs in the child process
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     # Replies travel on the original stdout; anything a library prints goes to stderr instead.
-    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     lines = LineSplitter()  # never sys.stdin: its buffer would keep requests the loop never sees
     first: list[bytes] = []
     while not first:  # the first line says which judge to run
-        try:
-            chunk = os.read(0, CHUNK)
-        except OSError:
-            chunk = b""
+        chunk = read_chunk(0)
         if not chunk:  # the parent died before saying
             _leave()
         first = lines.feed(chunk)
@@ -144,12 +127,11 @@ def _main() -> None:  # pragma: no cover - runs in the child process
                          litellm_kwargs=config["kwargs"], fast_path=config.get("fast_path", True),
                          max_reply_bytes=config.get("max_reply_bytes", MAX_REPLY_BYTES))
     judge.warm_up()
-    loop = asyncio.new_event_loop()
 
     async def serve() -> None:
         await _Server(judge, out, lines).serve(first[1:])
 
-    loop.run_until_complete(serve())
+    asyncio.new_event_loop().run_until_complete(serve())
 
 
 if __name__ == "__main__":  # pragma: no cover
