@@ -119,3 +119,19 @@ def test_a_forged_graded_through_mark_is_an_error_record(make_producer, make_age
     asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 2))
     assert (store.records[1].status, store.records[1].run_ids) == ("error", [agent_run])
     assert "forged or unreadable" in store.records[1].error_message
+
+
+def test_a_forged_huge_sequence_number_is_named_as_one_gap_without_listing_it():
+    """Without a job key, anyone who writes to Redis picks a turn's sequence number. One of 10**15
+    is a missing-turns break named by its first and last turn and their count, found at once: the
+    gap is never spelled out number by number (which would fill the worker's memory)."""
+    from types import SimpleNamespace
+
+    from judgehooks._grading.redis.sessionworker import breaks
+
+    turns = SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 3, 2.0), ("c1", 10**15, 3.0)])
+    assert breaks(turns, {}, "m" * 40, None) == [
+        f"turn(s) 2-{10**15 - 1} ({10**15 - 3}) of chain c1 are missing (dropped)"]
+    one = SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 3, 2.0)])
+    assert breaks(one, {}, "m" * 40, None) == ["turn(s) 2 of chain c1 are missing (dropped)"]
+    assert breaks(SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 2, 2.0)]), {}, "m" * 40, None) == []

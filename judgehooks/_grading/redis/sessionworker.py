@@ -139,17 +139,20 @@ def breaks(turns: Turns, marks: dict[str, bytes], member: str, key: bytes | None
         ordered = sorted(counts)
         if twice := [s for s in ordered if counts[s] > 1]:  # named by the turn that is there twice
             found.append(f"turn {twice[0]} of chain {chain} appears twice (replayed)")
-        replayed = [s for s in ordered if s <= through]
-        if replayed:
-            found.append(f"turn(s) {_span(replayed)} of chain {chain} were graded already (replayed)")
-        missing = sorted(set(range(through + 1, ordered[-1])) - set(ordered))
-        if missing:
-            found.append(f"turn(s) {_span(missing)} of chain {chain} are missing (dropped)")
+        if replayed := [s for s in ordered if s <= through]:
+            found.append(f"turn(s) {_span(replayed[0], replayed[-1], len(replayed))} of chain {chain} were "
+                         "graded already (replayed)")
+        # the gaps as (first, last) pairs, never as every number in them: a forged sequence number
+        # of 10**15 (no job key) is one gap to name, not a list that fills the worker's memory
+        above = [s for s in ordered if s > through]
+        if gaps := [(a + 1, b - 1) for a, b in zip([through, *above], above, strict=False) if b > a + 1]:
+            found.append(f"turn(s) {_span(gaps[0][0], gaps[-1][1], sum(b - a + 1 for a, b in gaps))} of chain "
+                         f"{chain} are missing (dropped)")
     return found
 
 
-def _span(seqs: list[int]) -> str:
-    return str(seqs[0]) if len(seqs) == 1 else f"{seqs[0]}-{seqs[-1]} ({len(seqs)})"
+def _span(first: int, last: int, count: int) -> str:
+    return str(first) if count == 1 else f"{first}-{last} ({count})"
 
 
 class SessionClock:
