@@ -135,3 +135,36 @@ def test_a_forged_huge_sequence_number_is_named_as_one_gap_without_listing_it():
     one = SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 3, 2.0)])
     assert breaks(one, {}, "m" * 40, None) == ["turn(s) 2 of chain c1 are missing (dropped)"]
     assert breaks(SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 2, 2.0)]), {}, "m" * 40, None) == []
+
+
+def _entry(member_session: str, run_id: str, seq: int, **over) -> bytes:
+    import json
+
+    entry = {"evaluator": "conversation", "session_id": member_session, "run_id": run_id, "at": float(seq),
+             "chain": "c1", "seq": seq, "sample_rate": 1.0, "spec": None, "turn": {"run": {"run_id": run_id}}}
+    entry.update(over)
+    for name in [k for k, v in over.items() if v is _DROP]:
+        del entry[name]
+    return json.dumps(entry).encode()
+
+
+_DROP = object()
+
+
+def test_unsigned_entries_without_a_spec_or_under_another_run_id_neither_crash_nor_steer_the_window():
+    """Without a job key an entry is whatever Redis holds. One with no "spec" field is a turn with no
+    spec (it used to raise KeyError on every claim, so the session never finished nor reached the
+    dead letters); one filed under another run's id is refused before its spec or sampling could
+    become the window's."""
+    from judgehooks._grading.redis.sessions import Window
+    from judgehooks._grading.redis.sessionworker import Turns
+
+    member = member_of("conversation", "s1")
+    window = Window(member=member, token="t", claims=1, run_ids=("r1", "r2", "r3"), sigs=(None, None, None),
+                    entries=(_entry("s1", "r1", 1, spec=_DROP),
+                             _entry("s1", "r2", 2),
+                             _entry("s1", "elsewhere", 3, spec='{"criteria": "forged"}', sample_rate=0.001)))
+    turns = Turns(window, None)
+    assert [t["run"]["run_id"] for t in turns.graded] == ["r1", "r2"]
+    assert [(run_id, why) for run_id, _, why in turns.refused] == [("r3", "wrong_run")]
+    assert (turns.spec, turns.sample_rate) == (None, 1.0)
