@@ -135,6 +135,8 @@ def test_a_forged_huge_sequence_number_is_named_as_one_gap_without_listing_it():
     one = SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 3, 2.0)])
     assert breaks(one, {}, "m" * 40, None) == ["turn(s) 2 of chain c1 are missing (dropped)"]
     assert breaks(SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 2, 2.0)]), {}, "m" * 40, None) == []
+    twice = SimpleNamespace(positions=[("c1", 1, 1.0), ("c1", 2, 2.0), ("c1", 2, 3.0)])
+    assert breaks(twice, {}, "m" * 40, None) == ["turn 2 of chain c1 appears twice (replayed)"]
 
 
 def _entry(member_session: str, run_id: str, seq: int, **over) -> bytes:
