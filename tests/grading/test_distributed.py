@@ -377,13 +377,30 @@ def start_worker(redis_url: str, db: str, name: str, tmp_path: Path, server, *ex
         stdout=subprocess.PIPE, stderr=open(tmp_path / f"{name}.err", "w"), text=True, env=env)
     line = proc.stdout.readline()
     assert "grading from" in line, (line, (tmp_path / f"{name}.err").read_text()[-3000:])
+    proc.err_path = tmp_path / f"{name}.err"  # type: ignore[attr-defined]  # for stop_worker's report
     return proc
 
 
 def stop_worker(proc: subprocess.Popen) -> tuple[int, str]:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-    out = proc.communicate(timeout=60)[0]
+    try:
+        out = proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        # Say which it is: the worker still running (then SIGUSR1 has it dump every thread's stack
+        # to its stderr), or gone while something it started still holds its stdout open.
+        running = proc.poll() is None
+        if running:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+        proc.kill()
+        try:
+            out = proc.communicate(timeout=5)[0]
+        except subprocess.TimeoutExpired:
+            out = "(stdout still held open by another process)"
+        err = Path(proc.err_path).read_text()[-8000:] if hasattr(proc, "err_path") else ""
+        raise AssertionError(f"the worker {'was still running' if running else 'had exited'} 60 s after its "
+                             f"SIGTERM\nstdout: {out[-2000:]}\nstderr: {err}") from None
     return proc.returncode, out
 
 
