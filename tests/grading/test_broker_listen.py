@@ -127,3 +127,25 @@ def test_a_stream_deleted_under_a_blocked_reader_is_made_again_and_reading_goes_
     asyncio.run(scenario())
     assert rds.xlen("judgehooks:refused") == 1
     rds.close()
+
+
+def test_a_key_of_another_type_under_the_stream_name_fails_startup_instead_of_being_read_past(redis_url):
+    """Whoever writes to Redis can put a string where the stream goes. Making the group then fails
+    with WRONGTYPE: the worker's startup says so, where taskiq-redis's own group setup logs every
+    such error at debug level and reads on as if the group were there."""
+    rds = redis.Redis.from_url(redis_url)
+    rds.set(STREAM, "not a stream")
+
+    async def scenario() -> None:
+        broker = JudgeStreamBroker(redis_url, consumer_name="c", reclaim_after=2)
+        try:
+            with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+                await broker.startup()
+        finally:
+            await asyncio.wait_for(broker.shutdown(), 10)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        rds.delete(STREAM)
+        rds.close()

@@ -81,6 +81,17 @@ class JudgeStreamBroker(RedisStreamBroker):
         self.job_key = job_key  # signs what this broker publishes; a worker's refuses what is not signed with it
         self.refused: Counter[str] = Counter()  # by reason
 
+    async def _declare_consumer_group(self) -> None:
+        """The stream and its group, made if missing. Unlike taskiq-redis's own (which logs and drops
+        every `ResponseError`), only "the group exists" is taken as done: a key of another type or a
+        refused command raises, so a worker never reads on as if the group were there."""
+        async with Redis(connection_pool=self.connection_pool) as conn:
+            try:
+                await conn.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
     async def kick(self, message: BrokerMessage) -> None:
         """Publish one job, signed when this broker has a job key."""
         fields = {b"data": message.message}
@@ -168,8 +179,8 @@ class JudgeStreamBroker(RedisStreamBroker):
                     log.warning("broker_stream_gone", consumer=self.consumer_name, error=str(exc))
                     try:
                         await detached(self._declare_consumer_group())
-                    except (RedisConnectionError, RedisTimeoutError, OSError):
-                        await asyncio.sleep(backoff)  # made at the next round's error
+                    except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError):
+                        await asyncio.sleep(backoff)  # made at the next round's error, never in a tight loop
                     backoff = min(backoff * 2, 5.0)
                     continue
                 except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
