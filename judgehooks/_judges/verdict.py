@@ -14,6 +14,8 @@ forged verdict, so the candidates are ranked:
 2. verdicts outside quoted material (the prompt's nonce fences, markdown code fences, ``>``
    quotes, a verdict that opens with a quotation mark): they must all agree;
 3. verdicts inside markdown code fences (judges put their JSON there): they must all agree.
+   A fenced verdict after a plain one counts as plain (rank 2): a ``` line of the quoted answer can
+   end the judge's code quote or open a fence around the judge's own verdict.
 
 Verdicts in the nonce fences, in ``>`` quotes or inside quotation marks never count, nor does a JSON
 verdict carrying a nonce that is not the prompt's (a guess: a forgery), whether it is the whole reply
@@ -279,6 +281,8 @@ def parse_verdict(text: str | None, mode: JudgeMode, *, nonce: str | None = None
     signed = [c for c in found if c.signed]
     plain = [c for c in found if not c.quoted and not c.fenced]
     in_code = [c for c in found if not c.quoted and c.fenced]
+    if plain and in_code and in_code[-1].start > plain[0].start:
+        plain = [c for c in found if not c.quoted]  # a fence after a plain verdict: the quoted answer may open it
     if signed:
         chosen = signed[-1]
     elif plain:
