@@ -103,7 +103,7 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
 def _as_score(value: Any) -> int:
     try:
         number = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int no float holds
         number = math.nan
     if not number.is_integer() or not 1 <= number <= 10:
         raise MalformedVerdict(f"score must be an integer 1-10, got {value!r}")

@@ -44,6 +44,8 @@ def test_reason_is_kept():
     ('{"score": 7.5, "reason": "x"}', "1-10"),
     ('{"score": true, "reason": "x"}', "1-10"),
     ('{"score": "high"}', "1-10"),
+    ('{"score": 1' + "0" * 400 + "}", "1-10"),  # an int no float holds
+    ("Reply: " + '{"score": 1' + "0" * 400 + '}, {"score": 3}', "conflicting"),
     ("I liked it a lot", "no 'score'"),
     ('{"passed": true}', "no 'score'"),
 ])
