@@ -46,6 +46,9 @@ def test_reason_is_kept():
     ('{"score": "high"}', "1-10"),
     ('{"score": 1' + "0" * 400 + "}", "1-10"),  # an int no float holds
     ("Reply: " + '{"score": 1' + "0" * 400 + '}, {"score": 3}', "conflicting"),
+    ("[" * 100_000, "100000 characters"),  # nested past Python's stack: no RecursionError
+    ("[" * 20_000, "no 'score'"),
+    ('{"score":' * 3000, "no 'score'"),
     ("I liked it a lot", "no 'score'"),
     ('{"passed": true}', "no 'score'"),
 ])
