@@ -106,3 +106,49 @@ def test_a_line_nested_too_deep_is_no_json_line():
     nested deeper than Python's stack, which `json.loads` meets with a RecursionError."""
     with pytest.raises(ValueError, match="nested too deep"):
         read_json_line(b'{"id": ' + b"[" * 100_000)
+
+
+def test_a_call_the_caller_gave_up_on_is_ended_by_the_helper_at_its_timeout_too():
+    """A judge that sends its headers, then a byte now and then (each within the read timeout, so no
+    read ever times out): the caller stops waiting at its timeout, and the helper process must too,
+    or every such reply holds one of its connections for as long as the server drips."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    closed: list[float] = []
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        started = time.monotonic()
+        try:
+            while time.monotonic() - started < 30:
+                conn.sendall(b" ")
+                time.sleep(0.2)
+        except OSError:  # the client hung up
+            closed.append(time.monotonic() - started)
+        conn.close()
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    judge = ProcessJudge(LiteLLMJudge("openai/judge", api_base=f"http://127.0.0.1:{listener.getsockname()[1]}/v1",
+                                      api_key="k", timeout=1))
+    request = JudgeRequest(messages=({"role": "user", "content": "q"},), mode="binary", nonce="")
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(judge.complete(request), 1)
+
+    child = judge._ensure()
+    try:
+        asyncio.run(main())
+        thread.join(30)
+        assert closed and closed[0] < 10, closed  # hung up after about its 1 s timeout, not after 30 s
+    finally:
+        child.close()
+        listener.close()
