@@ -85,3 +85,12 @@ def test_a_long_reply_that_is_no_json_verdict_is_an_error_naming_its_length_not_
     record, _ = _grade(make_agent, server, "q")
     assert (record.status, record.error_type, record.passed) == ("error", "MalformedVerdict", None)
     assert f"{len(reply)} characters" in record.error_message and record.attempts == 3
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/v1/chat/completions", "http://[::1/x"])
+def test_a_redirect_to_a_url_that_cannot_be_parsed_is_refused_by_name(make_agent, server, transport, location):
+    """A Location whose port is out of range or whose IPv6 host never closes: the record still says a
+    redirect was refused, not `ValueError: Port out of range`."""
+    record, _ = _grade(make_agent, server, f"q [[judge_redirect={quote(location, safe='')}]]")
+    assert (record.status, record.error_type) == ("error", "JudgeUnavailable")
+    assert "judgehooks follows no redirect" in record.error_message
