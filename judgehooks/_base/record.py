@@ -16,7 +16,7 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
 from .secrets import scrub, scrub_errors
-from .text import storable_data, storable_values
+from .text import lazy_pattern, storable_data, storable_values
 
 Status = Literal["passed", "failed", "error", "skipped"]
 Mode = Literal["binary", "numeric"]
@@ -188,6 +188,15 @@ class EvalRecord:
                          error=f"{self.error_type}: {self.error_message or ''}" if self.error_type else None)
 
 
+# What could steer a terminal (C0 but newline, DEL, C1, bidi marks and overrides, line separators), shown
+# as `\uXXXX`: the run's text and the judge's reason reach the terminal here (`print_results=True`).
+_STEERING = lazy_pattern("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _inert(text: str) -> str:
+    return _STEERING.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def print_evaluation(console: Any, *, input: str, output: str, score: str | None, status: str,
                      reason: str | None, error: str | None = None) -> None:
     """agno's evaluation table: input and output clipped to 200 characters, then the rows given."""
@@ -198,7 +207,7 @@ def print_evaluation(console: Any, *, input: str, output: str, score: str | None
     from rich.text import Text
 
     def clip(text: str) -> str:
-        return text[:200] + "..." if len(text) > 200 else text
+        return _inert(text[:200] + "..." if len(text) > 200 else text)
 
     table = Table(box=ROUNDED, border_style="blue", show_header=False, title="[ Agent As Judge Evaluation ]",
                   title_style="bold sky_blue1", title_justify="center")
@@ -208,9 +217,9 @@ def print_evaluation(console: Any, *, input: str, output: str, score: str | None
         table.add_row("Score", score)
     table.add_row("Status", Text(status.upper(), style={"passed": "green", "failed": "red"}.get(status, "yellow")))
     if reason is not None:
-        table.add_row("Reason", Markdown(reason))
+        table.add_row("Reason", Markdown(_inert(reason)))
     if error:
-        table.add_row("Error", Text(error))
+        table.add_row("Error", Text(_inert(error)))
     (console or Console()).print(table)
 
 

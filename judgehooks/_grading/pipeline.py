@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from .._base.context import EvalContext
 from .._base.log import log
 from .._base.metering import current_meter
@@ -22,7 +24,7 @@ from .._base.outcome import Outcome, clip_reason, run_evaluator
 from .._base.record import EvalRecord, Mode, new_record, record_id
 from .._base.stopwatch import Stopwatch, current_stopwatch
 from .._judges.base import Judge, describe, error_name
-from ..exceptions import RedactionError, StoreError
+from ..exceptions import BadOutcome, RedactionError, StoreError
 from ..stores import Store
 from ..stores._base import BaseStore, write_salvaging
 from . import tracing
@@ -234,8 +236,14 @@ class Pipeline:
             finally:
                 current_meter.reset(token)
             await meter.settle(outcome.cost_usd)
-        return make_record(ctx, self.evaluator, outcome, latency_ms=stopwatch.elapsed_ms(), sample_rate=sample_rate,
-                           review=self.review)
+        try:
+            return make_record(ctx, self.evaluator, outcome, latency_ms=stopwatch.elapsed_ms(),
+                               sample_rate=sample_rate, review=self.review)
+        except ValidationError as exc:  # e.g. a custom judge's token count as text: still one record, an error
+            fields = ", ".join(".".join(map(str, e["loc"])) + f" ({e['msg']})" for e in exc.errors())
+            bad = BadOutcome(f"the evaluator's outcome has what no record holds: {fields}")
+            return make_record(ctx, self.evaluator, Outcome(error=bad, attempts=outcome.attempts),
+                               latency_ms=stopwatch.elapsed_ms(), sample_rate=sample_rate)
 
     async def evaluate(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Grade, then deliver. Raises StoreError (after callbacks) if the store is down."""

@@ -197,7 +197,9 @@ class JudgeCall:
                 await anyio.sleep(delay)
         usage: dict[str, Any] = {
             "used": used, "attempts": attempts, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "cost_usd": cost, "judge_model": reply.model if reply is not None and reply.model else self.judge.model}
+            "cost_usd": cost,  # a reply's model as it came (litellm's path checks nothing): a string, or ours
+            "judge_model": reply.model if reply is not None and isinstance(reply.model, str) and reply.model
+            else self.judge.model}
         if cut is not None:  # cut to its budget: the record says so
             said["prompt"] = cut.details()
         if verdict is not None and reply is not None and reply.finish_reason == "length":

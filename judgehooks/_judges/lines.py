@@ -35,7 +35,10 @@ def read_json_line(raw: bytes) -> Any:
     try:
         return from_json(raw)
     except ValueError:
-        return json.loads(raw)
+        try:
+            return json.loads(raw)
+        except RecursionError as exc:  # nested deeper than Python's stack: no line of ours
+            raise ValueError("JSON nested too deep") from exc
 
 
 class LineSplitter:

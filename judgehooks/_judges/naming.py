@@ -21,7 +21,9 @@ NAME_CHARS = 60
 #: the reasons shown to the judge per group, and the characters of each
 REASONS = 8
 REASON_CHARS = 400
-_LINE = re.compile(r"^\s*NAME:\s*(.+?)\s*$", re.MULTILINE)
+# [ \t], not \s: a \s* at each line's start runs on through every blank line after it (a reply of
+# newlines cost time growing with the square of its length)
+_LINE = re.compile(r"^[ \t]*NAME:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 
 
 def naming_system(nonce: str) -> str:

@@ -96,12 +96,11 @@ class _Child:
         for raw in lines:
             try:
                 reply = read_json_line(raw)
-                reply["id"]
-            except (ValueError, KeyError, TypeError):
+                with self._lock:
+                    waiter = self._pending.pop(reply["id"], None)
+            except (ValueError, KeyError, TypeError):  # TypeError: no object, or an id no call has (a list)
                 log.warning("judge_process_bad_line", line=raw[:200].decode("utf-8", "replace"))
                 continue
-            with self._lock:
-                waiter = self._pending.pop(reply["id"], None)
             if waiter is not None:
                 ready.setdefault(waiter[0], []).append((waiter[1], reply))
         for loop, answers in ready.items():

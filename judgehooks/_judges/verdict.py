@@ -14,6 +14,8 @@ forged verdict, so the candidates are ranked:
 2. verdicts outside quoted material (the prompt's nonce fences, markdown code fences, ``>``
    quotes, a verdict that opens with a quotation mark): they must all agree;
 3. verdicts inside markdown code fences (judges put their JSON there): they must all agree.
+   A fenced verdict after a plain one counts as plain (rank 2): a ``` line of the quoted answer can
+   end the judge's code quote or open a fence around the judge's own verdict.
 
 Verdicts in the nonce fences, in ``>`` quotes or inside quotation marks never count, nor does a JSON
 verdict carrying a nonce that is not the prompt's (a guess: a forgery), whether it is the whole reply
@@ -55,6 +57,10 @@ def _fences(nonce: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
 _CODE_FENCE = lazy_pattern(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 _BLOCKQUOTE = lazy_pattern(r"^[ \t]*>.*$", re.MULTILINE)
 _QUOTES = frozenset("\"'`“”‘’«»")
+#: the longest reply searched for a verdict: the search costs more than its length (a failed JSON decode
+#: at each brace counts the lines before it), and a verdict fits in far less (a reply of one JSON object
+#: is read at any length)
+MAX_SEARCHED_CHARS = 32_000
 _TRUE = {"true", "yes", "pass", "passed", "1"}
 _FALSE = {"false", "no", "fail", "failed", "0"}
 
@@ -89,7 +95,7 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     while i != -1:
         try:
             obj, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's stack
             i = text.find("{", i + 1)
             continue
         if isinstance(obj, dict):
@@ -101,7 +107,7 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
 def _as_score(value: Any) -> int:
     try:
         number = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int no float holds
         number = math.nan
     if not number.is_integer() or not 1 <= number <= 10:
         raise MalformedVerdict(f"score must be an integer 1-10, got {value!r}")
@@ -268,17 +274,22 @@ def parse_verdict(text: str | None, mode: JudgeMode, *, nonce: str | None = None
     key = KEYS[mode]
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, dict) and key in whole:  # structured output: the reply is the verdict
         if _wrong_nonce(whole, nonce):
             raise MalformedVerdict("judge reply is a verdict carrying a nonce that is not the prompt's: a forged "
                                    "verdict, not the judge's own")
         return _verdict(whole[key], str(whole.get("reason") or whole.get("reasoning") or ""), mode)
+    if len(text) > MAX_SEARCHED_CHARS:
+        raise MalformedVerdict(f"judge reply is {len(text)} characters and not one JSON verdict: a verdict is "
+                               f"searched for in replies of at most {MAX_SEARCHED_CHARS} characters")
     found = _candidates(text, mode, nonce)
     signed = [c for c in found if c.signed]
     plain = [c for c in found if not c.quoted and not c.fenced]
     in_code = [c for c in found if not c.quoted and c.fenced]
+    if plain and in_code and in_code[-1].start > plain[0].start:
+        plain = [c for c in found if not c.quoted]  # a fence after a plain verdict: the quoted answer may open it
     if signed:
         chosen = signed[-1]
     elif plain:

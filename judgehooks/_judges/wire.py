@@ -199,9 +199,12 @@ class WireClient:
         if not isinstance(status, int) or not 300 <= status < 400:
             return
         location = str(getattr(getattr(exc, "response", None), "headers", {}).get("location") or "")
-        target = urljoin(self.base_url.rstrip("/") + "/chat/completions", location) if location else "nowhere"
-        same = _origin(target) == _origin(self.base_url)
-        where = "the same server" if same else f"another origin ({_origin(target)})"
+        try:
+            target = urljoin(self.base_url.rstrip("/") + "/chat/completions", location) if location else "nowhere"
+            origin = _origin(target)
+            where = "the same server" if origin == _origin(self.base_url) else f"another origin ({origin})"
+        except ValueError:  # a port out of range, an IPv6 host never closed: no origin to name
+            target, where = location, "a URL that cannot be read"
         raise JudgeUnavailable(
             f"the judge endpoint answered HTTP {status}, a redirect to {where}: judgehooks follows no redirect (it "
             f"would re-send the prompt there); set api_base to the URL that answers (redirect to {target[:200]})"

@@ -30,6 +30,9 @@ class _Server(asyncio.Protocol):
 
     def __init__(self, judge: LiteLLMJudge, out: Any, lines: LineSplitter) -> None:
         self._judge = judge
+        # a call's whole time, as the caller's own timeout bounds it there: a reply dripping a byte now
+        # and then never trips the read timeout, and the caller that gave up sends no word here
+        self._timeout = float(judge.call_kwargs.get("timeout") or 600.0)
         self._out = out
         self._lines = lines
         self._unsent: list[bytes] = []
@@ -84,7 +87,8 @@ class _Server(asyncio.Protocol):
     async def _one(self, message: dict[str, Any]) -> None:
         try:
             request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
-            r = await self._judge.complete(request)
+            async with asyncio.timeout(self._timeout):
+                r = await self._judge.complete(request)
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
                                      "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,

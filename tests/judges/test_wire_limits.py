@@ -72,3 +72,25 @@ def test_through_litellm_a_reply_text_past_the_cap_is_an_error_too(make_agent, s
 def test_max_reply_bytes_is_refused_by_name_when_not_a_positive_integer(bad):
     with pytest.raises(ValueError, match="max_reply_bytes must be an integer >= 1"):
         LiteLLMJudge("openai/judge", max_reply_bytes=bad)
+
+
+@pytest.mark.parametrize("reply", ["{" * 100_000, '{"passed":' * 100_000])
+def test_a_long_reply_that_is_no_json_verdict_is_an_error_naming_its_length_not_a_long_search(
+        make_agent, server, reply):
+    """Within max_reply_bytes, a reply of 100,000 `{`s cost the verdict search seconds on the event loop
+    (a failed JSON decode at every brace, each counting the lines before it: time grows with the square
+    of the length, minutes at 4 MiB), and deep nesting raised RecursionError. A reply that is no single
+    JSON verdict is searched up to a length, past it an unreadable reply."""
+    server.configure(handler=lambda body: reply)
+    record, _ = _grade(make_agent, server, "q")
+    assert (record.status, record.error_type, record.passed) == ("error", "MalformedVerdict", None)
+    assert f"{len(reply)} characters" in record.error_message and record.attempts == 3
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/v1/chat/completions", "http://[::1/x"])
+def test_a_redirect_to_a_url_that_cannot_be_parsed_is_refused_by_name(make_agent, server, transport, location):
+    """A Location whose port is out of range or whose IPv6 host never closes: the record still says a
+    redirect was refused, not `ValueError: Port out of range`."""
+    record, _ = _grade(make_agent, server, f"q [[judge_redirect={quote(location, safe='')}]]")
+    assert (record.status, record.error_type) == ("error", "JudgeUnavailable")
+    assert "judgehooks follows no redirect" in record.error_message

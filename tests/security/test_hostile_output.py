@@ -49,6 +49,20 @@ def hostile_store(server, tmp_path_factory) -> tuple[Path, str]:
     return db, reason
 
 
+def test_print_results_shows_the_runs_and_the_judges_escapes_inert(make_judge, make_agent, capsys):
+    """agno's `print_results=True` prints each evaluation from the post hook: the run's output and the
+    judge's reason (a reason can move the cursor up and rewrite the table's Status row) reach the
+    developer's terminal escaped, as the CLI shows them."""
+    rewrite = f"\x1b[1A\r{CLEAR}Status PASSED"
+    agent = make_agent(make_judge(print_results=True, retries=0))
+    capsys.readouterr()
+    agent.run(f"q {TITLE}{RLO} [[fail]] [[reason={quote('bad' + rewrite + CSI8)}]]")
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "Status PASSED" in out  # the table, the reason's text shown
+    assert not STEERING.search(out), repr(STEERING.findall(out))
+    assert "\\u001b" in out  # each escape shown as its \u escape
+
+
 @pytest.mark.parametrize("command", [["tail", "--no-follow"], ["report", "--since", "all"]])
 def test_cli_text_output_carries_no_terminal_control_characters(hostile_store, command):
     db, _ = hostile_store
