@@ -285,3 +285,41 @@ def test_a_forged_entry_pushed_past_the_delivery_limit_is_refused_not_dead_lette
     assert rds.xlen(DEAD_STREAM) == 0 and worker.broker.dead_lettered == 0
     [(_, kept)] = rds.xrange(REFUSED_STREAM)
     assert (kept[b"reason"], kept[b"entry"]) == (b"unsigned", forged_id)
+
+
+@pytest.mark.parametrize("where", [REFUSED_STREAM, "judgehooks:grading:dead"])
+def test_a_key_of_another_type_where_refused_or_dead_entries_go_neither_stops_the_worker_nor_loses_them(
+        make_producer, make_agent, redis_url, rds, server, signed, worker_key, where):
+    """Whoever writes to Redis can put a string where refused or dead-lettered entries are kept. The
+    worker said WRONGTYPE and stopped, after the entry's ack and delete had run in the same MULTI as the
+    failed copy: the entry was gone, kept nowhere. Now it stays pending, is named in a warning, and is
+    moved once the key is a stream again; good jobs are graded meanwhile."""
+    from judgehooks._grading.redis.broker import GROUP
+
+    agent = make_agent(make_producer(name="dist"))
+    real = agent.run("q1")
+    assert judgehooks.drain(30)
+    [(entry, fields)] = published(rds)
+    rds.xdel(STREAM, entry)
+    rds.set(where, "not a stream")
+    junk = rds.xadd(STREAM, {b"data": b"not a taskiq message"})  # unsigned: refused
+    if where != REFUSED_STREAM:  # a signed job whose deliveries someone pushed past the limit: dead-lettered
+        junk = rds.xadd(STREAM, {b"data": fields[b"data"], b"sig": fields[b"sig"]})
+        rds.xreadgroup(GROUP, "attacker", {STREAM: ">"}, count=2)
+        rds.xclaim(STREAM, GROUP, "attacker", 0, [junk], retrycount=99)
+    else:
+        rds.xadd(STREAM, {b"data": fields[b"data"], b"sig": fields[b"sig"]})  # the real job
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=3,
+                    rebuild=rebuilds(server, "AgentAsJudgeEval"))
+
+    def done() -> bool:
+        if store.records and rds.type(where) == b"string":
+            assert rds.xrange(STREAM, junk, junk)  # still there, pending, while it cannot be kept
+            rds.delete(where)
+        return rds.type(where) == b"stream" and rds.xlen(STREAM) == 0
+
+    asyncio.run(serve_until(worker, done, timeout=120))
+    [(_, kept)] = rds.xrange(where)
+    assert kept[b"entry"] == junk and pending_by_consumer(rds) == {}
+    assert [r.run_id for r in store.records] == [real.run_id]
