@@ -323,3 +323,29 @@ def test_a_key_of_another_type_where_refused_or_dead_entries_go_neither_stops_th
     [(_, kept)] = rds.xrange(where)
     assert kept[b"entry"] == junk and pending_by_consumer(rds) == {}
     assert [r.run_id for r in store.records] == [real.run_id]
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"context_run_id": 7}, "run_id"),
+    ({"context_output": None}, "output"),
+    ({"context_metadata": "not a mapping"}, "mapping"),
+    ({"context_run_id": "\ud800"}, "surrogates"),
+    ({"evaluator": ["dist"]}, "evaluator"),
+])
+def test_a_job_whose_fields_are_of_the_wrong_type_is_refused_once_and_never_judged(
+        make_producer, make_judge, make_agent, redis_url, rds, server, changes, named):
+    """Without a job key anyone may add jobs, but a malformed one must still be named and refused. A
+    field of the wrong type (a run id that is a number, an output that is null, ...) raised only once
+    the record was made, after the judge was paid: unacked, redelivered, paid again, and finally
+    dead-lettered as 'every worker died', with no record and nothing naming the field."""
+    from judgehooks._grading.redis.broker import DEAD_STREAM
+
+    _, data = take_the_published_job(make_producer, make_agent, rds)
+    rds.xadd(STREAM, {b"data": forge(data, **changes)})
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=2,
+                    evaluators={"dist": make_judge(name="dist", retries=0)})
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0, timeout=120))
+    [(_, kept)] = rds.xrange(REFUSED_STREAM)
+    assert kept[b"reason"] == b"bad_job" and named.encode() in kept[b"detail"]
+    assert server.settings.counts["judge"] == 0 and store.records == [] and rds.xlen(DEAD_STREAM) == 0
