@@ -349,3 +349,36 @@ def test_a_job_whose_fields_are_of_the_wrong_type_is_refused_once_and_never_judg
     [(_, kept)] = rds.xrange(REFUSED_STREAM)
     assert kept[b"reason"] == b"bad_job" and named.encode() in kept[b"detail"]
     assert server.settings.counts["judge"] == 0 and store.records == [] and rds.xlen(DEAD_STREAM) == 0
+
+
+@pytest.mark.parametrize("changes", [
+    {"labels": {"ack_type": "not-a-type"}},  # taskiq raised on it before running the task: redelivered
+    {"labels": {"x": "1"}, "labels_types": {"x": 99}},  # taskiq dropped it unparsed: acked, kept nowhere
+    {"labels": {"timeout": "0.000001"}},  # the job choosing its own deadline
+    {"args": ["an extra argument"]},
+    {"kwargs_extra": 1},
+])
+def test_a_task_message_not_shaped_as_a_producers_is_refused_at_once_and_kept(
+        make_producer, make_judge, make_agent, redis_url, rds, server, changes):
+    """A producer writes `{"task_name": "judgehooks.grade", "labels": {}, "labels_types": {}, "args": [],
+    "kwargs": {"job": ...}}`. Without a job key anyone may add entries; one with labels taskiq acts
+    on (its own ack type, timeout or label types), positional arguments or extra keywords is refused
+    as not_a_job before taskiq sees it, rather than failing every delivery into the dead letters or
+    being acked unread."""
+    from judgehooks._grading.redis.broker import DEAD_STREAM
+
+    _, data = take_the_published_job(make_producer, make_agent, rds)
+    message = json.loads(data)
+    for key, value in changes.items():
+        if key == "kwargs_extra":
+            message["kwargs"]["extra"] = value
+        else:
+            message[key] = value
+    entry = rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=2,
+                    evaluators={"dist": make_judge(name="dist", retries=0)})
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0, timeout=120))
+    [(_, kept)] = rds.xrange(REFUSED_STREAM)
+    assert (kept[b"reason"], kept[b"entry"]) == (b"not_a_job", entry)
+    assert server.settings.counts["judge"] == 0 and store.records == [] and rds.xlen(DEAD_STREAM) == 0

@@ -112,7 +112,10 @@ class JudgeStreamBroker(RedisStreamBroker):
             message = self.formatter.loads(data)
         except Exception:
             return "not_a_job"
-        return None if message.task_name == TASK_NAME else "not_a_job"
+        # exactly what a producer writes: labels (an ack type, a timeout) or arguments taskiq would act on are not
+        ours = (message.task_name == TASK_NAME and not message.labels and not message.labels_types and not message.args
+                and list(message.kwargs) == ["job"] and isinstance(message.kwargs["job"], str))
+        return None if ours else "not_a_job"
 
     async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
         """Move an entry to the refused stream with the reason, then ack and delete it: counted,
