@@ -382,3 +382,31 @@ def test_a_task_message_not_shaped_as_a_producers_is_refused_at_once_and_kept(
     [(_, kept)] = rds.xrange(REFUSED_STREAM)
     assert (kept[b"reason"], kept[b"entry"]) == (b"not_a_job", entry)
     assert server.settings.counts["judge"] == 0 and store.records == [] and rds.xlen(DEAD_STREAM) == 0
+
+
+def test_a_redis_password_given_as_a_url_parameter_never_reaches_a_log_line_or_stats(make_judge, make_agent,
+                                                                                      tmp_path):
+    """redis-py takes `?password=` in a broker URL as well as `:password@`; both are hidden wherever
+    the URL is logged or shown (the `broker_unavailable` warning, `stats()["broker"]`)."""
+    from conftest import wait_for
+    from structlog.testing import capture_logs
+
+    from judgehooks.testing import RedisServer
+
+    with RedisServer() as probe:  # a port that was free a moment ago, now closed: publishing fails and says so
+        port = int(probe.url.rsplit(":", 1)[1].split("/")[0])
+    judge = make_judge(name="query-password", run_in_background=True,
+                       broker=f"redis://127.0.0.1:{port}/0?password=hunter2-in-the-query",
+                       outbox=str(tmp_path / "app.outbox.db"))
+    with capture_logs() as logs:
+        make_agent(judge).run("q")
+        wait_for(lambda: judge.stats()["broker_down"])
+        shown = repr(judge.stats()["broker"])
+        with RedisServer(port) as back:  # Redis back, with that password: the job goes out
+            client = redis.Redis.from_url(back.url)
+            client.config_set("requirepass", "hunter2-in-the-query")
+            client.close()
+            assert judgehooks.drain(60)
+    shown += repr([e for e in logs if e.get("broker")])
+    assert "broker_unavailable" in shown and "broker_recovered" in shown and f"127.0.0.1:{port}" in shown
+    assert "hunter2-in-the-query" not in shown
