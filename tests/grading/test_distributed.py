@@ -513,7 +513,7 @@ def test_a_dead_letter_is_acked_only_once_its_error_record_is_stored(make_produc
         rds.xautoclaim(STREAM, GROUP, f"crashed-{i}", min_idle_time=0, start_id="0-0")
     store = DownAtFirst()
     worker = Worker(redis_url, store, reclaim_after=1, rebuild=rebuilds(server, "AgentAsJudgeEval"), max_deliveries=3)
-    asyncio.run(serve_until(worker, lambda: rds.xlen(DEAD_STREAM) == 1, timeout=120))
+    asyncio.run(serve_until(worker, lambda: rds.xlen(DEAD_STREAM) == 1 and rds.xlen(STREAM) == 0, timeout=120))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (doomed, "error", "EvaluatorError")
     assert store.failures == 0 and rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}

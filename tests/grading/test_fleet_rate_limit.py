@@ -143,3 +143,22 @@ def test_a_forged_far_future_slot_in_redis_does_not_stall_the_workers(redis_url)
             await client.aclose()
 
     assert asyncio.run(ask()) == 0
+
+
+def test_a_key_of_another_type_in_the_limiters_place_is_taken_over_not_raised_on_every_call(redis_url):
+    """Whoever can write to Redis may put a hash where the limiter's key goes. Reading it raised
+    WRONGTYPE on every judge call of that model, so every verdict became an `error` record until an
+    operator deleted the key; now it is taken as no call made yet, and pacing goes on."""
+
+    async def ask() -> tuple[int, int]:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        try:
+            limiter = SharedRateLimiter(client, "judgehooks:ratelimit:planted-model", 1)  # 1/min
+            await client.hset(limiter.key, "x", "1")
+            first = int(await limiter._script(keys=[limiter.key], args=[limiter.interval_us]))
+            return first, int(await limiter._script(keys=[limiter.key], args=[limiter.interval_us]))
+        finally:
+            await client.aclose()
+
+    first, second = asyncio.run(ask())
+    assert first == 0 and second > 0  # admitted, then paced

@@ -285,3 +285,128 @@ def test_a_forged_entry_pushed_past_the_delivery_limit_is_refused_not_dead_lette
     assert rds.xlen(DEAD_STREAM) == 0 and worker.broker.dead_lettered == 0
     [(_, kept)] = rds.xrange(REFUSED_STREAM)
     assert (kept[b"reason"], kept[b"entry"]) == (b"unsigned", forged_id)
+
+
+@pytest.mark.parametrize("where", [REFUSED_STREAM, "judgehooks:grading:dead"])
+def test_a_key_of_another_type_where_refused_or_dead_entries_go_neither_stops_the_worker_nor_loses_them(
+        make_producer, make_agent, redis_url, rds, server, signed, worker_key, where):
+    """Whoever writes to Redis can put a string where refused or dead-lettered entries are kept. The
+    worker said WRONGTYPE and stopped, after the entry's ack and delete had run in the same MULTI as the
+    failed copy: the entry was gone, kept nowhere. Now it stays pending, is named in a warning, and is
+    moved once the key is a stream again; good jobs are graded meanwhile."""
+    from judgehooks._grading.redis.broker import GROUP
+
+    agent = make_agent(make_producer(name="dist"))
+    real = agent.run("q1")
+    assert judgehooks.drain(30)
+    [(entry, fields)] = published(rds)
+    rds.xdel(STREAM, entry)
+    rds.set(where, "not a stream")
+    junk = rds.xadd(STREAM, {b"data": b"not a taskiq message"})  # unsigned: refused
+    if where != REFUSED_STREAM:  # a signed job whose deliveries someone pushed past the limit: dead-lettered
+        junk = rds.xadd(STREAM, {b"data": fields[b"data"], b"sig": fields[b"sig"]})
+        rds.xreadgroup(GROUP, "attacker", {STREAM: ">"}, count=2)
+        rds.xclaim(STREAM, GROUP, "attacker", 0, [junk], retrycount=99)
+    else:
+        rds.xadd(STREAM, {b"data": fields[b"data"], b"sig": fields[b"sig"]})  # the real job
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=3,
+                    rebuild=rebuilds(server, "AgentAsJudgeEval"))
+
+    def done() -> bool:
+        if store.records and rds.type(where) == b"string":
+            assert rds.xrange(STREAM, junk, junk)  # still there, pending, while it cannot be kept
+            rds.delete(where)
+        return rds.type(where) == b"stream" and rds.xlen(STREAM) == 0
+
+    asyncio.run(serve_until(worker, done, timeout=120))
+    [(_, kept)] = rds.xrange(where)
+    assert kept[b"entry"] == junk and pending_by_consumer(rds) == {}
+    assert [r.run_id for r in store.records] == [real.run_id]
+
+
+@pytest.mark.parametrize(("changes", "named"), [
+    ({"context_run_id": 7}, "run_id"),
+    ({"context_output": None}, "output"),
+    ({"context_metadata": "not a mapping"}, "mapping"),
+    ({"context_run_id": "\ud800"}, "surrogates"),
+    ({"evaluator": ["dist"]}, "evaluator"),
+])
+def test_a_job_whose_fields_are_of_the_wrong_type_is_refused_once_and_never_judged(
+        make_producer, make_judge, make_agent, redis_url, rds, server, changes, named):
+    """Without a job key anyone may add jobs, but a malformed one must still be named and refused. A
+    field of the wrong type (a run id that is a number, an output that is null, ...) raised only once
+    the record was made, after the judge was paid: unacked, redelivered, paid again, and finally
+    dead-lettered as 'every worker died', with no record and nothing naming the field."""
+    from judgehooks._grading.redis.broker import DEAD_STREAM
+
+    _, data = take_the_published_job(make_producer, make_agent, rds)
+    rds.xadd(STREAM, {b"data": forge(data, **changes)})
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=2,
+                    evaluators={"dist": make_judge(name="dist", retries=0)})
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0, timeout=120))
+    [(_, kept)] = rds.xrange(REFUSED_STREAM)
+    assert kept[b"reason"] == b"bad_job" and named.encode() in kept[b"detail"]
+    assert server.settings.counts["judge"] == 0 and store.records == [] and rds.xlen(DEAD_STREAM) == 0
+
+
+@pytest.mark.parametrize("changes", [
+    {"labels": {"ack_type": "not-a-type"}},  # taskiq raised on it before running the task: redelivered
+    {"labels": {"x": "1"}, "labels_types": {"x": 99}},  # taskiq dropped it unparsed: acked, kept nowhere
+    {"labels": {"timeout": "0.000001"}},  # the job choosing its own deadline
+    {"args": ["an extra argument"]},
+    {"kwargs_extra": 1},
+])
+def test_a_task_message_not_shaped_as_a_producers_is_refused_at_once_and_kept(
+        make_producer, make_judge, make_agent, redis_url, rds, server, changes):
+    """A producer writes `{"task_name": "judgehooks.grade", "labels": {}, "labels_types": {}, "args": [],
+    "kwargs": {"job": ...}}`. Without a job key anyone may add entries; one with labels taskiq acts
+    on (its own ack type, timeout or label types), positional arguments or extra keywords is refused
+    as not_a_job before taskiq sees it, rather than failing every delivery into the dead letters or
+    being acked unread."""
+    from judgehooks._grading.redis.broker import DEAD_STREAM
+
+    _, data = take_the_published_job(make_producer, make_agent, rds)
+    message = json.loads(data)
+    for key, value in changes.items():
+        if key == "kwargs_extra":
+            message["kwargs"]["extra"] = value
+        else:
+            message[key] = value
+    entry = rds.xadd(STREAM, {b"data": json.dumps(message).encode()})
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=2,
+                    evaluators={"dist": make_judge(name="dist", retries=0)})
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0, timeout=120))
+    [(_, kept)] = rds.xrange(REFUSED_STREAM)
+    assert (kept[b"reason"], kept[b"entry"]) == (b"not_a_job", entry)
+    assert server.settings.counts["judge"] == 0 and store.records == [] and rds.xlen(DEAD_STREAM) == 0
+
+
+def test_a_redis_password_given_as_a_url_parameter_never_reaches_a_log_line_or_stats(make_judge, make_agent,
+                                                                                      tmp_path):
+    """redis-py takes `?password=` in a broker URL as well as `:password@`; both are hidden wherever
+    the URL is logged or shown (the `broker_unavailable` warning, `stats()["broker"]`)."""
+    from conftest import wait_for
+    from structlog.testing import capture_logs
+
+    from judgehooks.testing import RedisServer
+
+    with RedisServer() as probe:  # a port that was free a moment ago, now closed: publishing fails and says so
+        port = int(probe.url.rsplit(":", 1)[1].split("/")[0])
+    judge = make_judge(name="query-password", run_in_background=True,
+                       broker=f"redis://127.0.0.1:{port}/0?password=hunter2-in-the-query",
+                       outbox=str(tmp_path / "app.outbox.db"))
+    with capture_logs() as logs:
+        make_agent(judge).run("q")
+        wait_for(lambda: judge.stats()["broker_down"])
+        shown = repr(judge.stats()["broker"])
+        with RedisServer(port) as back:  # Redis back, with that password: the job goes out
+            client = redis.Redis.from_url(back.url)
+            client.config_set("requirepass", "hunter2-in-the-query")
+            client.close()
+            assert judgehooks.drain(60)
+    shown += repr([e for e in logs if e.get("broker")])
+    assert "broker_unavailable" in shown and "broker_recovered" in shown and f"127.0.0.1:{port}" in shown
+    assert "hunter2-in-the-query" not in shown

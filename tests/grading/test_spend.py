@@ -284,6 +284,50 @@ def test_with_redis_unreachable_a_call_is_admitted_uncounted_and_said_so():
     assert [e["event"] for e in logs].count("spend_cap_unavailable") == 2
 
 
+
+@pytest.mark.parametrize("planted", ["many", "-1000000", "nan", "a hash"])
+def test_a_redis_spend_count_that_is_not_a_count_counts_as_zero(redis_base, planted):
+    """Whoever writes to Redis can put text, a negative number or a key of another type where a
+    window's count goes: it counts as zero and counting goes on, so the cap holds again after it
+    (it was skipped: every call admitted uncounted, for the whole window)."""
+    import asyncio
+
+    from redis.asyncio import ConnectionPool
+
+    from judgehooks._grading.redis.spend import RedisLedger
+    from judgehooks._grading.spend import SpendCap
+
+    rds = redis.Redis.from_url(redis_base)
+    rds.flushdb()
+
+    async def admitted(cap: SpendCap, times: int) -> list[bool]:
+        return [(await cap.admit()).admitted for _ in range(times)]
+
+    async def attempt() -> tuple[list[bool], list[bool]]:
+        pool = ConnectionPool.from_url(redis_base)
+        ledger = RedisLedger(pool)
+        calls = SpendCap(evaluator="forged-calls", model="m", per="day", max_calls=2, ledger=ledger)
+        cost = SpendCap(evaluator="forged-cost", model="m", per="day", max_cost_usd=1.0, ledger=ledger)
+        try:
+            first = await admitted(calls, 1) + await admitted(cost, 1)
+            for key in rds.scan_iter("judgehooks:spend:*"):  # this window's count and cost, forged
+                rds.delete(key)
+                rds.hset(key, "x", "1") if planted == "a hash" else rds.set(key, planted)
+            assert len(first) == 2 and rds.dbsize() >= 2
+            over_calls = await admitted(calls, 3)  # counted from zero again: two more calls, then the cap
+            ticket = await cost.admit()
+            await cost.charge(ticket, 5.0)
+            return over_calls, [ticket.admitted, *await admitted(cost, 2)]
+        finally:
+            await pool.aclose()
+
+    with capture_logs():
+        over_calls, over_cost = asyncio.run(attempt())
+    rds.close()
+    assert over_calls == [True, True, False]
+    assert over_cost == [True, False, False]
+
+
 # ---- shared through a SQLite file (spend_ledger=) --------------------------------------------------
 
 SHARED_APP = """

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from ..._base.log import log
+from ..._base.urls import redact
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -22,9 +23,9 @@ def check_url(url: Any, parameter: str = "broker") -> str:
 
 
 def redacted(url: str) -> str:
-    """The URL without its credentials, for logs, stats and messages."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in rest else url
+    """The URL with its password hidden (`:password@`, and `?password=`, which redis-py takes too),
+    for logs, stats and messages."""
+    return redact(url)
 
 
 def text(value: Any) -> str:

@@ -112,7 +112,10 @@ class JudgeStreamBroker(RedisStreamBroker):
             message = self.formatter.loads(data)
         except Exception:
             return "not_a_job"
-        return None if message.task_name == TASK_NAME else "not_a_job"
+        # exactly what a producer writes: labels (an ack type, a timeout) or arguments taskiq would act on are not
+        ours = (message.task_name == TASK_NAME and not message.labels and not message.labels_types and not message.args
+                and list(message.kwargs) == ["job"] and isinstance(message.kwargs["job"], str))
+        return None if ours else "not_a_job"
 
     async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
         """Move an entry to the refused stream with the reason, then ack and delete it: counted,
@@ -135,18 +138,21 @@ class JudgeStreamBroker(RedisStreamBroker):
             data = fields.get(b"data") if isinstance(fields, dict) else None
             try:
                 await self.refuse(text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:  # stays pending: refused when reclaimed
+            except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError) as exc:
+                # stays pending, refused when reclaimed (the refused stream a key of another type: said here)
                 log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,
-                            error=str(exc))
+                            error=str(exc), entry=text(entry_id))
         return admitted
 
     async def _remove(self, entry: str | None, to: str | None = None, record: Any = None,
                       maxlen: int | None = None) -> None:
-        """In one transaction: copy `record` to stream `to`, then ack and delete `entry` (each if given)."""
+        """Copy `record` to stream `to`, then (in one transaction) ack and delete `entry` (each if given).
+        The copy goes first on its own: in a MULTI a copy that fails (`to` made a key of another type)
+        would not stop the ack and delete, and the entry would be kept nowhere."""
         async with Redis(connection_pool=self.connection_pool) as conn:
-            pipe = conn.pipeline(transaction=True)
             if to is not None:
-                pipe.xadd(to, record, maxlen=maxlen, approximate=True)
+                await conn.xadd(to, record, maxlen=maxlen, approximate=True)
+            pipe = conn.pipeline(transaction=True)
             if entry is not None:
                 pipe.xack(STREAM, GROUP, entry)
                 pipe.xdel(STREAM, entry)
@@ -254,9 +260,13 @@ class JudgeStreamBroker(RedisStreamBroker):
                 return
             except Exception:  # no record can be made of it: the dead-letter stream keeps it for an operator
                 log.exception("dead_letter_record_failed", entry=entry)
-        await self._remove(entry, DEAD_STREAM, {
-            "data": data, "sig": fields.get(b"sig", b""), "entry": entry, "deliveries": deliveries,
-            "consumer": self.consumer_name or "", "dead_at": time.time()})
+        try:
+            await self._remove(entry, DEAD_STREAM, {
+                "data": data, "sig": fields.get(b"sig", b""), "entry": entry, "deliveries": deliveries,
+                "consumer": self.consumer_name or "", "dead_at": time.time()})
+        except ResponseError as exc:  # the dead-letter stream a key of another type: pending, buried later
+            log.warning("dead_letter_not_kept", entry=entry, error=str(exc))
+            return
         self.dead_lettered += 1
         log.error("broker_dead_letter", consumer=self.consumer_name, entry=entry, deliveries=deliveries,
                   dead_stream=DEAD_STREAM, note="every worker that took this job died or stopped before finishing it")

@@ -27,7 +27,7 @@ KEY_PREFIX = "judgehooks:ratelimit:"
 _PACE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+local last = tonumber(redis.pcall('GET', KEYS[1])) or 0  -- text or a key of another type: no call yet
 local interval = tonumber(ARGV[1])
 if last > now then
     last = 0  -- a call in the future was never admitted by a limiter: not honoured

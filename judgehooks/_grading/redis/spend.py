@@ -2,7 +2,8 @@
 
 One Lua script, atomic on the server and timed by the server's clock, reads the window's counts and
 admits (counting the call) unless a cap is reached; costs are added with INCRBYFLOAT once known.
-Keys expire two windows after they start. Unreadable values (a forged key) count as zero. Redis
+Keys expire two windows after they start. A value that is not a count (a forged key: text, a negative
+number, another type) counts as zero, and counting goes on from there. Redis
 unreachable: the call is admitted, with a warning (the judge is not held up by the counter).
 """
 
@@ -24,14 +25,20 @@ local period = tonumber(ARGV[1])
 local window = math.floor(tonumber(t[1]) / period) * period
 local calls_key = KEYS[1] .. ':' .. window .. ':calls'
 local cost_key = KEYS[1] .. ':' .. window .. ':cost'
-local calls = tonumber(redis.call('GET', calls_key) or '0') or 0
-local cost = tonumber(redis.call('GET', cost_key) or '0') or 0
+local function count(key)  -- not a count (text, negative, NaN, another type): zero, and counted on from there
+    local n = tonumber(redis.pcall('GET', key))
+    if n == nil or n ~= n or n < 0 then
+        redis.call('DEL', key)
+        return 0
+    end
+    return n
+end
+local calls, cost = count(calls_key), count(cost_key)
 local max_calls, max_cost = tonumber(ARGV[2]), tonumber(ARGV[3])
 if (max_calls >= 0 and calls >= max_calls) or (max_cost >= 0 and cost >= max_cost) then
     return {0, window, calls, tostring(cost)}
 end
-redis.call('INCR', calls_key)
-redis.call('EXPIRE', calls_key, period * 2)
+redis.call('SET', calls_key, calls + 1, 'EX', period * 2)
 return {1, window, calls + 1, tostring(cost)}
 """
 

@@ -39,7 +39,7 @@ from ..._base.record import Mode
 from ..._judges.base import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
-from ..pipeline import Pipeline
+from ..pipeline import Pipeline, make_skipped
 from ..ratelimit import Pace
 from ..step import settle
 from . import text
@@ -206,6 +206,7 @@ class Worker:
             data = json.loads(job)
             ctx = context_from_dict(data["context"])
             evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
+            make_skipped(ctx, _Unavailable(evaluator, ""), "", rate)  # each field a record takes is of its type
         except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the refused stream
             await self.broker.refuse(None, str(job).encode("utf-8", "replace"), "bad_job",
                                      f"{type(exc).__name__}: {exc}")
