@@ -34,10 +34,14 @@ def new_owner() -> str:
     return f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def pid_alive(pid: int) -> bool:
+def pid_alive(pid: object) -> bool:
+    """Whether a process of this host has `pid`: never one that is not a positive int (an owner row
+    this library did not write), nor one past the kernel's range."""
+    if type(pid) is not int or pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True
@@ -48,7 +52,7 @@ def dead_here(owner: str) -> bool:
     """Whether `owner` (an id `new_owner` made) is a process of this host that is no longer running."""
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
-    return host == HOST and pid.isdigit() and not pid_alive(int(pid))
+    return host == HOST and pid.isascii() and pid.isdigit() and not pid_alive(int(pid))
 
 
 class OutboxFile:
@@ -146,13 +150,15 @@ class OutboxFile:
                 self._next_beat = time.monotonic() + max(1.0, self.stale_after / 3)
 
     def owners(self, conn: sqlite3.Connection) -> tuple[list[str], set[str]]:
-        """The registered owners that are gone, and those alive (this one always)."""
+        """The registered owners that are gone, and those alive (this one always). A heartbeat that is
+        not a time within `stale_after` of now (text; the far future) is a row this library never wrote: gone."""
         now = time.time()
         dead, alive = [], {self.owner}
         for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM eval_owners"):
             if owner == self.owner:
                 continue
-            if (host == HOST and not pid_alive(pid)) or now - beat > self.stale_after:
+            fresh = type(beat) in (int, float) and abs(now - beat) <= self.stale_after
+            if not fresh or (host == HOST and not pid_alive(pid)):
                 dead.append(owner)
             else:
                 alive.add(owner)

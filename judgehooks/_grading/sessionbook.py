@@ -165,12 +165,13 @@ class SessionBook:
             sql, args = sql + " AND evaluator = ?", [*args, evaluator]
         return self.file.run(sql, args)
 
-    def _lapsed(self, owner: str | None, until: float | None, now: float, gone: Collection[str]) -> bool:
+    def _lapsed(self, owner: str | None, until: float | None, now: float, alive: Collection[str]) -> bool:
         """Whether a lease no longer holds: none, run out, or its holder is gone by the outbox file's
-        one rule (`gone`: registered owners dead on this host or silent past `stale_after`)."""
+        one rule (not among `alive`: registered, and neither dead on this host nor silent past
+        `stale_after`), as a job's owner is: a holder that never registered holds nothing."""
         if owner is None or until is None or until < now:
             return True
-        return owner != self.owner and (owner in gone or dead_here(owner))
+        return owner != self.owner and (owner not in alive or dead_here(owner))
 
     def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
                   session_id: str | None = None, lease: float | None = None,
@@ -189,13 +190,13 @@ class SessionBook:
             sql, args = sql + " AND session_id = ?", [*args, session_id]
         claims: list[Claim] = []
         with self.file.transaction() as conn:
-            gone: list[str] | None = None
+            alive: set[str] | None = None
             for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
                 if len(claims) >= limit:
                     break
-                if gone is None and owner is not None and owner != self.owner:  # read once, when needed
-                    gone = self.file.owners(conn)[0]
-                if sid in busy or not self._lapsed(owner, until, now, gone or ()):
+                if alive is None and owner is not None and owner != self.owner:  # read once, when needed
+                    alive = self.file.owners(conn)[1]
+                if sid in busy or not self._lapsed(owner, until, now, alive or ()):
                     continue
                 rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
                                     "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()

@@ -169,3 +169,26 @@ def test_a_file_that_is_not_sqlite_refuses_puts_by_name_and_loses_no_evaluation(
     [event] = [e for e in logs if e["event"] == "outbox_write_failed"]
     assert "DatabaseError" in event["error"] and outbox.refused == 1
     outbox.close()
+
+
+@pytest.mark.parametrize("pid, heartbeat", [(2**40, None), ("9" * 20, None), (-1, None), ("one", None),
+                                            (1, "now"), (1, 1e300), (1, float("inf"))])
+def test_a_malformed_owner_row_neither_stops_the_claim_nor_holds_its_jobs(tmp_path, pid, heartbeat):
+    """An `eval_owners` row this library never writes (a pid past the kernel's range, none at all or
+    one that signals every process; a heartbeat that is text): every claim raised on it, so no dead
+    process's jobs were ever taken again; or its owner never went (a heartbeat from the far future).
+    Such an owner is gone: its jobs are claimed and its row removed."""
+    from judgehooks._grading.outboxfile import HOST
+
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="mine", evaluator="e", context={}))
+    beat = time.time() if heartbeat is None else heartbeat
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO eval_owners VALUES ('forged:1:f', ?, ?, ?)", (HOST, pid, beat))
+        conn.execute("INSERT INTO eval_jobs VALUES ('theirs', 'e', NULL, '{}', 1.0, 1.0, 'forged:1:f')")
+        conn.execute("INSERT INTO eval_jobs VALUES ('left', 'e', NULL, '{}', 1.0, 2.0, 'gone-host:1:x')")
+    assert sorted(job.id for job in outbox.claim()) == ["left", "theirs"]
+    with sqlite3.connect(path) as conn:
+        assert [row[0] for row in conn.execute("SELECT owner FROM eval_owners")] == [outbox.owner]
+    outbox.close()

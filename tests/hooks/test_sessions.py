@@ -470,6 +470,20 @@ def test_a_dead_holder_s_session_is_taken_over_at_once(tmp_path):
     assert claim.turns[0]["run"]["input"] == "i"
 
 
+@pytest.mark.parametrize("pid", ["\u00b2", "9" * 30])
+def test_a_lease_holder_with_a_pid_no_process_can_have_neither_stops_the_claim_nor_holds_the_session(tmp_path, pid):
+    """A lease holder written into the file with this host's name and a pid `int()` refuses (a
+    superscript digit) or the kernel does (past its range): every claim of the book raised on it, so
+    no session of the file was graded again; or, with its lease in the far future, it held the
+    session forever. A holder that is not a registered, live owner is gone, as a job's owner is."""
+    book = SessionBook(str(tmp_path / "o.db"))
+    book.add_turn("ev", "s", "r1", {"run": {"input": "i", "output": "o"}}, due_at=0)
+    book.add_turn("ev", "t", "r2", {"run": {"input": "i", "output": "o"}}, due_at=0)
+    forged = f"{book.owner.split(':')[0]}:{pid}:gone"
+    book.file.run("UPDATE session_state SET lease_owner = ?, lease_until = 1e300 WHERE session_id = 's'", [forged])
+    assert sorted(c.session_id for c in book.claim_due("ev")) == ["s", "t"]
+
+
 def test_an_expired_lease_is_taken_over(tmp_path):
     one, two = SessionBook(str(tmp_path / "o.db"), lease=0.01), SessionBook(str(tmp_path / "o.db"))
     one.add_turn("ev", "s", "r1", {"run": {"input": "i", "output": "o"}}, due_at=0)
