@@ -53,17 +53,19 @@ class JournalFile(NamedTuple):
 
 
 def journal_files(outbox: str) -> list[JournalFile]:
-    """Every journal file of the outbox at `outbox` (every owner's), in each owner's order."""
+    """Every journal file of the outbox at `outbox` (every owner's), in each owner's order. A
+    directory under such a name is none (it can be neither read nor removed)."""
     folder, base = os.path.split(os.path.abspath(outbox))
     prefix, found = f"{base}.jobs.", []
     try:
-        names = os.listdir(folder)
+        with os.scandir(folder) as names:
+            for entry in names:
+                tag, _, seq = entry.name[len(prefix):].partition(".")
+                if entry.name.startswith(prefix) and tag and seq.isascii() and seq.isdigit() \
+                        and not entry.is_dir(follow_symlinks=False):
+                    found.append(JournalFile(entry.path, tag, int(seq)))
     except OSError:
         return []
-    for name in names:
-        tag, _, seq = name[len(prefix):].partition(".")
-        if name.startswith(prefix) and tag and seq.isdigit():
-            found.append(JournalFile(os.path.join(folder, name), tag, int(seq)))
     return sorted(found, key=lambda f: (f.tag, f.seq))
 
 
