@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._base.context import EvalContext, context_from_dict
 from .._base.jsondata import json_text
 from .._base.log import log
 from .outboxfile import WAL_LIMIT, OutboxFile
@@ -98,6 +99,40 @@ FIRST_OWNER = "SELECT MIN(owner) FROM eval_jobs"
 NEXT_OWNER = "SELECT owner FROM eval_jobs WHERE owner > ? ORDER BY owner LIMIT 1"
 OLDEST = "SELECT created_at FROM eval_jobs WHERE owner = ? AND evaluator = ? ORDER BY created_at LIMIT 1"
 _PUT = "INSERT OR REPLACE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _loads(text: Any) -> Any:
+    """A claimed row's context as JSON data, or the error that says it is not JSON (`job_context` raises it)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return ValueError(f"its context is not JSON ({type(exc).__name__}: {exc})")
+
+
+def job_context(job: Job) -> EvalContext:
+    """A claimed job's context; ValueError or TypeError naming what makes the row no job this library
+    wrote (the file is hostile): a context that is not a JSON object `EvalContext` takes, or a
+    sample rate that is not a number from 0 to 1."""
+    data, rate = job.context, job.sample_rate
+    if isinstance(data, Exception):
+        raise data
+    if not isinstance(data, dict):
+        raise ValueError(f"its context is not a JSON object but {type(data).__name__}")
+    if type(rate) not in (int, float) or not 0 <= rate <= 1:
+        raise ValueError(f"its sample_rate {rate!r:.40} is not a number from 0 to 1")
+    return context_from_dict(data)
+
+
+def read_jobs(jobs: Iterable[Job]) -> tuple[list[tuple[Job, EvalContext]], list[tuple[Job, str]]]:
+    """Claimed jobs with their contexts, and those that are no job this library wrote, with why."""
+    read, unreadable = [], []
+    for job in jobs:
+        try:
+            read.append((job, job_context(job)))
+        except Exception as exc:  # whatever the row holds: its error record says what
+            unreadable.append((job, f"the job {job.id!r:.80} left in the outbox is not one judgehooks wrote: "
+                                    f"{type(exc).__name__}: {exc}"))
+    return read, unreadable
 
 
 def claim_sql(dead: int, evaluators: int | None, limit: int | None) -> str:
@@ -222,7 +257,7 @@ class Outbox:
                 f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
             conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
         return [Job(id=r[0], evaluator=r[1], spec=r[2],
-                    context=json.loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
+                    context=_loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
 
     def oldest_age(self, evaluator: str) -> float | None:
         """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its

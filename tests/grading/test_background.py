@@ -453,3 +453,38 @@ def test_hand_offs_made_while_the_loop_is_busy_are_each_graded_once(make_bg, mak
     assert sorted(graded) == sorted(run_ids) and all(r.status == "passed" for r in store.records)
 
 
+
+
+def test_jobs_left_with_contexts_or_rates_no_run_has_become_error_records_and_the_good_one_is_graded(
+        make_bg, store, tmp_path):
+    """Rows of `eval_jobs` a dead process could not have written: a context that is not JSON, JSON but
+    not an object, an object EvalContext does not take; a sample rate that is text or outside 0..1.
+    The claim raised on the first (after taking the rows), so its whole batch stayed claimed by a live
+    process and was never graded, with no record. Each becomes an `error` record naming what is
+    wrong, under its job's id; the good job is graded; nothing stays pending."""
+    import sqlite3
+
+    from judgehooks._base.context import EvalContext, context_to_dict
+    from judgehooks._base.record import record_id
+    from judgehooks._grading.outbox import Job, Outbox
+
+    left = Outbox(tmp_path / "outbox.db")
+    ctx = EvalContext(input="q", output="q", run_id="run-good", agent_id="a")
+    left.put(Job(id="good", evaluator="bad-rows", context=context_to_dict(ctx)))
+    bad = {"not-json": ("{nope", 1.0), "a-list": ("[1, 2]", 1.0), "unknown-key": ('{"bogus": 1}', 1.0),
+           "rate-text": ("{}", "half"), "rate-negative": ("{}", -1.0), "rate-over-one": ("{}", 2.0)}
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:
+        conn.executemany("INSERT INTO eval_jobs VALUES (?, 'bad-rows', NULL, ?, ?, 1.0, ?)",
+                         [(job, context, rate, left.owner) for job, (context, rate) in bad.items()])
+    left.release()  # its process is gone: the jobs are claimable at once
+    left.close()
+    judge = make_bg(name="bad-rows", store=store)
+    assert judgehooks.drain(30)
+    records = {r.id: r for r in store.records}
+    good = record_id("bad-rows", "run-good", version=judge.evaluator_version)
+    assert records.pop(good).status == "passed"
+    assert sorted(records) == sorted(bad) and {r.status for r in records.values()} == {"error"}
+    assert "not JSON" in records["not-json"].error_message
+    assert "not a JSON object" in records["a-list"].error_message and "bogus" in records["unknown-key"].error_message
+    assert all("sample_rate" in records[job].error_message for job in bad if job.startswith("rate"))
+    assert pending(tmp_path / "outbox.db") == 0
