@@ -91,6 +91,15 @@ def _create(conn: sqlite3.Connection) -> None:
                 pass
 
 
+def _turn(text: Any) -> Any:
+    """A stored turn as JSON data; one that is not JSON as its text, which grading refuses by name (its
+    session gets an `error` record) rather than stopping every claim of the book."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return text
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """One session window taken for grading: its turns (as stored, in order) under a lease."""
@@ -206,10 +215,10 @@ class SessionBook:
                 conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
                              "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
                 claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
-                                    turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
+                                    turns=tuple(_turn(r[1]) for r in rows), last_seq=rows[-1][0],
                                     owner=self.owner, positions=tuple(
-                                        None if r[2] is None or r[3] is None
-                                        else (str(r[2]), int(r[3])) for r in rows)))
+                                        (str(r[2]), r[3]) if r[2] is not None and type(r[3]) is int else None
+                                        for r in rows)))
         return claims
 
     def finish(self, claim: Claim) -> None:
