@@ -79,3 +79,30 @@ def test_resume_without_the_key_leaves_the_jobs_pending_and_says_what_to_pass(se
     records = SQLiteStore(db).query_sync(limit=None)
     assert sorted(r.input for r in records) == [f"question {i}" for i in range(3)]
     assert all(r.status == "passed" for r in records) and pending(tmp_path / "bg3.outbox.db") == 0
+
+
+def test_resume_names_each_evaluator_whose_stored_spec_cannot_be_rebuilt_and_grades_the_others(tmp_path):
+    """Specs a process of this library never stores: not JSON, JSON but not an object, settings that
+    are not an object or that the class does not take. `resume` raised on the first (a traceback,
+    nothing graded, for any evaluator). Each is named, its jobs stay pending, and the rest is graded."""
+    import json
+
+    from judgehooks._base.context import EvalContext, context_to_dict
+    from judgehooks._grading.outbox import Job, Outbox
+
+    db = tmp_path / "s.db"
+    outbox = Outbox(tmp_path / "s.outbox.db")
+    good = json.dumps({"class": "Contains", "settings": {"values": ["q"], "name": "has-q"}})
+    specs = {"has-q": good, "not-json": "{nope", "a-list": "[1, 2]", "listed-settings": '{"class": "Contains", '
+             '"settings": [1]}', "unknown-setting": '{"class": "Contains", "settings": {"values": ["q"], "bogus": 1}}'}
+    for name, spec in specs.items():
+        ctx = EvalContext(input="q", output="q", run_id=f"run-{name}", agent_id="a")
+        outbox.put(Job(id=f"job-{name}", evaluator=name, context=context_to_dict(ctx), spec=spec))
+    outbox.release()  # its process is gone
+    outbox.close()
+    done = run_cli("resume", "--store", db, "--timeout", "60")
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    for name in specs.keys() - {"has-q"}:
+        assert f"evaluator {name!r} has pending jobs but" in done.stderr
+    assert [(r.evaluator, r.status) for r in SQLiteStore(str(db)).query_sync(limit=None)] == [("has-q", "passed")]
+    assert pending(tmp_path / "s.outbox.db") == 4
