@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from .._base.context import EvalContext, context_from_dict
 from .._base.jsondata import json_text
 from .._base.log import log
-from .outboxfile import WAL_LIMIT, OutboxFile
+from .outboxfile import WAL_LIMIT, OutboxFile, text_of
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -137,7 +137,7 @@ def read_jobs(jobs: Iterable[Job]) -> tuple[list[tuple[Job, EvalContext]], list[
 
 def claim_sql(dead: int, evaluators: int | None, limit: int | None) -> str:
     """The claim's look at `dead` owners' jobs (of `evaluators` names, or all), oldest first."""
-    sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at, LENGTH(CAST(context AS BLOB)) "
+    sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at, LENGTH(CAST(context AS BLOB)), rowid "
            f"FROM eval_jobs WHERE owner IN ({','.join('?' * dead)})")
     if evaluators is not None:
         sql += f" AND evaluator IN ({','.join('?' * evaluators)})"
@@ -164,7 +164,9 @@ def pending_jobs(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
     """Every pending job's evaluator and spec, by id, without writing (`judgehooks report` opens
     the file read-only)."""
     try:
-        return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, evaluator, spec FROM eval_jobs")}
+        # as bytes: a blob, or text that is not UTF-8 (sqlite3 raises on reading it), is shown with U+FFFD
+        rows = conn.execute("SELECT CAST(id AS BLOB), CAST(evaluator AS BLOB), CAST(spec AS BLOB) FROM eval_jobs")
+        return {text_of(job): (text_of(name), None if spec is None else text_of(spec)) for job, name, spec in rows}
     except sqlite3.OperationalError:  # no such table: no job was ever put here
         return {}
 
@@ -252,7 +254,8 @@ class Outbox:
             marks = ",".join("?" * len(dead))
             rows = conn.execute(claim_sql(len(dead), None if names is None else len(names), limit),
                                 [*dead, *(names or ())]).fetchall()
-            conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
+            # by rowid: an id read back with U+FFFD for bytes that are not UTF-8 is not the one stored
+            conn.executemany("UPDATE eval_jobs SET owner = ? WHERE rowid = ?", [(self.owner, r[7]) for r in rows])
             remaining = {r[0] for r in conn.execute(
                 f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
             conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])

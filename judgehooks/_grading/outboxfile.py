@@ -30,6 +30,12 @@ _OWNERS = """CREATE TABLE IF NOT EXISTS eval_owners (
 )"""
 
 
+def text_of(data: bytes) -> str:
+    """A text value read from the file: bytes that are not UTF-8 (another program's, a hostile write)
+    come as U+FFFD, where sqlite3 raises, inside every claim's transaction, on reading them."""
+    return data.decode("utf-8", "replace")
+
+
 def new_owner() -> str:
     return f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -92,6 +98,7 @@ class OutboxFile:
                 self._forget_parent()
             # Checkpoints copy the WAL into the database and fsync: never on the hook path.
             conn = connect_wal(self._where, 30.0, autocheckpoint=False, journal_limit=self.wal_limit)
+            conn.text_factory = text_of
             conn.execute(_OWNERS)
             for create in self._schemas:
                 create(conn)
@@ -170,6 +177,7 @@ class OutboxFile:
             with self.lock:
                 self.connect()  # schema first
             conn = connect_wal(self._where, 30.0, autocheckpoint=False, journal_limit=self.wal_limit)
+            conn.text_factory = text_of
             conn.execute("PRAGMA busy_timeout=0")  # a truncating checkpoint gives way rather than wait
             self._maint_conn = conn
         return self._maint_conn

@@ -106,3 +106,28 @@ def test_resume_names_each_evaluator_whose_stored_spec_cannot_be_rebuilt_and_gra
         assert f"evaluator {name!r} has pending jobs but" in done.stderr
     assert [(r.evaluator, r.status) for r in SQLiteStore(str(db)).query_sync(limit=None)] == [("has-q", "passed")]
     assert pending(tmp_path / "s.outbox.db") == 4
+
+
+def test_report_counts_pending_jobs_whose_names_are_not_text_or_not_utf8(tmp_path):
+    """An `eval_jobs` row whose evaluator is a blob, or text that is not UTF-8: `judgehooks report`
+    failed on the first ("cannot open store ...: TypeError", comparing bytes with str) and said
+    nothing was pending on the second. Both are counted, under names shown with U+FFFD."""
+    import asyncio
+    import json
+    import sqlite3
+
+    from conftest import rec
+
+    from judgehooks._grading.outbox import Job, Outbox
+
+    db = tmp_path / "s.db"
+    asyncio.run(SQLiteStore(str(db)).write([rec(1)]))
+    outbox = Outbox(tmp_path / "s.outbox.db")
+    outbox.put(Job(id="good", evaluator="e", context={}))
+    outbox.close()
+    with sqlite3.connect(tmp_path / "s.outbox.db") as conn:
+        conn.execute("INSERT INTO eval_jobs VALUES ('blob', X'61ff', NULL, '{}', 1.0, 1.0, 'x')")
+        conn.execute("INSERT INTO eval_jobs VALUES ('text', CAST(X'62ff' AS TEXT), NULL, '{}', 1.0, 1.0, 'x')")
+    done = run_cli("report", "--store", db, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pending_jobs"]["by_evaluator"] == {"a\ufffd": 1, "b\ufffd": 1, "e": 1}

@@ -192,3 +192,28 @@ def test_a_malformed_owner_row_neither_stops_the_claim_nor_holds_its_jobs(tmp_pa
     with sqlite3.connect(path) as conn:
         assert [row[0] for row in conn.execute("SELECT owner FROM eval_owners")] == [outbox.owner]
     outbox.close()
+
+
+def test_text_that_is_not_utf8_in_any_column_never_stops_the_claim(tmp_path):
+    """Text columns whose bytes are not UTF-8 (another program's text, a hostile write): Python's
+    sqlite3 raises as it reads such a value, inside the claim's transaction, so every claim raised
+    and no dead process's jobs (an owner row: no one's) were taken again. They are read with U+FFFD
+    in place of the bad bytes: each row is claimed once, and a context that is not UTF-8 is a job
+    `job_context` refuses by name (the dispatcher's `error` record)."""
+    from judgehooks._grading.outbox import job_context
+
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="mine", evaluator="e", context={}))
+    bad = "CAST(X'6261ff64' AS TEXT)"  # "ba\xffd"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"INSERT INTO eval_owners VALUES ({bad}, 'elsewhere', 1, 0)")
+        conn.execute(f"INSERT INTO eval_jobs VALUES ('context', 'e', NULL, {bad}, 1.0, 1.0, 'gone-host:1:x')")
+        conn.execute(f"INSERT INTO eval_jobs VALUES ('spec', 'e', {bad}, '{{}}', 1.0, 2.0, 'gone-host:1:x')")
+        conn.execute(f"INSERT INTO eval_jobs VALUES ({bad}, 'e', NULL, '{{}}', 1.0, 3.0, 'gone-host:1:x')")
+    claimed = outbox.claim()
+    assert [job.id for job in claimed] == ["context", "spec", "ba\ufffdd"]
+    with pytest.raises(ValueError, match="not JSON"):
+        job_context(claimed[0])
+    assert claimed[1].spec == "ba\ufffdd" and outbox.claim() == []
+    outbox.close()
