@@ -323,7 +323,7 @@ class Dispatcher:
 
     def _look(self, outbox: JournalLog | Outbox, room: int) -> list[Job]:  # on a worker thread: one trip a round
         try:
-            return outbox.claim([self.name], room) if room > 0 else []
+            return outbox.claim([self.name], room, self.budget.limit) if room > 0 else []
         finally:  # the journal's fold too: a younger file's jobs mostly finish first, unless nothing is unfinished
             outbox.upkeep(idle=not int(self.work))
 

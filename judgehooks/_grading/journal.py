@@ -378,7 +378,8 @@ class JournalLog:
         alive = {tag_of(owner) for owner in self.outbox.file.owners(conn)[1]}
         return [file for file in files if file.tag not in alive and not held(file)]
 
-    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
+    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None,
+              max_bytes: int | None = None) -> list[Job]:
         """Take over the pending jobs of owners that are gone, oldest first: their journal files
         folded first (in one transaction, deleted after it), then `Outbox.claim`."""
         with self.outbox.file.maint_lock:  # a read-only look first: most of the time nobody has died
@@ -386,7 +387,7 @@ class JournalLog:
         if dead:
             with self.outbox.file.lock:
                 fold_files(self.outbox.file.connect(), self._dead_files)  # chosen again, in the transaction
-        return self.outbox.claim(evaluators, limit)
+        return self.outbox.claim(evaluators, limit, max_bytes)
 
     def oldest_age(self, evaluator: str) -> float | None:
         """Seconds since this owner's oldest pending job of `evaluator` was put, folded or not. Reads only."""
