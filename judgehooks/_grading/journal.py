@@ -133,24 +133,26 @@ def _refused(file: JournalFile, value: Any) -> str | None:
 def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
     """Fold one journal file into `eval_jobs`, inside the caller's transaction: every id with a
     `done` is deleted (a row folded from an earlier file), then the puts no later `done` finishes
-    are inserted (idempotent on the id). A put `_refused` names is logged and skipped."""
+    are inserted (idempotent on the id). A put `_refused` names is logged and skipped. The file is
+    read twice, its dones then its puts as they come: memory holds one line, whatever its size."""
     last_done: dict[str, int] = {}
-    puts = []
-    for number, kind, value in entries(file.path):
-        if kind == "done":
-            last_done.update((job, number) for job in value)
-        else:
-            puts.append((number, value))
+    for number, line in enumerate(_lines(file.path), 1):
+        done = _entry(line) if line.startswith(b"D\t") else None
+        if done is not None:
+            last_done.update((job, number) for job in done[1])
     conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(job,) for job in last_done])
-    live = []
-    for number, value in puts:
-        (job, evaluator, spec, rate, created, owner), context = value
-        why = None if last_done.get(job, 0) > number else _refused(file, value)
-        if why is not None:
-            log.warning("outbox_journal_bad_job", file=file.path, job_id=job, note=f"skipped: {why}")
-        elif last_done.get(job, 0) < number:
-            live.append((job, evaluator, spec, context.decode(), rate, created, owner))
-    conn.executemany(_MOVE, live)
+
+    def live() -> Iterator[tuple[Any, ...]]:
+        for number, kind, value in entries(file.path):
+            if kind == "done" or last_done.get(value[0][0], 0) > number:  # a done, or a put done later
+                continue
+            (job, evaluator, spec, rate, created, owner), context = value
+            why = _refused(file, value)
+            if why is not None:
+                log.warning("outbox_journal_bad_job", file=file.path, job_id=job, note=f"skipped: {why}")
+            else:
+                yield job, evaluator, spec, context.decode(), rate, created, owner
+    conn.executemany(_MOVE, live())
 
 
 def fold_files(conn: sqlite3.Connection, pick: Callable[[sqlite3.Connection], list[JournalFile]]) -> None:
