@@ -131,3 +131,29 @@ def test_report_counts_pending_jobs_whose_names_are_not_text_or_not_utf8(tmp_pat
     done = run_cli("report", "--store", db, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["pending_jobs"]["by_evaluator"] == {"a\ufffd": 1, "b\ufffd": 1, "e": 1}
+
+
+def test_report_shows_dead_letters_whose_fields_are_blobs_or_not_utf8(tmp_path):
+    """A row of `eval_dead_letters` (in the outbox file) whose store name is a blob: `judgehooks report
+    --json` raised TypeError with a traceback (bytes as a JSON key); whose store name is text that is
+    not UTF-8: the report said there were no dead letters. Both are shown, with U+FFFD."""
+    import asyncio
+    import json
+    import sqlite3
+
+    from conftest import rec
+
+    from judgehooks.stores._deadletter import SCHEMA
+
+    db = tmp_path / "s.db"
+    asyncio.run(SQLiteStore(str(db)).write([rec(1)]))
+    with sqlite3.connect(tmp_path / "s.outbox.db") as conn:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        conn.execute("INSERT INTO eval_dead_letters (id, store, record, error, tries, dead_at) "
+                     "VALUES ('a', X'61ff', '{}', X'00', 5, 1.0)")
+        conn.execute("INSERT INTO eval_dead_letters (id, store, record, error, tries, dead_at) "
+                     "VALUES ('b', CAST(X'62ff' AS TEXT), '{}', 'refused', 5, 1.0)")
+    done = run_cli("report", "--store", db, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["dead_letters"]["by_store"] == {"a\ufffd": 1, "b\ufffd": 1}
