@@ -58,8 +58,15 @@ def run(args: argparse.Namespace) -> int:
     book = SessionBook(outbox)
     sessions = {name: _loads(spec) for name, spec in book.specs().items()}
     evaluators, held = [], []
+    foreign = os.stat(outbox).st_uid
     for name, spec in [*specs.items(), *sessions.items()]:
         if name in known:
+            continue
+        if foreign != os.getuid():  # whoever can write its specs would choose where this user's keys go
+            held.append(name)
+            say(f"judgehooks resume: evaluator {name!r}: the outbox {outbox!r} is owned by another user (uid "
+                f"{foreign}), so its stored settings are not rebuilt; its pending work stays there. Pass --import "
+                "MODULE with the module that constructs the evaluator", file=sys.stderr)
             continue
         unreachable = _unreachable(spec)
         if unreachable:  # rebuilt, its judge would turn every job into an error record and consume it

@@ -157,3 +157,40 @@ def test_report_shows_dead_letters_whose_fields_are_blobs_or_not_utf8(tmp_path):
     done = run_cli("report", "--store", db, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["dead_letters"]["by_store"] == {"a\ufffd": 1, "b\ufffd": 1}
+
+
+def test_resume_takes_no_judge_settings_from_an_outbox_file_another_user_owns(server, tmp_path):
+    """Another user who creates the outbox file first (in a folder both may write) can write its
+    specs: `resume` rebuilt the judge from them, so a stored `api_base` chose where this user's
+    provider key (from the environment) was sent. Like a journal file of another user, such a file's
+    specs are not rebuilt: resume names the file's owner and leaves its jobs pending; the same file,
+    this user's own, is graded as before."""
+    import json
+
+    from judgehooks import AgentAsJudgeEval
+    from judgehooks._base.context import EvalContext, context_to_dict
+    from judgehooks._grading.outbox import Job, Outbox
+
+    db, path = tmp_path / "s.db", tmp_path / "s.outbox.db"
+    spec = AgentAsJudgeEval(criteria="Echoes.", model="openai/judge", api_base=server.base_url, name="elsewhere").spec()
+    outbox = Outbox(path)
+    ctx = EvalContext(input="q", output="q", run_id="run-1", agent_id="a")
+    outbox.put(Job(id="job-1", evaluator="elsewhere", context=context_to_dict(ctx), spec=json.dumps(spec)))
+    outbox.release()
+    outbox.close()
+    os.chown(path, 4242, 4242)  # another user's file (the test runs as root)
+    key = {"OPENAI_API_KEY": "sk-this-users-key"}
+    done = run_cli("resume", "--store", db, "--timeout", "30", env=key)
+    assert done.returncode == 1 and "owned by another user (uid 4242)" in done.stderr, done.stderr[-2000:]
+
+    def sent_the_key() -> bool:
+        return any("sk-this-users-key" in h.get("authorization", "") for h in server.settings.judge_headers)
+
+    assert not sent_the_key() and pending(path) == 1
+    assert not db.exists() or SQLiteStore(str(db)).query_sync(limit=None) == []
+    os.chown(path, os.getuid(), os.getgid())
+    done = run_cli("resume", "--store", db, "--timeout", "30", env=key)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [record] = SQLiteStore(str(db)).query_sync(limit=None)  # graded by the judge its spec names
+    assert (record.evaluator, record.run_id, record.status) == ("elsewhere", "run-1", "passed")
+    assert pending(path) == 0
