@@ -38,6 +38,8 @@ class Turn:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Turn:
+        if not isinstance(data, Mapping):  # read back from a file or a stream: hostile
+            raise ValueError(f"not a turn (a JSON object with its run): {data!r:.80}")
         members = tuple(Member(name=None if m.get("name") is None else str(m["name"]), input=str(m.get("input") or ""),
                                output=str(m.get("output") or "")) for m in data.get("members") or ())
         return cls(run=context_from_dict(data["run"]), members=members)

@@ -30,7 +30,16 @@ def _pending_specs(outbox_path: str) -> dict[str, dict[str, Any] | None]:
         specs = dict(pending_jobs(conn).values())
     finally:
         conn.close()
-    return {name: (json.loads(spec) if spec else None) for name, spec in specs.items()}
+    return {name: _loads(spec) for name, spec in specs.items()}
+
+
+def _loads(spec: str | None) -> Any:
+    """A stored spec as JSON data (None: the evaluator was built from user code); one that is not JSON
+    (a damaged or hostile file) as its text, which `rebuild` refuses by name."""
+    try:
+        return json.loads(spec) if spec else None
+    except (ValueError, RecursionError):
+        return spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,10 +56,17 @@ def run(args: argparse.Namespace) -> int:
     known = {d.name for d in runtime.drainables()}
     specs = _pending_specs(outbox)
     book = SessionBook(outbox)
-    sessions = {name: (json.loads(spec) if spec else None) for name, spec in book.specs().items()}
+    sessions = {name: _loads(spec) for name, spec in book.specs().items()}
     evaluators, held = [], []
+    foreign = os.stat(outbox).st_uid
     for name, spec in [*specs.items(), *sessions.items()]:
         if name in known:
+            continue
+        if foreign != os.getuid():  # whoever can write its specs would choose where this user's keys go
+            held.append(name)
+            say(f"judgehooks resume: evaluator {name!r}: the outbox {outbox!r} is owned by another user (uid "
+                f"{foreign}), so its stored settings are not rebuilt; its pending work stays there. Pass --import "
+                "MODULE with the module that constructs the evaluator", file=sys.stderr)
             continue
         unreachable = _unreachable(spec)
         if unreachable:  # rebuilt, its judge would turn every job into an error record and consume it
@@ -69,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         background = {} if name in specs else {"run_in_background": False}
         try:
             evaluators.append(rebuild(spec, store=store, outbox=outbox, max_concurrency=args.concurrency, **background))
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:  # NotRebuildable, or settings its class does not take
             what = "jobs" if name in specs else "open sessions"
             say(f"judgehooks resume: evaluator {name!r} has pending {what} but {exc}; pass --import MODULE with "
                 f"the module that constructs it (its evaluators then grade their own {what})", file=sys.stderr)

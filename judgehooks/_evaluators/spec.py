@@ -50,6 +50,8 @@ def rebuild(spec: dict[str, Any] | None, *, same_machine: bool = True, **hook: A
     names one of them."""
     if spec is None:
         raise NotRebuildable("it was built from user code (a function, a model, a composite or a custom judge)")
+    if not isinstance(spec, dict) or not isinstance(spec.get("settings") or {}, dict):
+        raise NotRebuildable(f"its stored spec is not a JSON object of settings: {spec!r:.80}")
     spec = dict(spec)
     hook = {**decode_deployment(spec.pop("deployment", None), same_machine=same_machine), **hook}
     settings = dict(spec.get("settings") or {}) if "class" in spec else dict(spec)

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .._base.context import EvalContext, context_from_dict, context_to_dict
+from .._base.context import EvalContext, context_to_dict
 from .._base.jsondata import json_bytes
 from .._base.log import log
 from .._base.record import EvalRecord
@@ -32,7 +32,7 @@ from ..stores import BaseStore
 from .budget import DEFAULT_MAX_QUEUE_BYTES, ByteBudget
 from .counters import Counters
 from .journal import JournalLog
-from .outbox import QUEUED, Job, Outbox, jobs_of
+from .outbox import QUEUED, Job, Outbox, jobs_of, read_jobs
 from .pipeline import Pipeline
 from .step import Requeue, Step
 from .tasks import current_loop, noop, run_on, safe, spawn
@@ -323,14 +323,18 @@ class Dispatcher:
 
     def _look(self, outbox: JournalLog | Outbox, room: int) -> list[Job]:  # on a worker thread: one trip a round
         try:
-            return outbox.claim([self.name], room) if room > 0 else []
+            return outbox.claim([self.name], room, self.budget.limit) if room > 0 else []
         finally:  # the journal's fold too: a younger file's jobs mostly finish first, unless nothing is unfinished
             outbox.upkeep(idle=not int(self.work))
 
     async def _take(self, jobs: list[Job]) -> None:
-        """Queue the jobs claimed from the job log, but those whose records the store holds already
-        (a process died between storing them and deleting their rows): their rows go, unjudged."""
-        claimed = [(job, context_from_dict(job.context)) for job in jobs]
+        """Queue the jobs claimed from the job log, but those whose records the store holds already (a
+        process died between storing them and deleting their rows: their rows go, unjudged) or no job."""
+        claimed, unreadable = read_jobs(jobs)
+        for job, why in unreadable:  # rows no process of ours wrote: error records, never a stalled claim
+            self.work.add()
+            self._taken()
+            self._write(self.pipeline.unreadable(job.id, why), job.id)
         self.work.add(len(claimed))
         ids = {job.id: self.pipeline.record_id(ctx) for job, ctx in claimed}
         try:

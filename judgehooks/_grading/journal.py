@@ -53,17 +53,19 @@ class JournalFile(NamedTuple):
 
 
 def journal_files(outbox: str) -> list[JournalFile]:
-    """Every journal file of the outbox at `outbox` (every owner's), in each owner's order."""
+    """Every journal file of the outbox at `outbox` (every owner's), in each owner's order. A
+    directory under such a name is none (it can be neither read nor removed)."""
     folder, base = os.path.split(os.path.abspath(outbox))
     prefix, found = f"{base}.jobs.", []
     try:
-        names = os.listdir(folder)
+        with os.scandir(folder) as names:
+            for entry in names:
+                tag, _, seq = entry.name[len(prefix):].partition(".")
+                if entry.name.startswith(prefix) and tag and seq.isascii() and seq.isdigit() \
+                        and not entry.is_dir(follow_symlinks=False):
+                    found.append(JournalFile(entry.path, tag, int(seq)))
     except OSError:
         return []
-    for name in names:
-        tag, _, seq = name[len(prefix):].partition(".")
-        if name.startswith(prefix) and tag and seq.isdigit():
-            found.append(JournalFile(os.path.join(folder, name), tag, int(seq)))
     return sorted(found, key=lambda f: (f.tag, f.seq))
 
 
@@ -131,24 +133,26 @@ def _refused(file: JournalFile, value: Any) -> str | None:
 def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
     """Fold one journal file into `eval_jobs`, inside the caller's transaction: every id with a
     `done` is deleted (a row folded from an earlier file), then the puts no later `done` finishes
-    are inserted (idempotent on the id). A put `_refused` names is logged and skipped."""
+    are inserted (idempotent on the id). A put `_refused` names is logged and skipped. The file is
+    read twice, its dones then its puts as they come: memory holds one line, whatever its size."""
     last_done: dict[str, int] = {}
-    puts = []
-    for number, kind, value in entries(file.path):
-        if kind == "done":
-            last_done.update((job, number) for job in value)
-        else:
-            puts.append((number, value))
+    for number, line in enumerate(_lines(file.path), 1):
+        done = _entry(line) if line.startswith(b"D\t") else None
+        if done is not None:
+            last_done.update((job, number) for job in done[1])
     conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(job,) for job in last_done])
-    live = []
-    for number, value in puts:
-        (job, evaluator, spec, rate, created, owner), context = value
-        why = None if last_done.get(job, 0) > number else _refused(file, value)
-        if why is not None:
-            log.warning("outbox_journal_bad_job", file=file.path, job_id=job, note=f"skipped: {why}")
-        elif last_done.get(job, 0) < number:
-            live.append((job, evaluator, spec, context.decode(), rate, created, owner))
-    conn.executemany(_MOVE, live)
+
+    def live() -> Iterator[tuple[Any, ...]]:
+        for number, kind, value in entries(file.path):
+            if kind == "done" or last_done.get(value[0][0], 0) > number:  # a done, or a put done later
+                continue
+            (job, evaluator, spec, rate, created, owner), context = value
+            why = _refused(file, value)
+            if why is not None:
+                log.warning("outbox_journal_bad_job", file=file.path, job_id=job, note=f"skipped: {why}")
+            else:
+                yield job, evaluator, spec, context.decode(), rate, created, owner
+    conn.executemany(_MOVE, live())
 
 
 def fold_files(conn: sqlite3.Connection, pick: Callable[[sqlite3.Connection], list[JournalFile]]) -> None:
@@ -376,7 +380,8 @@ class JournalLog:
         alive = {tag_of(owner) for owner in self.outbox.file.owners(conn)[1]}
         return [file for file in files if file.tag not in alive and not held(file)]
 
-    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
+    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None,
+              max_bytes: int | None = None) -> list[Job]:
         """Take over the pending jobs of owners that are gone, oldest first: their journal files
         folded first (in one transaction, deleted after it), then `Outbox.claim`."""
         with self.outbox.file.maint_lock:  # a read-only look first: most of the time nobody has died
@@ -384,7 +389,7 @@ class JournalLog:
         if dead:
             with self.outbox.file.lock:
                 fold_files(self.outbox.file.connect(), self._dead_files)  # chosen again, in the transaction
-        return self.outbox.claim(evaluators, limit)
+        return self.outbox.claim(evaluators, limit, max_bytes)
 
     def oldest_age(self, evaluator: str) -> float | None:
         """Seconds since this owner's oldest pending job of `evaluator` was put, folded or not. Reads only."""

@@ -20,9 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._base.context import EvalContext, context_from_dict
 from .._base.jsondata import json_text
 from .._base.log import log
-from .outboxfile import WAL_LIMIT, OutboxFile
+from .outboxfile import WAL_LIMIT, OutboxFile, text_of
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_jobs (
@@ -74,8 +75,10 @@ class JobLog(Protocol):
     def done(self, ids: Sequence[str]) -> None:
         """Forget finished jobs (their records are stored)."""
 
-    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
-        """Take over the pending jobs of owners that are gone, oldest first."""
+    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None,
+              max_bytes: int | None = None) -> list[Job]:
+        """Take over the pending jobs of owners that are gone, oldest first (reading at most about
+        `max_bytes` of their contexts; a job's past it is not read: see `Outbox.claim`)."""
 
     def oldest_age(self, evaluator: str) -> float | None:
         """Seconds since this owner's oldest pending job of `evaluator` was put."""
@@ -100,9 +103,50 @@ OLDEST = "SELECT created_at FROM eval_jobs WHERE owner = ? AND evaluator = ? ORD
 _PUT = "INSERT OR REPLACE INTO eval_jobs VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
-def claim_sql(dead: int, evaluators: int | None, limit: int | None) -> str:
-    """The claim's look at `dead` owners' jobs (of `evaluators` names, or all), oldest first."""
-    sql = ("SELECT id, evaluator, spec, context, sample_rate, created_at, LENGTH(CAST(context AS BLOB)) "
+def _loads(text: Any, size: int, max_bytes: int | None) -> Any:
+    """A claimed row's context as JSON data, or the error that says it is not JSON or was not read
+    (`job_context` raises it)."""
+    if text is None:  # see claim_sql
+        return ValueError(f"its context of {size} bytes is past the byte budget of {max_bytes} bytes "
+                          "(max_queue_bytes): not read")
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return ValueError(f"its context is not JSON ({type(exc).__name__}: {exc})")
+
+
+def job_context(job: Job) -> EvalContext:
+    """A claimed job's context; ValueError or TypeError naming what makes the row no job this library
+    wrote (the file is hostile): a context that is not a JSON object `EvalContext` takes, or a
+    sample rate that is not a number from 0 to 1."""
+    data, rate = job.context, job.sample_rate
+    if isinstance(data, Exception):
+        raise data
+    if not isinstance(data, dict):
+        raise ValueError(f"its context is not a JSON object but {type(data).__name__}")
+    if type(rate) not in (int, float) or not 0 <= rate <= 1:
+        raise ValueError(f"its sample_rate {rate!r:.40} is not a number from 0 to 1")
+    return context_from_dict(data)
+
+
+def read_jobs(jobs: Iterable[Job]) -> tuple[list[tuple[Job, EvalContext]], list[tuple[Job, str]]]:
+    """Claimed jobs with their contexts, and those that are no job this library wrote, with why."""
+    read, unreadable = [], []
+    for job in jobs:
+        try:
+            read.append((job, job_context(job)))
+        except Exception as exc:  # whatever the row holds: its error record says what
+            unreadable.append((job, f"the job {job.id!r:.80} left in the outbox is not one judgehooks wrote: "
+                                    f"{type(exc).__name__}: {exc}"))
+    return read, unreadable
+
+
+def claim_sql(dead: int, evaluators: int | None, limit: int | None, max_bytes: int | None = None) -> str:
+    """The claim's look at `dead` owners' jobs (of `evaluators` names, or all), oldest first; a
+    context longer than `max_bytes` is not read (NULL)."""
+    context = "context" if max_bytes is None else f"CASE WHEN LENGTH(CAST(context AS BLOB)) <= {int(max_bytes)} " \
+        "THEN context END"
+    sql = (f"SELECT id, evaluator, spec, {context}, sample_rate, created_at, LENGTH(CAST(context AS BLOB)), rowid "
            f"FROM eval_jobs WHERE owner IN ({','.join('?' * dead)})")
     if evaluators is not None:
         sql += f" AND evaluator IN ({','.join('?' * evaluators)})"
@@ -129,7 +173,9 @@ def pending_jobs(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
     """Every pending job's evaluator and spec, by id, without writing (`judgehooks report` opens
     the file read-only)."""
     try:
-        return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, evaluator, spec FROM eval_jobs")}
+        # as bytes: a blob, or text that is not UTF-8 (sqlite3 raises on reading it), is shown with U+FFFD
+        rows = conn.execute("SELECT CAST(id AS BLOB), CAST(evaluator AS BLOB), CAST(spec AS BLOB) FROM eval_jobs")
+        return {text_of(job): (text_of(name), None if spec is None else text_of(spec)) for job, name, spec in rows}
     except sqlite3.OperationalError:  # no such table: no job was ever put here
         return {}
 
@@ -204,8 +250,12 @@ class Outbox:
         known = {row[0] for row in conn.execute("SELECT owner FROM eval_owners")}
         return dead + [owner for owner in _job_owners(conn) if owner not in known and owner not in alive]
 
-    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None) -> list[Job]:
-        """Take over the pending jobs of owners that are gone (for `evaluators`, or all), oldest first."""
+    def claim(self, evaluators: Iterable[str] | None = None, limit: int | None = None,
+              max_bytes: int | None = None) -> list[Job]:
+        """Take over the pending jobs of owners that are gone (for `evaluators`, or all), oldest first.
+        `max_bytes` (the byte budget): the contexts read stop after about that many bytes, and one
+        longer than that is not read at all (the job's error record says so): a row of any size
+        (the file is hostile) costs no more memory than the budget."""
         names = None if evaluators is None else list(evaluators)
         with self.file.maint_lock:  # a read-only look first: most of the time nobody has died
             if not self._dead(self.file.maintenance()):
@@ -215,14 +265,21 @@ class Outbox:
             if not dead:
                 return []
             marks = ",".join("?" * len(dead))
-            rows = conn.execute(claim_sql(len(dead), None if names is None else len(names), limit),
-                                [*dead, *(names or ())]).fetchall()
-            conn.executemany("UPDATE eval_jobs SET owner = ? WHERE id = ?", [(self.owner, r[0]) for r in rows])
+            rows: list[Any] = []
+            read = 0
+            for row in conn.execute(claim_sql(len(dead), None if names is None else len(names), limit, max_bytes),
+                                    [*dead, *(names or ())]):
+                read += 0 if row[3] is None else row[6]
+                if rows and max_bytes is not None and read > max_bytes:
+                    break
+                rows.append(row)
+            # by rowid: an id read back with U+FFFD for bytes that are not UTF-8 is not the one stored
+            conn.executemany("UPDATE eval_jobs SET owner = ? WHERE rowid = ?", [(self.owner, r[7]) for r in rows])
             remaining = {r[0] for r in conn.execute(
                 f"SELECT DISTINCT owner FROM eval_jobs WHERE owner IN ({marks})", dead)}
             conn.executemany("DELETE FROM eval_owners WHERE owner = ?", [(o,) for o in dead if o not in remaining])
         return [Job(id=r[0], evaluator=r[1], spec=r[2],
-                    context=json.loads(r[3]), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
+                    context=_loads(r[3], r[6], max_bytes), sample_rate=r[4], created_at=r[5], size=r[6]) for r in rows]
 
     def oldest_age(self, evaluator: str) -> float | None:
         """Seconds since this owner's oldest pending job of `evaluator` (a dispatcher's are all its

@@ -30,14 +30,24 @@ _OWNERS = """CREATE TABLE IF NOT EXISTS eval_owners (
 )"""
 
 
+def text_of(data: bytes) -> str:
+    """A text value read from the file: bytes that are not UTF-8 (another program's, a hostile write)
+    come as U+FFFD, where sqlite3 raises, inside every claim's transaction, on reading them."""
+    return data.decode("utf-8", "replace")
+
+
 def new_owner() -> str:
     return f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def pid_alive(pid: int) -> bool:
+def pid_alive(pid: object) -> bool:
+    """Whether a process of this host has `pid`: never one that is not a positive int (an owner row
+    this library did not write), nor one past the kernel's range."""
+    if type(pid) is not int or pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True
@@ -48,7 +58,7 @@ def dead_here(owner: str) -> bool:
     """Whether `owner` (an id `new_owner` made) is a process of this host that is no longer running."""
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
-    return host == HOST and pid.isdigit() and not pid_alive(int(pid))
+    return host == HOST and pid.isascii() and pid.isdigit() and not pid_alive(int(pid))
 
 
 class OutboxFile:
@@ -88,6 +98,7 @@ class OutboxFile:
                 self._forget_parent()
             # Checkpoints copy the WAL into the database and fsync: never on the hook path.
             conn = connect_wal(self._where, 30.0, autocheckpoint=False, journal_limit=self.wal_limit)
+            conn.text_factory = text_of
             conn.execute(_OWNERS)
             for create in self._schemas:
                 create(conn)
@@ -146,13 +157,15 @@ class OutboxFile:
                 self._next_beat = time.monotonic() + max(1.0, self.stale_after / 3)
 
     def owners(self, conn: sqlite3.Connection) -> tuple[list[str], set[str]]:
-        """The registered owners that are gone, and those alive (this one always)."""
+        """The registered owners that are gone, and those alive (this one always). A heartbeat that is
+        not a time within `stale_after` of now (text; the far future) is a row this library never wrote: gone."""
         now = time.time()
         dead, alive = [], {self.owner}
         for owner, host, pid, beat in conn.execute("SELECT owner, host, pid, heartbeat FROM eval_owners"):
             if owner == self.owner:
                 continue
-            if (host == HOST and not pid_alive(pid)) or now - beat > self.stale_after:
+            fresh = type(beat) in (int, float) and abs(now - beat) <= self.stale_after
+            if not fresh or (host == HOST and not pid_alive(pid)):
                 dead.append(owner)
             else:
                 alive.add(owner)
@@ -164,6 +177,7 @@ class OutboxFile:
             with self.lock:
                 self.connect()  # schema first
             conn = connect_wal(self._where, 30.0, autocheckpoint=False, journal_limit=self.wal_limit)
+            conn.text_factory = text_of
             conn.execute("PRAGMA busy_timeout=0")  # a truncating checkpoint gives way rather than wait
             self._maint_conn = conn
         return self._maint_conn

@@ -11,7 +11,7 @@ grading, used inline, by the batched background writer and by the Redis worker.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -202,6 +202,12 @@ class Pipeline:
 
     def skipped(self, ctx: EvalContext, reason: str, sample_rate: float = 1.0) -> EvalRecord:
         return make_skipped(ctx, self.evaluator, reason, sample_rate)
+
+    def unreadable(self, job_id: str, why: str) -> EvalRecord:
+        """The `error` record of a job that cannot be read back (`why`), under its job's id."""
+        record = make_record(EvalContext(input="", output=""), self.evaluator, Outcome(error=ValueError(why)),
+                             latency_ms=0.0)
+        return replace(record, id=job_id)
 
     async def grade(self, ctx: EvalContext, sample_rate: float = 1.0) -> EvalRecord:
         """Run the evaluator; return the unsaved record. Never raises.

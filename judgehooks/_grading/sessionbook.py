@@ -91,6 +91,15 @@ def _create(conn: sqlite3.Connection) -> None:
                 pass
 
 
+def _turn(text: Any) -> Any:
+    """A stored turn as JSON data; one that is not JSON as its text, which grading refuses by name (its
+    session gets an `error` record) rather than stopping every claim of the book."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return text
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """One session window taken for grading: its turns (as stored, in order) under a lease."""
@@ -165,12 +174,13 @@ class SessionBook:
             sql, args = sql + " AND evaluator = ?", [*args, evaluator]
         return self.file.run(sql, args)
 
-    def _lapsed(self, owner: str | None, until: float | None, now: float, gone: Collection[str]) -> bool:
+    def _lapsed(self, owner: str | None, until: float | None, now: float, alive: Collection[str]) -> bool:
         """Whether a lease no longer holds: none, run out, or its holder is gone by the outbox file's
-        one rule (`gone`: registered owners dead on this host or silent past `stale_after`)."""
+        one rule (not among `alive`: registered, and neither dead on this host nor silent past
+        `stale_after`), as a job's owner is: a holder that never registered holds nothing."""
         if owner is None or until is None or until < now:
             return True
-        return owner != self.owner and (owner in gone or dead_here(owner))
+        return owner != self.owner and (owner not in alive or dead_here(owner))
 
     def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
                   session_id: str | None = None, lease: float | None = None,
@@ -189,13 +199,13 @@ class SessionBook:
             sql, args = sql + " AND session_id = ?", [*args, session_id]
         claims: list[Claim] = []
         with self.file.transaction() as conn:
-            gone: list[str] | None = None
+            alive: set[str] | None = None
             for name, sid, rate, owner, until, spec in conn.execute(sql + " ORDER BY due_at", args).fetchall():
                 if len(claims) >= limit:
                     break
-                if gone is None and owner is not None and owner != self.owner:  # read once, when needed
-                    gone = self.file.owners(conn)[0]
-                if sid in busy or not self._lapsed(owner, until, now, gone or ()):
+                if alive is None and owner is not None and owner != self.owner:  # read once, when needed
+                    alive = self.file.owners(conn)[1]
+                if sid in busy or not self._lapsed(owner, until, now, alive or ()):
                     continue
                 rows = conn.execute("SELECT seq, turn, chain, pos FROM session_turns WHERE evaluator = ? "
                                     "AND session_id = ? ORDER BY seq", (name, sid)).fetchall()
@@ -205,10 +215,10 @@ class SessionBook:
                 conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
                              "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
                 claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
-                                    turns=tuple(json.loads(r[1]) for r in rows), last_seq=rows[-1][0],
+                                    turns=tuple(_turn(r[1]) for r in rows), last_seq=rows[-1][0],
                                     owner=self.owner, positions=tuple(
-                                        None if r[2] is None or r[3] is None
-                                        else (str(r[2]), int(r[3])) for r in rows)))
+                                        (str(r[2]), r[3]) if r[2] is not None and type(r[3]) is int else None
+                                        for r in rows)))
         return claims
 
     def finish(self, claim: Claim) -> None:

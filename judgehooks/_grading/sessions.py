@@ -73,17 +73,21 @@ class Relay(Protocol):
 async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]], sample_rate: float,
                        *, last_key: str) -> EvalRecord | None:
     """The unsaved record of one window of turns as stored (JSON data): graded, or an `error` record
-    naming the turn that cannot be read back (`last_key` stands in for its last run in the id).
+    naming the turn (or sample rate) that cannot be read back (`last_key` stands in for its last run in the id).
     None when the store holds the window's record already: a process died between storing it and
     forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
     version = pipeline.evaluator.evaluator_version
+    rated = type(sample_rate) in (int, float) and 0 <= sample_rate <= 1
     try:
+        if not rated:
+            raise ValueError(f"the session's sample_rate {sample_rate!r:.40} is not a number from 0 to 1")
         read = [Turn.from_dict(t) for t in turns]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         ctx = SessionContext(input="", output="", session_id=session_id)
         if await pipeline.stored([session_record_id(pipeline.name, session_id, [last_key], version)]):
             return None
-        record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0, sample_rate=sample_rate)
+        record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0,
+                             sample_rate=sample_rate if rated else 1.0)
         return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
                                    scope="session")
     ctx = SessionContext.of(read)

@@ -46,10 +46,12 @@ def summary(path: str, latest: int = 5) -> dict[str, Any]:
     if not os.path.exists(path):
         return empty
     conn = sqlite3.connect(path, timeout=5)
+    # the file is hostile: a blob (bytes) or text that is not UTF-8 (sqlite3 raises reading it) comes as text, U+FFFD
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
     try:
-        by_store = dict(conn.execute(f"SELECT store, COUNT(*) FROM {TABLE} GROUP BY store ORDER BY store"))
-        rows = conn.execute(f"SELECT id, store, error, tries, dead_at FROM {TABLE} ORDER BY seq DESC LIMIT ?",
-                            (latest,)).fetchall()
+        by_store = dict(conn.execute(f"SELECT CAST(store AS TEXT), COUNT(*) FROM {TABLE} GROUP BY 1 ORDER BY 1"))
+        rows = conn.execute(f"SELECT CAST(id AS TEXT), CAST(store AS TEXT), CAST(error AS TEXT), tries, dead_at "
+                            f"FROM {TABLE} ORDER BY seq DESC LIMIT ?", (latest,)).fetchall()
     except sqlite3.OperationalError:  # no such table: nothing was ever refused here
         return empty
     finally:

@@ -453,3 +453,75 @@ def test_hand_offs_made_while_the_loop_is_busy_are_each_graded_once(make_bg, mak
     assert sorted(graded) == sorted(run_ids) and all(r.status == "passed" for r in store.records)
 
 
+
+
+def test_jobs_left_with_contexts_or_rates_no_run_has_become_error_records_and_the_good_one_is_graded(
+        make_bg, store, tmp_path):
+    """Rows of `eval_jobs` a dead process could not have written: a context that is not JSON, JSON but
+    not an object, an object EvalContext does not take; a sample rate that is text or outside 0..1.
+    The claim raised on the first (after taking the rows), so its whole batch stayed claimed by a live
+    process and was never graded, with no record. Each becomes an `error` record naming what is
+    wrong, under its job's id; the good job is graded; nothing stays pending."""
+    import sqlite3
+
+    from judgehooks._base.context import EvalContext, context_to_dict
+    from judgehooks._base.record import record_id
+    from judgehooks._grading.outbox import Job, Outbox
+
+    left = Outbox(tmp_path / "outbox.db")
+    ctx = EvalContext(input="q", output="q", run_id="run-good", agent_id="a")
+    left.put(Job(id="good", evaluator="bad-rows", context=context_to_dict(ctx)))
+    bad = {"not-json": ("{nope", 1.0), "a-list": ("[1, 2]", 1.0), "unknown-key": ('{"bogus": 1}', 1.0),
+           "rate-text": ("{}", "half"), "rate-negative": ("{}", -1.0), "rate-over-one": ("{}", 2.0)}
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:
+        conn.executemany("INSERT INTO eval_jobs VALUES (?, 'bad-rows', NULL, ?, ?, 1.0, ?)",
+                         [(job, context, rate, left.owner) for job, (context, rate) in bad.items()])
+    left.release()  # its process is gone: the jobs are claimable at once
+    left.close()
+    judge = make_bg(name="bad-rows", store=store)
+    assert judgehooks.drain(30)
+    records = {r.id: r for r in store.records}
+    good = record_id("bad-rows", "run-good", version=judge.evaluator_version)
+    assert records.pop(good).status == "passed"
+    assert sorted(records) == sorted(bad) and {r.status for r in records.values()} == {"error"}
+    assert "not JSON" in records["not-json"].error_message
+    assert "not a JSON object" in records["a-list"].error_message and "bogus" in records["unknown-key"].error_message
+    assert all("sample_rate" in records[job].error_message for job in bad if job.startswith("rate"))
+    assert pending(tmp_path / "outbox.db") == 0
+
+
+def test_a_claim_reads_no_more_than_the_byte_budget_and_no_job_past_it(make_bg, store, tmp_path):
+    """A claim read every row it took whole, up to `max_queue` rows of any size: one row of a GB
+    was a GB in memory (and more once parsed), in every process that started, and 10,000 rows of
+    60 MiB were all read at once. A claim now reads at most `max_queue_bytes` of contexts a round;
+    a job past the whole budget (which no put of this process writes) is not read: it is an `error`
+    record naming its size, and the others are graded."""
+    import json
+    import sqlite3
+
+    from conftest import wait_for
+    from structlog.testing import capture_logs
+
+    from judgehooks._base.context import EvalContext, context_to_dict
+    from judgehooks._grading.outbox import Job, Outbox
+
+    left = Outbox(tmp_path / "outbox.db")
+    for i in range(6):
+        ctx = EvalContext(input="q", output="q", run_id=f"run-{i}", agent_id="a", metadata={"pad": "x" * 1500})
+        left.put(Job(id=f"job-{i}", evaluator="sized", context=context_to_dict(ctx), created_at=float(i + 2)))
+    huge = json.dumps({"input": "q", "output": "q" * 50_000, "run_id": "run-huge"})
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:
+        conn.execute("INSERT INTO eval_jobs VALUES ('huge', 'sized', NULL, ?, 1.0, 1.0, ?)", (huge, left.owner))
+    left.release()
+    left.close()
+    with capture_logs() as logs:
+        judge = make_bg(name="sized", store=store, max_queue_bytes=4000)
+        wait_for(lambda: len(store.records) == 7, 30)  # a round at a time, as the budget makes room
+        assert judgehooks.drain(30)
+    rounds = [e["jobs"] for e in logs if e["event"] == "outbox_resumed"]
+    assert sum(rounds) == 7 and max(rounds) <= 3  # about 1,700 bytes a job: two a round, and the unread one
+    records = {r.id: r for r in store.records}
+    huge = records.pop("huge")
+    assert huge.status == "error" and "bytes" in huge.error_message and "max_queue_bytes" in huge.error_message
+    assert len(records) == 6 and {r.status for r in records.values()} == {"passed"}
+    assert judge.stats()["resumed"] == 7 and pending(tmp_path / "outbox.db") == 0

@@ -413,3 +413,50 @@ def test_a_forked_child_writes_a_file_of_its_own_under_a_new_owner(tmp_path):
     out = subprocess.run([sys.executable, "-c", FORKS, str(tmp_path / "o.db")], check=True, timeout=60,
                          capture_output=True, text=True)
     assert out.stdout.strip() == "['parent', 'parent-after']"
+
+
+def test_a_directory_or_an_odd_sequence_under_a_journal_name_never_stops_the_claim_or_the_report(tmp_path):
+    """A directory named like a dead owner's journal file (opened, it raised IsADirectoryError), or a
+    name whose sequence `str.isdigit` takes and `int()` refuses (a superscript digit): every claim
+    raised on it, so no dead process's jobs were taken again, and `judgehooks report` failed. Neither
+    is a journal file: the claim takes the jobs, and the report counts them."""
+    from _outbox import pending
+
+    path = tmp_path / "o.db"
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.00000001").mkdir()
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.\u00b2").write_bytes(b"")
+    good = json.dumps(["good", "e", None, 1.0, 1.0, GONE]).encode()
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.00000002").write_bytes(b"P\t" + good + b"\t{}\n")
+    outbox = journal_log(path)
+    outbox.outbox.file.heartbeat()  # the file and its tables exist
+    assert pending(path) == 1
+    assert [job.id for job in outbox.claim()] == ["good"]
+    assert outbox.claim() == []  # and again: nothing raises
+    assert [f.seq for f in journal_files(str(path))] == []
+    outbox.close()
+
+
+def test_folding_a_large_journal_file_holds_one_line_in_memory_not_the_file(tmp_path):
+    """A fold kept every put of a file in a list (each context whole) before it inserted any: a dead
+    owner's file of many GB (planted, or no fold for a long time) was that much memory in every
+    process that claimed it. It reads the file twice now (its dones, then its puts, inserted as
+    they are read): memory holds one line and the ids done, whatever the file's size."""
+    import tracemalloc
+
+    path = tmp_path / "o.db"
+    line = b"\t" + json.dumps({"input": "q" * 1_000_000}).encode() + b"\n"
+    with open(tmp_path / f"o.db.jobs.{GONE_TAG}.00000001", "wb") as file:
+        for i in range(40):  # 40 MB
+            file.write(b"P\t" + json.dumps([f"j{i}", "e", None, 1.0, float(i), GONE]).encode() + line)
+        file.write(b"D\t" + json.dumps(["j0"]).encode() + b"\n")
+    outbox = journal_log(path)
+    outbox.outbox.file.heartbeat()  # the file and its tables exist
+    tracemalloc.start()
+    try:
+        claimed = outbox.claim(limit=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [job.id for job in claimed] == ["j1"] and pending(path) == 39
+    assert peak < 15_000_000, peak
+    outbox.close()

@@ -169,3 +169,51 @@ def test_a_file_that_is_not_sqlite_refuses_puts_by_name_and_loses_no_evaluation(
     [event] = [e for e in logs if e["event"] == "outbox_write_failed"]
     assert "DatabaseError" in event["error"] and outbox.refused == 1
     outbox.close()
+
+
+@pytest.mark.parametrize("pid, heartbeat", [(2**40, None), ("9" * 20, None), (-1, None), ("one", None),
+                                            (1, "now"), (1, 1e300), (1, float("inf"))])
+def test_a_malformed_owner_row_neither_stops_the_claim_nor_holds_its_jobs(tmp_path, pid, heartbeat):
+    """An `eval_owners` row this library never writes (a pid past the kernel's range, none at all or
+    one that signals every process; a heartbeat that is text): every claim raised on it, so no dead
+    process's jobs were ever taken again; or its owner never went (a heartbeat from the far future).
+    Such an owner is gone: its jobs are claimed and its row removed."""
+    from judgehooks._grading.outboxfile import HOST
+
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="mine", evaluator="e", context={}))
+    beat = time.time() if heartbeat is None else heartbeat
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO eval_owners VALUES ('forged:1:f', ?, ?, ?)", (HOST, pid, beat))
+        conn.execute("INSERT INTO eval_jobs VALUES ('theirs', 'e', NULL, '{}', 1.0, 1.0, 'forged:1:f')")
+        conn.execute("INSERT INTO eval_jobs VALUES ('left', 'e', NULL, '{}', 1.0, 2.0, 'gone-host:1:x')")
+    assert sorted(job.id for job in outbox.claim()) == ["left", "theirs"]
+    with sqlite3.connect(path) as conn:
+        assert [row[0] for row in conn.execute("SELECT owner FROM eval_owners")] == [outbox.owner]
+    outbox.close()
+
+
+def test_text_that_is_not_utf8_in_any_column_never_stops_the_claim(tmp_path):
+    """Text columns whose bytes are not UTF-8 (another program's text, a hostile write): Python's
+    sqlite3 raises as it reads such a value, inside the claim's transaction, so every claim raised
+    and no dead process's jobs (an owner row: no one's) were taken again. They are read with U+FFFD
+    in place of the bad bytes: each row is claimed once, and a context that is not UTF-8 is a job
+    `job_context` refuses by name (the dispatcher's `error` record)."""
+    from judgehooks._grading.outbox import job_context
+
+    path = tmp_path / "o.db"
+    outbox = Outbox(path)
+    outbox.put(Job(id="mine", evaluator="e", context={}))
+    bad = "CAST(X'6261ff64' AS TEXT)"  # "ba\xffd"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"INSERT INTO eval_owners VALUES ({bad}, 'elsewhere', 1, 0)")
+        conn.execute(f"INSERT INTO eval_jobs VALUES ('context', 'e', NULL, {bad}, 1.0, 1.0, 'gone-host:1:x')")
+        conn.execute(f"INSERT INTO eval_jobs VALUES ('spec', 'e', {bad}, '{{}}', 1.0, 2.0, 'gone-host:1:x')")
+        conn.execute(f"INSERT INTO eval_jobs VALUES ({bad}, 'e', NULL, '{{}}', 1.0, 3.0, 'gone-host:1:x')")
+    claimed = outbox.claim()
+    assert [job.id for job in claimed] == ["context", "spec", "ba\ufffdd"]
+    with pytest.raises(ValueError, match="not JSON"):
+        job_context(claimed[0])
+    assert claimed[1].spec == "ba\ufffdd" and outbox.claim() == []
+    outbox.close()

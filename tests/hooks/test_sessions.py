@@ -470,6 +470,49 @@ def test_a_dead_holder_s_session_is_taken_over_at_once(tmp_path):
     assert claim.turns[0]["run"]["input"] == "i"
 
 
+@pytest.mark.parametrize("pid", ["\u00b2", "9" * 30])
+def test_a_lease_holder_with_a_pid_no_process_can_have_neither_stops_the_claim_nor_holds_the_session(tmp_path, pid):
+    """A lease holder written into the file with this host's name and a pid `int()` refuses (a
+    superscript digit) or the kernel does (past its range): every claim of the book raised on it, so
+    no session of the file was graded again; or, with its lease in the far future, it held the
+    session forever. A holder that is not a registered, live owner is gone, as a job's owner is."""
+    book = SessionBook(str(tmp_path / "o.db"))
+    book.add_turn("ev", "s", "r1", {"run": {"input": "i", "output": "o"}}, due_at=0)
+    book.add_turn("ev", "t", "r2", {"run": {"input": "i", "output": "o"}}, due_at=0)
+    forged = f"{book.owner.split(':')[0]}:{pid}:gone"
+    book.file.run("UPDATE session_state SET lease_owner = ?, lease_until = 1e300 WHERE session_id = 's'", [forged])
+    assert sorted(c.session_id for c in book.claim_due("ev")) == ["s", "t"]
+
+
+@pytest.mark.parametrize("column, value", [("turn", "{not json"), ("turn", "[1, 2]"), ("pos", "not a number"),
+                                           ("sample_rate", "half"), ("sample_rate", 5.0)])
+def test_a_stored_turn_that_is_not_one_is_its_sessions_error_record_and_other_sessions_are_graded(
+        make_session_judge, make_agent, store, column, value):
+    """A row of `session_turns` this library never writes (a turn that is not JSON, or not a turn; a
+    position that is not a number): every claim of the book raised on it, inside its transaction, so
+    no session of that evaluator was graded again (drain() failed with session_drain_failed). A
+    sample rate that is text made its grading raise, a lease at a time, forever, with no record; one
+    past 1 reached the record. Now the session gets an `error` record naming the turn or the rate,
+    and the others are graded."""
+    judge = make_session_judge(idle_after=300)
+    agent = make_agent(judge)
+    agent.run("one", session_id="s-bad")
+    agent.run("two", session_id="s-good")
+    book = judge._shell.book
+    table = "session_state" if column == "sample_rate" else "session_turns"
+    book.file.run(f"UPDATE {table} SET {column} = ? WHERE session_id = 's-bad'", [value])
+    book.end(None, "s-bad")
+    book.end(None, "s-good")
+    assert judgehooks.drain(30)
+    status = {r.session_id: r for r in session_records(store)}
+    assert status["s-good"].status == "passed" and turns_waiting(judge) == 0
+    if column != "pos":
+        assert status["s-bad"].status == "error" and ("not a turn" in status["s-bad"].error_message
+                                                      or "sample_rate" in status["s-bad"].error_message)
+    else:  # the position only matters to a Redis worker (broker=): the turn itself is graded
+        assert status["s-bad"].status == "passed"
+
+
 def test_an_expired_lease_is_taken_over(tmp_path):
     one, two = SessionBook(str(tmp_path / "o.db"), lease=0.01), SessionBook(str(tmp_path / "o.db"))
     one.add_turn("ev", "s", "r1", {"run": {"input": "i", "output": "o"}}, due_at=0)
