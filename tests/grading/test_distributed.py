@@ -516,4 +516,6 @@ def test_a_dead_letter_is_acked_only_once_its_error_record_is_stored(make_produc
     asyncio.run(serve_until(worker, lambda: rds.xlen(DEAD_STREAM) == 1 and rds.xlen(STREAM) == 0, timeout=120))
     [record] = store.records
     assert (record.run_id, record.status, record.error_type) == (doomed, "error", "EvaluatorError")
+    # a store down past max_deliveries x reclaim_after buries good jobs too: the record says it may have been that
+    assert "no worker finished it (each died, stopped or could not store its record)" in record.error_message
     assert store.failures == 0 and rds.xlen(STREAM) == 0 and pending_by_consumer(rds) == {}

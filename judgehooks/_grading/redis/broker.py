@@ -269,7 +269,8 @@ class JudgeStreamBroker(RedisStreamBroker):
             return
         self.dead_lettered += 1
         log.error("broker_dead_letter", consumer=self.consumer_name, entry=entry, deliveries=deliveries,
-                  dead_stream=DEAD_STREAM, note="every worker that took this job died or stopped before finishing it")
+                  dead_stream=DEAD_STREAM,
+                  note="every worker that took this job died, stopped or could not store its record")
 
     async def keep_alive(self) -> None:
         """Reset the idle time of the entries this consumer holds, so no live job is reclaimed."""

@@ -245,8 +245,8 @@ class Worker:
         """A job no worker finished (the broker moved it to the dead-letter stream): its run gets one
         `error` record saying so, never just silence."""
         job = json.loads(self.broker.formatter.loads(data).kwargs["job"])
-        why = (f"the job was delivered {deliveries} times and no worker finished it (each died or stopped while "
-               f"grading it); it is kept in the Redis stream {DEAD_STREAM!r}")
+        why = (f"the job was delivered {deliveries} times and no worker finished it (each died, stopped or could "
+               f"not store its record); it is kept in the Redis stream {DEAD_STREAM!r}")
         await self._failed(str(job["evaluator"]), why).evaluate(context_from_dict(job["context"]),
                                                                     float(job.get("sample_rate", 1.0)))
 
