@@ -194,17 +194,21 @@ class WireClient:
             await _raise_mapped(self.wire_model, ValueError(str(exc)))
 
     def _refuse_redirect(self, exc: BaseException) -> None:
-        """A 3xx (the SDK's status error, as no redirect is followed): never followed, never retried."""
-        status = getattr(exc, "status_code", None)
-        if not isinstance(status, int) or not 300 <= status < 400:
+        """A 3xx (the SDK's status error, as no redirect is followed): never followed, never retried.
+        httpx before 0.29 reads a 3xx's Location even so, and fails on one it cannot parse: refused too."""
+        status, cause = getattr(exc, "status_code", None), exc.__cause__
+        if type(cause).__name__ == "RemoteProtocolError" and "location header" in str(cause):
+            status, target, where = "3xx", str(cause), "a URL that cannot be read"
+        elif isinstance(status, int) and 300 <= status < 400:
+            location = str(getattr(getattr(exc, "response", None), "headers", {}).get("location") or "")
+            try:
+                target = urljoin(self.base_url.rstrip("/") + "/chat/completions", location) if location else "nowhere"
+                origin = _origin(target)
+                where = "the same server" if origin == _origin(self.base_url) else f"another origin ({origin})"
+            except ValueError:  # a port out of range, an IPv6 host never closed: no origin to name
+                target, where = location, "a URL that cannot be read"
+        else:
             return
-        location = str(getattr(getattr(exc, "response", None), "headers", {}).get("location") or "")
-        try:
-            target = urljoin(self.base_url.rstrip("/") + "/chat/completions", location) if location else "nowhere"
-            origin = _origin(target)
-            where = "the same server" if origin == _origin(self.base_url) else f"another origin ({origin})"
-        except ValueError:  # a port out of range, an IPv6 host never closed: no origin to name
-            target, where = location, "a URL that cannot be read"
         raise JudgeUnavailable(
             f"the judge endpoint answered HTTP {status}, a redirect to {where}: judgehooks follows no redirect (it "
             f"would re-send the prompt there); set api_base to the URL that answers (redirect to {target[:200]})"

@@ -476,7 +476,8 @@ def test_a_job_that_every_worker_dies_on_goes_to_the_dead_letter_stream_with_an_
     store = judgehooks.MemoryStore()
     monkeypatch.setenv("OPENAI_API_KEY", "from-env")  # specs carry no secrets
     worker = Worker(redis_url, store, reclaim_after=1, rebuild=rebuilds(server, "AgentAsJudgeEval"), max_deliveries=3)
-    asyncio.run(serve_until(worker, lambda: len(store.records) == 2))
+    # the dead letter's copy goes before its ack (so a copy that fails loses nothing): wait for the whole move
+    asyncio.run(serve_until(worker, lambda: len(store.records) == 2 and worker.broker.dead_lettered == 1))
     by_run = {r.run_id: r for r in store.records}
     assert by_run[survivor].status == "passed"
     dead = by_run[doomed]
