@@ -397,9 +397,12 @@ def test_with_a_store_that_cannot_look_records_up_a_window_graded_again_calls_ba
 
 
 def test_two_processes_grading_one_window_at_once_both_call_back_and_store_one_record(make_session_judge,
-                                                                                      make_agent, tmp_path):
+                                                                                      make_agent, tmp_path, server):
     """What at-most-once does not cover: a lease that ran out while its holder still graded (a
     stalled process), so two graders ask the judge at the same time; the store keeps one record."""
+    # both must look for a stored record before either stores one (else the later one rightly grades
+    # nothing): a slow judge keeps the first from storing while the second looks, on a loaded machine too
+    server.configure(judge_delay_ms=1000)
     store = SQLiteStore(str(tmp_path / "both.db"))
     called_back = []
     judge = make_session_judge(idle_after=300, store=store, on_record=called_back.append)
