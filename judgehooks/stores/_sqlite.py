@@ -7,7 +7,7 @@ import operator
 import os
 import sqlite3
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, co
 from .._base.statedir import state_file
 from .._base.validate import check_number
 from . import _feedback, _labels
-from ._base import BaseStore, RecordFilter, store_key
+from ._base import BaseStore, RecordFilter, read_row, store_key
 from ._indexes import ui_indexes
 
 TABLE = "eval_records"
@@ -68,7 +68,11 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
 
 
 def _record(row: sqlite3.Row) -> EvalRecord:
-    data = dict(zip(FIELDS, row, strict=True))
+    return read_row(dict(zip(FIELDS, row, strict=True)), _build)
+
+
+def _build(row: Mapping[str, Any]) -> EvalRecord:
+    data = dict(row)
     for name in _JSON:
         data[name] = json.loads(data[name] or "{}")
     if data["passed"] is not None:
