@@ -291,7 +291,7 @@ class PostgresStore(BaseStore):
 
     async def read_labels(self) -> list[Label]:
         rows = await runtime.on_loop(self._fetch, _labels.select_sql(_labels.labels_table(self.table)), [])
-        return [_labels.from_row(row) for row in rows]
+        return _labels.from_rows(rows)
 
     async def write_feedback(self, items: Sequence[Feedback]) -> None:
         if items:
@@ -306,7 +306,7 @@ class PostgresStore(BaseStore):
     async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
         found = []
         for sql, params in _feedback.selects(_feedback.feedback_table(self.table), "%s", run_ids):
-            found += [_feedback.from_row(row) for row in await runtime.on_loop(self._fetch, sql, params)]
+            found += _feedback.from_rows(await runtime.on_loop(self._fetch, sql, params))
         return _feedback.sort(found)
 
     async def aclose(self) -> None:

@@ -176,7 +176,7 @@ class SQLiteStore(BaseStore):
 
     async def read_labels(self) -> list[Label]:
         def select(conn: sqlite3.Connection) -> list[Label]:
-            return [_labels.from_row(row) for row in conn.execute(_labels.select_sql("eval_labels")).fetchall()]
+            return _labels.from_rows(conn.execute(_labels.select_sql("eval_labels")).fetchall())
 
         return list(await anyio.to_thread.run_sync(self._locked, select))
 
@@ -187,8 +187,8 @@ class SQLiteStore(BaseStore):
 
     async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
         def select(conn: sqlite3.Connection) -> list[Feedback]:
-            return [_feedback.from_row(row) for sql, params in _feedback.selects("eval_feedback", "?", run_ids)
-                    for row in conn.execute(sql, params).fetchall()]
+            return [item for sql, params in _feedback.selects("eval_feedback", "?", run_ids)
+                    for item in _feedback.from_rows(conn.execute(sql, params).fetchall())]
 
         return _feedback.sort(await anyio.to_thread.run_sync(self._locked, select))
 

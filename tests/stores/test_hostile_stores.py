@@ -472,3 +472,43 @@ def test_a_postgres_row_that_does_not_read_back_is_an_error_record(postgres_dsn)
     found = {r.id: r.status for r in call(store.query)}
     assert found == {"id-0": "passed", "id-1": "error"}
     call(store.aclose)
+
+
+@pytest.mark.parametrize("corrupt", ["created_at = 'garbage'", "score = 'high'", "reviewer = NULL"])
+def test_a_label_row_that_does_not_read_back_is_skipped_and_the_others_still_read(corrupt, tmp_path):
+    from judgehooks._base.label import Label
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    call = judgehooks._runtime.runtime.call
+    call(store.write_labels, [Label(record_id="id-0", reviewer=who, passed=True) for who in ("ann", "bob")])
+    with sqlite3.connect(tmp_path / "evals.db") as conn:
+        conn.execute(f"UPDATE eval_labels SET {corrupt} WHERE reviewer = 'bob'")
+    assert [label.reviewer for label in call(store.read_labels)] == ["ann"]
+    store.close()
+
+
+def test_a_feedback_row_that_does_not_read_back_is_skipped_and_the_others_still_read(tmp_path):
+    from judgehooks._base.feedback import Feedback
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    call = judgehooks._runtime.runtime.call
+    call(store.write_feedback, [Feedback(run_id=f"run-{i}", value="up", user_id=f"u{i}") for i in range(2)])
+    with sqlite3.connect(tmp_path / "evals.db") as conn:
+        conn.execute("UPDATE eval_feedback SET created_at = 'garbage' WHERE run_id = 'run-1'")
+    assert [item.run_id for item in call(store.read_feedback)] == ["run-0"]
+    store.close()
+
+
+def test_a_postgres_label_row_that_does_not_read_back_is_skipped(postgres_dsn):
+    import psycopg
+
+    from judgehooks import PostgresStore
+    from judgehooks._base.label import Label
+
+    store = PostgresStore(postgres_dsn)
+    call = judgehooks._runtime.runtime.call
+    call(store.write_labels, [Label(record_id="id-0", reviewer=who, score=5) for who in ("ann", "bob")])
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE eval_records_labels SET score = 'NaN' WHERE reviewer = 'bob'")
+    assert [label.reviewer for label in call(store.read_labels)] == ["ann"]
+    call(store.aclose)
