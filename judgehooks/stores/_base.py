@@ -63,7 +63,12 @@ def read_row(data: Mapping[str, Any], build: Callable[[Mapping[str, Any]], EvalR
     try:
         return build(data)
     except (ValueError, TypeError) as exc:
-        why = f"{type(exc).__name__}: {exc}"
+        return unreadable(data, exc)
+
+
+def unreadable(data: Mapping[str, Any], exc: BaseException) -> EvalRecord:
+    """The `error` record standing for a stored row that does not read back (see `read_row`)."""
+    why = f"{type(exc).__name__}: {exc}"
     at = data.get("created_at")
     if isinstance(at, str):
         try:
