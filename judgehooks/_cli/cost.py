@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import Any
 
 from .._base.record import EvalRecord
@@ -23,7 +24,7 @@ class JudgeCost:
         if record.judge_model is None and record.cost_usd is None:
             return  # no judge call: a check, a shed run, a redaction error
         row["calls"] += max(1, record.attempts)
-        if record.cost_usd is None:
+        if record.cost_usd is None or not isfinite(record.cost_usd):  # NaN or inf: no price anyone can add up
             row["unpriced"] += 1
         else:
             row["cost_usd"] += record.cost_usd

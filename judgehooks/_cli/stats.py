@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import Any
 
 from .._base.record import EvalRecord
@@ -54,9 +55,9 @@ class Tally:
             weight = 1.0 / record.sample_rate if record.sample_rate > 0 else 1.0
             self.weighted_graded += weight
             self.weighted_passed += weight if record.status == "passed" else 0.0
-            if record.mode == "numeric" and record.score is not None:
-                self.scores[record.score] += 1
-        if record.latency_ms is not None and record.status != "skipped":
+            if record.mode == "numeric" and record.score is not None and isfinite(record.score):
+                self.scores[record.score] += 1  # NaN (a row another program wrote) would hide every score
+        if record.latency_ms is not None and record.status != "skipped" and isfinite(record.latency_ms):
             self.latency_sum += record.latency_ms
             self.latency_count += 1
 

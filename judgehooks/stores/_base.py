@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
@@ -50,6 +50,40 @@ def unstorable(record: EvalRecord, exc: BaseException) -> EvalRecord:
         error_type="StoreError",
         error_message=(f"the store refused this record ({why[:500]}); stored without its verdict ({verdict}), "
                        "token counts, cost, metadata and details"))
+
+
+_WHO = ("evaluator", "agent_id", "team_id", "run_id", "session_id", "user_id")
+
+
+def read_row(data: Mapping[str, Any], build: Callable[[Mapping[str, Any]], EvalRecord]) -> EvalRecord:
+    """``build(data)``: a stored row as its record; or, when the row does not read back as one (a
+    database anyone may write: a status no record has, metadata that is not JSON, bytes that are not
+    UTF-8...), an `error` record standing for it, with its id, time and names where those read, saying
+    why. One bad row neither sinks every query that meets it nor vanishes from them."""
+    try:
+        return build(data)
+    except (ValueError, TypeError) as exc:
+        return unreadable(data, exc)
+
+
+def unreadable(data: Mapping[str, Any], exc: BaseException) -> EvalRecord:
+    """The `error` record standing for a stored row that does not read back (see `read_row`)."""
+    why = f"{type(exc).__name__}: {exc}"
+    at = data.get("created_at")
+    if isinstance(at, str):
+        try:
+            at = datetime.fromisoformat(at)
+        except ValueError:
+            at = None
+    kept = {k: v for k in _WHO if isinstance(v := data.get(k), str)}
+    record_id = data.get("id")
+    log.warning("store_row_unreadable", record_id=str(record_id)[:200], reason=why[:300])
+    return EvalRecord.model_validate({
+        "evaluator": "unknown", **kept, "status": "error", "mode": "binary",
+        "id": record_id if isinstance(record_id, str) else str(record_id)[:200],
+        "created_at": at if isinstance(at, datetime) and at.tzinfo else datetime(1970, 1, 1, tzinfo=UTC),
+        "error_type": "StoreError",
+        "error_message": f"this stored row does not read back as a record ({why[:500]}); shown as an error"})
 
 
 @runtime_checkable

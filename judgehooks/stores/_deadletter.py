@@ -24,11 +24,15 @@ SCHEMA = (
 )
 
 
-def bury(conn: sqlite3.Connection, seq: int, error: str) -> None:
-    """Move spill row `seq` into the dead letters (the caller holds the transaction)."""
+def bury(conn: sqlite3.Connection, seq: int, error: str, stand_in: str | None = None) -> None:
+    """Move spill row `seq` into the dead letters (the caller holds the transaction); with a
+    `stand_in` (a record's JSON), copy it there and leave that record in its place, to be delivered."""
     conn.execute(f"INSERT INTO {TABLE} (store, id, record, error, tries, dead_at) "
                  "SELECT store, id, record, ?, tries, ? FROM eval_spill WHERE seq = ?", (error, time.time(), seq))
-    conn.execute("DELETE FROM eval_spill WHERE seq = ?", (seq,))
+    if stand_in is None:
+        conn.execute("DELETE FROM eval_spill WHERE seq = ?", (seq,))
+    else:
+        conn.execute("UPDATE eval_spill SET record = ? WHERE seq = ?", (stand_in, seq))
 
 
 def count(conn: sqlite3.Connection, store: str | None = None) -> int:

@@ -9,7 +9,7 @@ why): a ``<table>_feedback`` table (SQLite: ``eval_feedback``) keyed by the feed
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +63,18 @@ def from_row(values: Sequence[Any]) -> Feedback:
     passed, score = data.pop("passed"), data.pop("score")
     data["value"] = ("up" if passed else "down") if passed is not None else score
     return Feedback.from_data(data)
+
+
+def from_rows(rows: Iterable[Sequence[Any]]) -> list[Feedback]:
+    """The feedback `rows` hold; a row that is not whole feedback (a database anyone may write) is
+    skipped with a warning naming it, as a feedback file's line is."""
+    found = []
+    for values in rows:
+        try:
+            found.append(from_row(values))
+        except (ValueError, TypeError) as exc:
+            log.warning("feedback_row_skipped", id=str(values[0])[:200], reason=str(exc)[:200])
+    return found
 
 
 def sort(items: Collection[Feedback]) -> list[Feedback]:

@@ -53,6 +53,19 @@ def from_row(values: Sequence[Any]) -> Label:
     return Label.from_data(data)
 
 
+def from_rows(rows: Iterable[Sequence[Any]]) -> list[Label]:
+    """The labels `rows` hold; a row that is not a whole label (a database anyone may write) is
+    skipped with a warning naming it, as a labels file's line is: it must not hide every other label."""
+    found = []
+    for values in rows:
+        try:
+            found.append(from_row(values))
+        except (ValueError, TypeError) as exc:
+            log.warning("label_row_skipped", record_id=str(values[0])[:200], reviewer=str(values[1])[:200],
+                        reason=str(exc)[:200])
+    return found
+
+
 def chunks(ids: Iterable[str]) -> list[list[str]]:
     items = sorted(set(ids))
     return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]

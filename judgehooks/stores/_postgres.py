@@ -12,7 +12,7 @@ import functools
 import json
 import os
 import weakref
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._base.feedback import Feedback
@@ -24,7 +24,7 @@ from .._base.text import lazy_pattern
 from .._base.validate import check_finite
 from .._runtime import runtime
 from . import _feedback, _labels, _rollup, _rollup_meta
-from ._base import BaseStore, RecordFilter
+from ._base import BaseStore, RecordFilter, read_row
 from ._indexes import ui_indexes
 
 _TYPES = {"created_at": "TIMESTAMPTZ", "score": "DOUBLE PRECISION",
@@ -65,7 +65,11 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
 
 
 def _record(row: Sequence[Any]) -> EvalRecord:
-    data = dict(zip(FIELDS, row, strict=True))
+    return read_row(dict(zip(FIELDS, row, strict=True)), _build)
+
+
+def _build(row: Mapping[str, Any]) -> EvalRecord:
+    data = dict(row)
     threshold = data["threshold"]
     if isinstance(threshold, float) and threshold.is_integer():
         data["threshold"] = int(threshold)  # an LLM judge's 1-10 comes back as it went in
@@ -287,7 +291,7 @@ class PostgresStore(BaseStore):
 
     async def read_labels(self) -> list[Label]:
         rows = await runtime.on_loop(self._fetch, _labels.select_sql(_labels.labels_table(self.table)), [])
-        return [_labels.from_row(row) for row in rows]
+        return _labels.from_rows(rows)
 
     async def write_feedback(self, items: Sequence[Feedback]) -> None:
         if items:
@@ -302,7 +306,7 @@ class PostgresStore(BaseStore):
     async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
         found = []
         for sql, params in _feedback.selects(_feedback.feedback_table(self.table), "%s", run_ids):
-            found += [_feedback.from_row(row) for row in await runtime.on_loop(self._fetch, sql, params)]
+            found += _feedback.from_rows(await runtime.on_loop(self._fetch, sql, params))
         return _feedback.sort(found)
 
     async def aclose(self) -> None:

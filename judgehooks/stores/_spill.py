@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -34,7 +35,7 @@ from .._base.sqlitefile import add_column, checked_path, connect_wal, immediate
 from .._base.validate import check_number
 from .._runtime import runtime
 from . import _deadletter
-from ._base import BaseStore, RecordFilter, Store, refused, store_key, unstorable
+from ._base import BaseStore, RecordFilter, Store, refused, store_key, unreadable, unstorable
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS eval_spill (
@@ -79,10 +80,27 @@ class SpillFile:
             conn.executemany("INSERT INTO eval_spill (store, id, record, spilled_at) VALUES (?, ?, ?, ?)", rows)
 
     def oldest(self, store: str, limit: int) -> list[tuple[int, EvalRecord]]:
+        """The oldest rows' records. A row that does not read back as one (not JSON, not UTF-8, not
+        a record: the file is on disk for anyone to write) goes to the dead letters, whole, at once,
+        and an `error` record with its id takes its place: read again and again, it held up every
+        record behind it for good."""
+        found = []
         with self._lock:
-            rows = self._connect().execute(
-                "SELECT seq, record FROM eval_spill WHERE store = ? ORDER BY seq LIMIT ?", (store, limit)).fetchall()
-        return [(seq, EvalRecord.model_validate_json(text)) for seq, text in rows]
+            conn = self._connect()
+            rows = conn.execute("SELECT seq, CAST(id AS BLOB), CAST(record AS BLOB) FROM eval_spill WHERE store = ? "
+                                "ORDER BY seq LIMIT ?", (store, limit)).fetchall()
+            for seq, record_id, data in rows:
+                try:
+                    record = EvalRecord.model_validate_json(data)
+                except ValueError as exc:
+                    record = unreadable({"id": bytes(record_id or b"").decode("utf-8", "replace"),
+                                         "created_at": datetime.now(UTC)}, exc)
+                    log.error("spill_row_unreadable", spill=self.path, seq=seq, record_id=record.id[:200])
+                    with immediate(conn):
+                        _deadletter.bury(conn, seq, f"this spilled row does not read back as a record: {exc}"[:2000],
+                                         record_json(record))
+                found.append((seq, record))
+        return found
 
     def remove(self, seqs: Sequence[int]) -> None:
         with self._lock:

@@ -7,7 +7,7 @@ import operator
 import os
 import sqlite3
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from .._base.sqlitefile import PRIVATE, add_column, check_mode, checked_path, co
 from .._base.statedir import state_file
 from .._base.validate import check_number
 from . import _feedback, _labels
-from ._base import BaseStore, RecordFilter, store_key
+from ._base import BaseStore, RecordFilter, read_row, store_key
 from ._indexes import ui_indexes
 
 TABLE = "eval_records"
@@ -68,7 +68,11 @@ def _row(record: EvalRecord) -> tuple[Any, ...]:
 
 
 def _record(row: sqlite3.Row) -> EvalRecord:
-    data = dict(zip(FIELDS, row, strict=True))
+    return read_row(dict(zip(FIELDS, row, strict=True)), _build)
+
+
+def _build(row: Mapping[str, Any]) -> EvalRecord:
+    data = dict(row)
     for name in _JSON:
         data[name] = json.loads(data[name] or "{}")
     if data["passed"] is not None:
@@ -172,7 +176,7 @@ class SQLiteStore(BaseStore):
 
     async def read_labels(self) -> list[Label]:
         def select(conn: sqlite3.Connection) -> list[Label]:
-            return [_labels.from_row(row) for row in conn.execute(_labels.select_sql("eval_labels")).fetchall()]
+            return _labels.from_rows(conn.execute(_labels.select_sql("eval_labels")).fetchall())
 
         return list(await anyio.to_thread.run_sync(self._locked, select))
 
@@ -183,8 +187,8 @@ class SQLiteStore(BaseStore):
 
     async def read_feedback(self, run_ids: Collection[str] | None = None) -> list[Feedback]:
         def select(conn: sqlite3.Connection) -> list[Feedback]:
-            return [_feedback.from_row(row) for sql, params in _feedback.selects("eval_feedback", "?", run_ids)
-                    for row in conn.execute(sql, params).fetchall()]
+            return [item for sql, params in _feedback.selects("eval_feedback", "?", run_ids)
+                    for item in _feedback.from_rows(conn.execute(sql, params).fetchall())]
 
         return _feedback.sort(await anyio.to_thread.run_sync(self._locked, select))
 

@@ -63,6 +63,22 @@ def graded(server, tmp_path_factory):
 
 # ---- report -----------------------------------------------------------------------------------
 
+def test_a_nan_or_infinite_number_in_one_row_leaves_the_report_valid_json_and_the_other_scores_shown(tmp_path):
+    base = dict(id="a", status="passed", evaluator="e", mode="numeric", threshold=7, score=8.0, passed=True,
+                agent_id="x", created_at="2026-01-01T00:00:00+00:00", latency_ms=5.0, cost_usd=0.5,
+                judge_model="m")
+    odd = {**base, "id": "b", "score": float("nan"), "latency_ms": float("inf"), "cost_usd": float("inf")}
+    path = tmp_path / "evals.jsonl"  # as another program appends to it: Python's json writes NaN and Infinity
+    path.write_text("".join(json.dumps(row) + "\n" for row in (base, odd)))
+    done = cli("report", "--store", str(path), "--since", "all", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout, parse_constant=lambda word: pytest.fail(f"not JSON: {word}"))
+    assert report["total"]["count"] == 2 and report["total"]["score"]["mean"] == 8.0
+    assert report["total"]["latency_ms_mean"] == 5.0
+    [day] = report["judge_cost"]
+    assert (day["cost_usd"], day["unpriced"]) == (0.5, 1)
+
+
 def test_report_json_counts_real_verdicts_per_agent_team_and_evaluator(graded):
     db, runs = graded
     done = cli("report", "--store", f"sqlite:///{db}", "--since", "all", "--json")

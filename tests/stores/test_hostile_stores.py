@@ -423,3 +423,92 @@ def test_the_upkeeps_looks_at_a_deep_outbox_are_index_seeks_not_scans(tmp_path):
     assert [job.id for job in outbox.claim(["e"], 3)] == ["job-0", "job-2", "job-4"]
     assert abs(outbox.oldest_age("e") - time.time()) < 60  # now ours, the claimed job-0 (filed at 0.0) is the oldest
     outbox.close()
+
+
+# ---- rows another program wrote: one that does not read back sinks no query -------------------------
+
+@pytest.mark.parametrize("corrupt", ["status = 'bogus'", "metadata = 'not json'", "created_at = 'garbage'",
+                                     "input = X'ff00'", "details = 5", "score = 'high'"])
+def test_a_sqlite_row_that_does_not_read_back_is_an_error_record_and_the_others_still_read(corrupt, tmp_path):
+    store = SQLiteStore(tmp_path / "evals.db")
+    call = judgehooks._runtime.runtime.call
+    call(store.write, [rec(i, agent_id="a") for i in range(3)])
+    with sqlite3.connect(tmp_path / "evals.db") as conn:
+        conn.execute(f"UPDATE eval_records SET {corrupt} WHERE id = 'id-1'")
+    found = {r.id: r for r in call(store.query)}
+    assert set(found) == {"id-0", "id-1", "id-2"}
+    assert found["id-0"].status == found["id-2"].status == "passed"
+    bad = found["id-1"]
+    assert (bad.status, bad.passed, bad.score, bad.agent_id, bad.error_type) == ("error", None, None, "a", "StoreError")
+    assert "does not read back" in bad.error_message
+    assert [r.id for r in call(store.records_by_id, ["id-1"])] == ["id-1"]
+    store.close()
+
+
+def test_a_report_over_a_store_with_an_unreadable_row_counts_it_as_an_error(tmp_path):
+    from _runner import run_cli
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    judgehooks._runtime.runtime.call(store.write, [rec(i) for i in range(3)])
+    store.close()
+    with sqlite3.connect(tmp_path / "evals.db") as conn:
+        conn.execute("UPDATE eval_records SET status = 'passed\x1b[2J', passed = 1 WHERE id = 'id-1'")
+    done = run_cli("report", "--store", str(tmp_path / "evals.db"), "--since", "all", "--json")
+    assert done.returncode == 0, done.stderr
+    [group] = json.loads(done.stdout)["groups"]
+    assert (group["count"], group["passed"], group["error"]) == (3, 2, 1)
+
+
+def test_a_postgres_row_that_does_not_read_back_is_an_error_record(postgres_dsn):
+    import psycopg
+
+    from judgehooks import PostgresStore
+
+    store = PostgresStore(postgres_dsn)
+    call = judgehooks._runtime.runtime.call
+    call(store.write, [rec(i) for i in range(2)])
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE eval_records SET status = 'bogus' WHERE id = 'id-1'")
+    found = {r.id: r.status for r in call(store.query)}
+    assert found == {"id-0": "passed", "id-1": "error"}
+    call(store.aclose)
+
+
+@pytest.mark.parametrize("corrupt", ["created_at = 'garbage'", "score = 'high'", "reviewer = NULL"])
+def test_a_label_row_that_does_not_read_back_is_skipped_and_the_others_still_read(corrupt, tmp_path):
+    from judgehooks._base.label import Label
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    call = judgehooks._runtime.runtime.call
+    call(store.write_labels, [Label(record_id="id-0", reviewer=who, passed=True) for who in ("ann", "bob")])
+    with sqlite3.connect(tmp_path / "evals.db") as conn:
+        conn.execute(f"UPDATE eval_labels SET {corrupt} WHERE reviewer = 'bob'")
+    assert [label.reviewer for label in call(store.read_labels)] == ["ann"]
+    store.close()
+
+
+def test_a_feedback_row_that_does_not_read_back_is_skipped_and_the_others_still_read(tmp_path):
+    from judgehooks._base.feedback import Feedback
+
+    store = SQLiteStore(tmp_path / "evals.db")
+    call = judgehooks._runtime.runtime.call
+    call(store.write_feedback, [Feedback(run_id=f"run-{i}", value="up", user_id=f"u{i}") for i in range(2)])
+    with sqlite3.connect(tmp_path / "evals.db") as conn:
+        conn.execute("UPDATE eval_feedback SET created_at = 'garbage' WHERE run_id = 'run-1'")
+    assert [item.run_id for item in call(store.read_feedback)] == ["run-0"]
+    store.close()
+
+
+def test_a_postgres_label_row_that_does_not_read_back_is_skipped(postgres_dsn):
+    import psycopg
+
+    from judgehooks import PostgresStore
+    from judgehooks._base.label import Label
+
+    store = PostgresStore(postgres_dsn)
+    call = judgehooks._runtime.runtime.call
+    call(store.write_labels, [Label(record_id="id-0", reviewer=who, score=5) for who in ("ann", "bob")])
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE eval_records_labels SET score = 'NaN' WHERE reviewer = 'bob'")
+    assert [label.reviewer for label in call(store.read_labels)] == ["ann"]
+    call(store.aclose)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 
@@ -190,3 +191,29 @@ def test_a_column_another_connection_added_meanwhile_is_a_finished_migration(tmp
     assert [row[1] for row in second.execute("PRAGMA table_info(eval_spill)")] == ["id", "tries"]
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         add_column(second, "missing", "tries", "INTEGER")
+
+
+@pytest.mark.parametrize("bad", ["not json", '{"id": "x"}', b"\xff\xfe{"])
+def test_a_spilled_row_that_does_not_read_back_is_a_dead_letter_and_the_rows_behind_it_flow_on(bad, tmp_path):
+    store = MemoryStore()
+    spill_path = tmp_path / "outbox.db"
+    SpillFile(spill_path).append(store_key(store), [rec(1)])  # the table, and one good row
+    conn = sqlite3.connect(spill_path)
+    # before it, as another program (or a torn disk) may leave it
+    conn.execute("INSERT INTO eval_spill (seq, store, id, record, spilled_at) "
+                 "VALUES (0, ?, 'id-0', CAST(? AS TEXT), 0)", (store_key(store), bad))
+    conn.commit()
+    conn.close()
+    spilling = SpillingStore(store, spill_path, retry_interval=0.01, max_interval=0.05)
+    call = judgehooks._runtime.runtime.call
+    call(spilling.write, [rec(2)])
+    assert spilling.wait(10)
+    by_id = {r.id: r for r in call(store.query)}
+    assert sorted(by_id) == ["id-0", "id-1", "id-2"]  # the unreadable one has its error record in the store
+    assert (by_id["id-0"].status, by_id["id-0"].error_type) == ("error", "StoreError")
+    assert spilling.stats()["dead_letters"] == 1 and spilling.stats()["spill_pending"] == 0
+    [(record_id, record, error)] = sqlite3.connect(spill_path).execute(
+        "SELECT id, CAST(record AS BLOB), error FROM eval_dead_letters").fetchall()
+    assert record_id == "id-0" and "does not read back" in error
+    assert record == (bad if isinstance(bad, bytes) else bad.encode())  # kept whole
+    call(spilling.aclose)
