@@ -36,18 +36,32 @@ class _Server(asyncio.Protocol):
         self._out = out
         self._lines = lines
         self._unsent: list[bytes] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: each call in flight and when it must end; `_sweep` ends the late ones once a second (one
+        #: timer for all calls: a timer per call cost more CPU than the rest of the helper's work)
+        self._tasks: dict[asyncio.Task[None], float] = {}
+        self._late: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
         self._closed: asyncio.Future[None] = self._loop.create_future()
 
     async def serve(self, first: list[bytes]) -> None:
         """Answer `first` and every request after it until stdin closes, then the calls in flight."""
         self._start(first)
+        sweep = self._loop.create_task(self._sweep())
         await self._loop.connect_read_pipe(lambda: self, open(0, "rb", buffering=0, closefd=False))
         await self._closed
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        sweep.cancel()
         self._flush()
+
+    async def _sweep(self) -> None:
+        """End every call past its deadline (within a second of it)."""
+        while True:
+            await asyncio.sleep(1.0)
+            now = self._loop.time()
+            for task in [t for t, deadline in self._tasks.items() if deadline <= now and t not in self._late]:
+                self._late.add(task)
+                task.cancel()
 
     def _reply(self, line: bytes) -> None:
         self._unsent.append(line)
@@ -81,14 +95,24 @@ class _Server(asyncio.Protocol):
                       file=sys.stderr, flush=True)
                 continue
             task = self._loop.create_task(self._one(message))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks[task] = self._loop.time() + self._timeout
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        del self._tasks[task]
+        self._late.discard(task)
 
     async def _one(self, message: dict[str, Any]) -> None:
         try:
             request = JudgeRequest(messages=tuple(message["messages"]), mode=message["mode"], nonce="")
-            async with asyncio.timeout(self._timeout):
+            try:
                 r = await self._judge.complete(request)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task not in self._late:
+                    raise
+                task.uncancel()
+                raise TimeoutError(f"the judge call took longer than its timeout of {self._timeout:g} s") from None
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
                                      "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,
