@@ -31,10 +31,6 @@ def current_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-async def noop() -> None:
-    pass
-
-
 T = TypeVar("T")
 
 
