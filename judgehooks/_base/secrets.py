@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 MASK = "[REDACTED]"
@@ -80,24 +80,23 @@ def scrub(text: str) -> str:
 def scrub_data(value: Any) -> Any:
     """`scrub` applied to every string in JSON-like data (dict values, lists, tuples); the same object
     back when nothing changed."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        items = {k: scrub_data(v) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
-    if isinstance(value, (list, tuple)):
-        changed = [scrub_data(v) for v in value]
-        return value if all(a is b for a, b in zip(changed, value, strict=True)) else type(value)(changed)
-    return value
+    return scrub(value) if isinstance(value, str) else _rebuilt(value, lambda key, item: scrub_data(item))
 
 
 def scrub_errors(value: Any) -> Any:
     """`scrub` applied to the strings under an ``error`` / ``error_message`` key anywhere in JSON-like
     data (a composite's details hold its members' errors); the same object back when nothing changed."""
+    return _rebuilt(value, lambda key, item: scrub_data(item) if key in ("error", "error_message")
+                    else scrub_errors(item))
+
+
+def _rebuilt(value: Any, each: Callable[[Any, Any], Any]) -> Any:
+    """A dict, list or tuple with `each(key, item)` applied to its items (key None in a list or tuple);
+    the same object back when nothing changed. Any other value as it is."""
     if isinstance(value, dict):
-        items = {k: scrub_data(v) if k in ("error", "error_message") else scrub_errors(v) for k, v in value.items()}
+        items = {k: each(k, v) for k, v in value.items()}
         return value if all(items[k] is value[k] for k in value) else items
     if isinstance(value, (list, tuple)):
-        changed = [scrub_errors(v) for v in value]
+        changed = [each(None, v) for v in value]
         return value if all(a is b for a, b in zip(changed, value, strict=True)) else type(value)(changed)
     return value
