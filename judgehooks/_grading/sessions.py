@@ -54,11 +54,17 @@ def session_record_id(evaluator: str, session_id: str, run_ids: list[str], versi
     return record_id(evaluator, window if version is None else f"{window}\x1f{version}")
 
 
-def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str) -> EvalRecord:
-    """A graded window's record: scope "session", its run ids in order, its own id."""
+def window_id(pipeline: Pipeline, session_id: str, run_ids: list[str]) -> str:
+    """The id of the record `pipeline` gives the window of these runs."""
+    return session_record_id(pipeline.name, session_id, run_ids, pipeline.evaluator.evaluator_version)
+
+
+def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str, last_key: str = "") -> EvalRecord:
+    """A graded window's record: scope "session", its run ids in order, its own id (`last_key` stands
+    in for the runs of a window whose turns cannot be read back)."""
     run_ids = ctx.run_ids
-    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids,
-                                                                      record.evaluator_version), run_id=None,
+    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids or [last_key],
+                                                            record.evaluator_version), run_id=None,
                                session_id=session_id, scope="session", run_ids=run_ids)
 
 
@@ -76,34 +82,28 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
     naming the turn (or sample rate) that cannot be read back (`last_key` stands in for its last run in the id).
     None when the store holds the window's record already: a process died between storing it and
     forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
-    version = pipeline.evaluator.evaluator_version
     rated = type(sample_rate) in (int, float) and 0 <= sample_rate <= 1
     try:
         if not rated:
             raise ValueError(f"the session's sample_rate {sample_rate!r:.40} is not a number from 0 to 1")
-        read = [Turn.from_dict(t) for t in turns]
+        ctx, error = SessionContext.of([Turn.from_dict(t) for t in turns]), None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        ctx = SessionContext(input="", output="", session_id=session_id)
-        if await pipeline.stored([session_record_id(pipeline.name, session_id, [last_key], version)]):
-            return None
-        record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0,
-                             sample_rate=sample_rate if rated else 1.0)
-        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
-                                   scope="session")
-    ctx = SessionContext.of(read)
-    if await pipeline.stored([session_record_id(pipeline.name, session_id, ctx.run_ids, version)]):
+        ctx, error = SessionContext(input="", output="", session_id=session_id), exc
+    if await pipeline.stored([window_id(pipeline, session_id, ctx.run_ids or [last_key])]):
         return None
-    return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
+    if error is None:
+        record = await pipeline.grade(ctx, sample_rate)
+    else:
+        record = make_record(ctx, pipeline.evaluator, Outcome(error=error), latency_ms=0.0,
+                             sample_rate=sample_rate if rated else 1.0)
+    return as_session_record(record, ctx, session_id, last_key)
 
 
 async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the store holds the record `pipeline` gives this window of turns (as stored, JSON data)."""
     run_ids = [str((t.get("run") or {}).get("run_id") or "") if isinstance(t.get("run"), Mapping) else ""
                for t in turns]
-    if not run_ids:
-        return False
-    return bool(await pipeline.stored([session_record_id(pipeline.name, session_id, run_ids,
-                                                         pipeline.evaluator.evaluator_version)]))
+    return bool(run_ids) and bool(await pipeline.stored([window_id(pipeline, session_id, run_ids)]))
 
 
 class SessionGrader:
