@@ -182,19 +182,17 @@ class SessionBook:
             return True
         return owner != self.owner and (owner not in alive or dead_here(owner))
 
-    def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
+    def claim_due(self, evaluator: str, *, now: float | None = None, limit: int = 32,
                   session_id: str | None = None, lease: float | None = None,
                   busy: Collection[str] = ()) -> list[Claim]:
-        """Take up to `limit` sessions that are due (for `evaluator`, or every evaluator), oldest
-        first, for `lease` seconds (default: the book's). Sessions in `busy` (the caller is grading
-        a window of theirs) are left as they are: turns that came meanwhile are claimed after."""
+        """Take up to `limit` sessions of `evaluator` that are due, oldest first, for `lease` seconds
+        (default: the book's). Sessions in `busy` (the caller is grading a window of theirs) are left
+        as they are: turns that came meanwhile are claimed after."""
         now = time.time() if now is None else now
         lease = self.lease if lease is None else lease
         sql = ("SELECT evaluator, session_id, sample_rate, lease_owner, lease_until, spec FROM session_state "
-               "WHERE due_at IS NOT NULL AND due_at <= ?")
-        args: list[Any] = [now]
-        if evaluator is not None:
-            sql, args = sql + " AND evaluator = ?", [*args, evaluator]
+               "WHERE due_at IS NOT NULL AND due_at <= ? AND evaluator = ?")
+        args: list[Any] = [now, evaluator]
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", [*args, session_id]
         claims: list[Claim] = []
@@ -237,15 +235,12 @@ class SessionBook:
                              "WHERE evaluator = ? AND session_id = ?", key)
             conn.execute("DELETE FROM session_chain WHERE last_at < ?", (time.time() - CHAIN_KEEP_S,))
 
-    def give_back(self, claim: Claim, *, retry_at: float | None = None) -> None:
-        """Give a claim back ungraded (the store was down, or this process is exiting): due again at
-        `retry_at`, or as it was."""
-        sql = "UPDATE session_state SET lease_owner = NULL, lease_until = NULL"
-        args: list[Any] = []
-        if retry_at is not None:
-            sql, args = sql + ", due_at = MAX(due_at, ?)", [retry_at]
-        self.file.run(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
-                      [*args, claim.evaluator, claim.session_id, claim.owner])
+    def give_back(self, claim: Claim, *, retry_at: float) -> None:
+        """Give a claim back ungraded (the store was down, or Redis could not take its turns): due
+        again at `retry_at`."""
+        self.file.run("UPDATE session_state SET lease_owner = NULL, lease_until = NULL, due_at = MAX(due_at, ?) "
+                      "WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
+                      (retry_at, claim.evaluator, claim.session_id, claim.owner))
 
     def release_mine(self) -> None:
         """At exit: give back every lease this process holds, so the next process need not wait for it."""
@@ -254,12 +249,10 @@ class SessionBook:
                 self.file.connect().execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
                                    "WHERE lease_owner = ?", (self.owner,))
 
-    def next_due(self, evaluator: str | None) -> float | None:
-        """The earliest time a session of `evaluator` (or any) may need grading: a due time, or a lease running out."""
-        where = "" if evaluator is None else " AND evaluator = ?"
-        args = () if evaluator is None else (evaluator,)
+    def next_due(self, evaluator: str) -> float | None:
+        """The earliest time a session of `evaluator` may need grading: a due time, or a lease running out."""
         [(due,)] = self.file.rows("SELECT MIN(CASE WHEN lease_until > due_at THEN lease_until ELSE due_at END) "
-                                  f"FROM session_state WHERE due_at IS NOT NULL{where}", args)
+                                  "FROM session_state WHERE due_at IS NOT NULL AND evaluator = ?", (evaluator,))
         return None if due is None else float(due)
 
     def turns_waiting(self, evaluator: str | None = None) -> dict[str, int]:
