@@ -142,9 +142,6 @@ class SessionBook:
     def reset_after_fork(self) -> None:
         self.file.reset_after_fork()
 
-    def close(self) -> None:
-        self.file.close()
-
     def add_turn(self, evaluator: str, session_id: str, run_id: str, turn: Mapping[str, Any] | str, *,
                  due_at: float, sample_rate: float = 1.0, spec: str | None = None) -> bool:
         """Record one turn and (re)arm the session's due time (the hook path). Idempotent on the run
