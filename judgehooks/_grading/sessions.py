@@ -113,7 +113,6 @@ class SessionGrader:
     clock: Clock
     _loop: asyncio.AbstractEventLoop | None
     _wake_at: float | None  # when the clock wakes (None: not looked yet, nobody wakes it)
-    _started: bool
     _lock: threading.Lock
     _checkpointed: float
     settled: threading.Event
@@ -144,20 +143,20 @@ class SessionGrader:
 
     def start(self) -> None:
         """Start the clock on the judgehooks loop: it also grades what a dead process left due."""
-        if self._started:
+        if self._loop is not None:
             return
         with self._lock:
-            if self._started:
+            if self._loop is not None:
                 return
-            self._loop = loop = runtime.loop()
+            loop = runtime.loop()
             self._wake_at = 0.0  # until the clock has looked, nobody needs to wake it
             asyncio.run_coroutine_threadsafe(self.clock.serve(self._round), loop)
-            self._started = True
+            self._loop = loop
         runtime.add_drainable(self)
 
     def arm(self, due_at: float) -> None:
         """A turn was recorded (the hook path): wake the clock only if it would sleep past `due_at`."""
-        if not self._started:
+        if self._loop is None:
             self.start()
         wake = self._wake_at
         if wake is not None and due_at < wake and self._loop is not None:
@@ -212,14 +211,15 @@ class SessionGrader:
         async def done() -> None:
             self.book.finish(claim)
 
-        async def back(retry_s: float = STORE_RETRY_S) -> None:
-            self.book.give_back(claim, retry_at=time.time() + retry_s)
+        async def back() -> None:
+            self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
 
         if self.relay is not None:
-            forwarded = await self.relay.push(claim)  # False: Redis is down; the turns stay, tried again soon
-            await (done() if forwarded else back(FORWARD_RETRY_S))
-            if forwarded:
+            if await self.relay.push(claim):
+                await done()
                 self.count("forwarded")
+            else:  # Redis is down: the turns stay, tried again soon
+                self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
             return None
         record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
                                     last_key=str(claim.last_seq))
@@ -230,7 +230,7 @@ class SessionGrader:
     async def grade_now(self, session_id: str | None = None) -> list[EvalRecord]:
         """Grade what is due now (one session, or all), wait for it and for gradings in flight."""
         waiting = [t for sid, t in self.clock.running.items() if session_id is None or sid == session_id]
-        records = [r for r in await asyncio.gather(*waiting) if r is not None] if waiting else []
+        records = [r for r in await asyncio.gather(*waiting) if r is not None]
         while started := await self.clock.look(session_id):
             records += [r for r in await asyncio.gather(*started) if r is not None]
             if session_id is not None:
@@ -249,7 +249,7 @@ class SessionGrader:
 
     def drain(self, timeout: float | None) -> bool:
         """Grade the sessions already due and wait for them; the others stay in the book."""
-        if not self._started or self._loop is None or runtime.on_loop_thread():
+        if self._loop is None or runtime.on_loop_thread():
             return True
         future = asyncio.run_coroutine_threadsafe(self.grade_now(), self._loop)
         try:
@@ -273,7 +273,7 @@ class SessionGrader:
 
     def reset_after_fork(self, book: bool = True) -> None:
         """A fresh clock (the state of one that has not started, again in a forked child)."""
-        self._started, self._loop, self._wake_at, self._checkpointed = False, None, None, 0.0
+        self._loop, self._wake_at, self._checkpointed = None, None, 0.0
         self.clock = Clock(self._claim, self.max_concurrency)
         self.settled = threading.Event()  # set by a round of the clock that found no session open
         self._lock = threading.Lock()
