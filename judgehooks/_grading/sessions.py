@@ -314,11 +314,9 @@ def end_session(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
     """Grade a session now, without waiting for `idle_after`: its open window, for every
     `SessionJudge` of this process (or the one given, by name or itself). Returns the records,
     stored. Not from inside a judgehooks callback (use `aend_session` on an event loop)."""
-    records: list[EvalRecord] = runtime.call(end_session_core, session_id, evaluator)
-    return records
+    return runtime.call(end_session_core, session_id, evaluator)
 
 
 async def aend_session(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
     """`end_session` for async callers: the grading runs on the judgehooks loop."""
-    records: list[EvalRecord] = await runtime.on_loop(end_session_core, session_id, evaluator)
-    return records
+    return await runtime.on_loop(end_session_core, session_id, evaluator)
