@@ -14,6 +14,7 @@ replayed (`judgehooks._grading.redis.sessionworker`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -85,10 +86,8 @@ def _create(conn: sqlite3.Connection) -> None:
     have = {row[1] for row in conn.execute("PRAGMA table_info(session_turns)")}
     for column, kind in _POSITION_COLUMNS:
         if column not in have:
-            try:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process sharing the file added it first
                 conn.execute(f"ALTER TABLE session_turns ADD COLUMN {column} {kind}")
-            except sqlite3.OperationalError:  # another process sharing the file added it first
-                pass
 
 
 def _turn(text: Any) -> Any:
