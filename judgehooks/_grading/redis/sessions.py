@@ -224,9 +224,9 @@ class RedisSessions:
                 pipe.expire(through_key(member), SEEN_TTL)
                 await pipe.execute()
 
-    async def finish(self, window: Window, run_ids: Sequence[str]) -> int:
-        """Forget these turns (their record is stored, or they were refused): how many turns are left."""
-        return int(await self._finish(keys=keys_of(window.member), args=[window.member, window.token, *run_ids]))
+    async def finish(self, window: Window) -> int:
+        """Forget the window's turns (their record is stored, or they were refused): how many turns are left."""
+        return int(await self._finish(keys=keys_of(window.member), args=[window.member, window.token, *window.run_ids]))
 
 
 class SessionRelay:

@@ -239,13 +239,13 @@ class SessionClock:
             await self.sessions.give_back(window, retry_at)
 
     async def _grade_window(self, window: Window) -> None:
-        turns = Turns(window, self.broker.job_key)
+        key = self.broker.job_key
+        turns = Turns(window, key)
         for run_id, raw, why in turns.refused:
             await self.broker.refuse(None, raw, why, f"session turn {run_id!r} of {window.member}")
         if not turns.graded or turns.evaluator is None or turns.session_id is None:
-            await self.sessions.finish(window, window.run_ids)  # nothing authentic to grade: all refused
+            await self.sessions.finish(window)  # nothing authentic to grade: all refused
             return
-        key = self.broker.job_key
         marks = await self.sessions.through(window.member)
         broken = breaks(turns, marks, window.member, key)
         dead = window.claims > self.max_deliveries
@@ -271,7 +271,7 @@ class SessionClock:
             if dead and record is not None:
                 await self._dead_letter(window, turns)
             await self._mark_through(window.member, turns, marks, key)
-            await self.sessions.finish(window, window.run_ids)
+            await self.sessions.finish(window)
 
         # not stored: the session waits, its turns kept, and is tried again
         settled = await settle(pipeline, record, done, lambda: self._give_back(window, time.time() + STORE_RETRY_S))
