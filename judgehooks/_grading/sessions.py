@@ -99,13 +99,6 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
     return as_session_record(record, ctx, session_id, last_key)
 
 
-async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the store holds the record `pipeline` gives this window of turns (as stored, JSON data)."""
-    run_ids = [str((t.get("run") or {}).get("run_id") or "") if isinstance(t.get("run"), Mapping) else ""
-               for t in turns]
-    return bool(run_ids) and bool(await pipeline.stored([window_id(pipeline, session_id, run_ids)]))
-
-
 class SessionGrader:
     """The clock and the grading of one session evaluator (registered with the runtime for drain,
     exit and stats, and here for `end_session`)."""

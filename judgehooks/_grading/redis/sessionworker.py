@@ -37,7 +37,7 @@ from redis.exceptions import RedisError
 
 from ..._base.log import log
 from ..pipeline import Pipeline
-from ..sessions import STORE_RETRY_S, grade_window, window_stored
+from ..sessions import STORE_RETRY_S, grade_window, window_id
 from ..step import Clock, settle
 from .broker import JudgeStreamBroker
 from .detached import detached
@@ -55,6 +55,7 @@ class Turns:
 
     def __init__(self, window: Window, key: bytes | None) -> None:
         self.graded: list[dict[str, Any]] = []
+        self.run_ids: list[str] = []  # the graded turns' (their entries name them, as the turns do)
         self.refused: list[tuple[str, bytes, str]] = []  # run id, raw entry, why
         self.evaluator: str | None = None
         self.session_id: str | None = None
@@ -68,6 +69,7 @@ class Turns:
                 self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", entry))
             else:
                 self.graded.append(entry["turn"])
+                self.run_ids.append(run_id)
                 self.positions.append((entry["chain"], entry["seq"], float(entry["at"])))
 
     def _check(self, member: str, key: bytes | None, run_id: str, raw: Any, sig: Any) -> str | dict[str, Any]:
@@ -255,7 +257,7 @@ class SessionClock:
                 f"stopped while grading it); its turns are kept in the Redis stream {DEAD_STREAM!r}"))
         else:
             pipeline = self.pipeline_for(turns.evaluator, turns.spec)
-            if broken and not await window_stored(pipeline, turns.session_id, turns.graded):
+            if broken and not await pipeline.stored([window_id(pipeline, turns.session_id, turns.run_ids)]):
                 # Never graded on turns Redis changed: one `error` record naming the break, and the
                 # session goes on past it. (A window stored already, re-offered whole, is not graded again.)
                 self.counts["sessions_tampered"] += 1
