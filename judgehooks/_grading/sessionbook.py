@@ -124,7 +124,7 @@ class SessionBook:
         self.file = OutboxFile(path)
         self.file.add_schema(_create)
         self.path = self.file.path
-        self.lease = lease
+        self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
 
     def __repr__(self) -> str:
         return f"SessionBook({self.path!r})"
@@ -179,13 +179,11 @@ class SessionBook:
         return owner != self.owner and (owner not in alive or dead_here(owner))
 
     def claim_due(self, evaluator: str, *, now: float | None = None, limit: int = 32,
-                  session_id: str | None = None, lease: float | None = None,
-                  busy: Collection[str] = ()) -> list[Claim]:
-        """Take up to `limit` sessions of `evaluator` that are due, oldest first, for `lease` seconds
-        (default: the book's). Sessions in `busy` (the caller is grading a window of theirs) are left
-        as they are: turns that came meanwhile are claimed after."""
+                  session_id: str | None = None, busy: Collection[str] = ()) -> list[Claim]:
+        """Take up to `limit` sessions of `evaluator` that are due, oldest first, for the book's `lease`
+        seconds. Sessions in `busy` (the caller is grading a window of theirs) are left as they are:
+        turns that came meanwhile are claimed after."""
         now = time.time() if now is None else now
-        lease = self.lease if lease is None else lease
         sql = ("SELECT evaluator, session_id, sample_rate, lease_owner, lease_until, spec FROM session_state "
                "WHERE due_at IS NOT NULL AND due_at <= ? AND evaluator = ?")
         args: list[Any] = [now, evaluator]
@@ -207,7 +205,7 @@ class SessionBook:
                     conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
                     continue
                 conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
-                             "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
+                             "WHERE evaluator = ? AND session_id = ?", (self.owner, now + self.lease, name, sid))
                 claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
                                     turns=tuple(_turn(r[1]) for r in rows), last_seq=rows[-1][0],
                                     owner=self.owner, positions=tuple(

@@ -111,11 +111,10 @@ class SessionGrader:
     settled: threading.Event
 
     def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
-                 lease: float = 120.0, relay: Relay | None = None) -> None:
+                 relay: Relay | None = None) -> None:
         self.pipeline = pipeline
         self.relay = relay  # broker=: turns go on to Redis, graded by workers
-        self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
-        self.book = book
+        self.book = book  # its claims hold their sessions for the book's lease
         self.idle_after = idle_after
         self.max_concurrency = max_concurrency
         self.poll = min(max(idle_after, 0.05), 10.0)
@@ -180,7 +179,7 @@ class SessionGrader:
         """The due sessions (of one, or up to `limit`) under a lease, each with its grading. A session
         being graded is not claimed: between its window being finished and its task ending, a claim
         would take a lease that nobody grades, for a whole lease."""
-        claims = self.book.claim_due(self.name, limit=limit, session_id=session_id, lease=self.lease, busy=busy)
+        claims = self.book.claim_due(self.name, limit=limit, session_id=session_id, busy=busy)
         return [(claim.session_id, self._grade(claim)) for claim in claims]
 
     def lost(self, ctx: EvalContext, sample_rate: float, why: str) -> None:
