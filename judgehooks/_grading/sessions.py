@@ -120,7 +120,7 @@ class SessionGrader:
         self.poll = min(max(idle_after, 0.05), 10.0)
         self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0,
                         "turns_lost": 0, "already_stored": 0}
-        self.reset_after_fork(book=False)
+        self.reset_after_fork()
         _graders.add(self)
 
     @property
@@ -263,14 +263,13 @@ class SessionGrader:
     async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
         """Sessions are graded on the judgehooks loop, inside `judgehooks.lifespan()` too."""
 
-    def reset_after_fork(self, book: bool = True) -> None:
-        """A fresh clock (the state of one that has not started, again in a forked child)."""
+    def reset_after_fork(self) -> None:
+        """A fresh clock and book locks (the state of a grader that has not started, again in a forked child)."""
         self._loop, self._wake_at, self._checkpointed = None, None, 0.0
         self.clock = Clock(self._claim, self.max_concurrency)
         self.settled = threading.Event()  # set by a round of the clock that found no session open
         self._lock = threading.Lock()
-        if book:
-            self.book.reset_after_fork()
+        self.book.reset_after_fork()
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
