@@ -229,7 +229,8 @@ class SessionClock:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                if not await detached(self.sessions.renew(window, self.lease)):  # cancelled: between commands
+                # cancelled: between commands
+                if not await detached(self.sessions.hold(window, time.time() + self.lease)):
                     log.warning("session_lease_lost", consumer=self.broker.consumer_name, session=window.member,
                                 note="another worker took it over; the record id keeps one stored record")
                     return
@@ -238,7 +239,7 @@ class SessionClock:
 
     async def _give_back(self, window: Window, retry_at: float) -> None:
         with contextlib.suppress(RedisError, OSError):  # its lease lapses instead
-            await self.sessions.give_back(window, retry_at)
+            await self.sessions.hold(window, retry_at, back=True)
 
     async def _grade_window(self, window: Window) -> None:
         key = self.broker.job_key
