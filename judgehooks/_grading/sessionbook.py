@@ -14,6 +14,7 @@ replayed (`judgehooks._grading.redis.sessionworker`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -85,10 +86,8 @@ def _create(conn: sqlite3.Connection) -> None:
     have = {row[1] for row in conn.execute("PRAGMA table_info(session_turns)")}
     for column, kind in _POSITION_COLUMNS:
         if column not in have:
-            try:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process sharing the file added it first
                 conn.execute(f"ALTER TABLE session_turns ADD COLUMN {column} {kind}")
-            except sqlite3.OperationalError:  # another process sharing the file added it first
-                pass
 
 
 def _turn(text: Any) -> Any:
@@ -125,7 +124,7 @@ class SessionBook:
         self.file = OutboxFile(path)
         self.file.add_schema(_create)
         self.path = self.file.path
-        self.lease = lease
+        self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
 
     def __repr__(self) -> str:
         return f"SessionBook({self.path!r})"
@@ -141,9 +140,6 @@ class SessionBook:
 
     def reset_after_fork(self) -> None:
         self.file.reset_after_fork()
-
-    def close(self) -> None:
-        self.file.close()
 
     def add_turn(self, evaluator: str, session_id: str, run_id: str, turn: Mapping[str, Any] | str, *,
                  due_at: float, sample_rate: float = 1.0, spec: str | None = None) -> bool:
@@ -182,19 +178,15 @@ class SessionBook:
             return True
         return owner != self.owner and (owner not in alive or dead_here(owner))
 
-    def claim_due(self, evaluator: str | None, *, now: float | None = None, limit: int = 32,
-                  session_id: str | None = None, lease: float | None = None,
-                  busy: Collection[str] = ()) -> list[Claim]:
-        """Take up to `limit` sessions that are due (for `evaluator`, or every evaluator), oldest
-        first, for `lease` seconds (default: the book's). Sessions in `busy` (the caller is grading
-        a window of theirs) are left as they are: turns that came meanwhile are claimed after."""
+    def claim_due(self, evaluator: str, *, now: float | None = None, limit: int = 32,
+                  session_id: str | None = None, busy: Collection[str] = ()) -> list[Claim]:
+        """Take up to `limit` sessions of `evaluator` that are due, oldest first, for the book's `lease`
+        seconds. Sessions in `busy` (the caller is grading a window of theirs) are left as they are:
+        turns that came meanwhile are claimed after."""
         now = time.time() if now is None else now
-        lease = self.lease if lease is None else lease
         sql = ("SELECT evaluator, session_id, sample_rate, lease_owner, lease_until, spec FROM session_state "
-               "WHERE due_at IS NOT NULL AND due_at <= ?")
-        args: list[Any] = [now]
-        if evaluator is not None:
-            sql, args = sql + " AND evaluator = ?", [*args, evaluator]
+               "WHERE due_at IS NOT NULL AND due_at <= ? AND evaluator = ?")
+        args: list[Any] = [now, evaluator]
         if session_id is not None:
             sql, args = sql + " AND session_id = ?", [*args, session_id]
         claims: list[Claim] = []
@@ -213,7 +205,7 @@ class SessionBook:
                     conn.execute("DELETE FROM session_state WHERE evaluator = ? AND session_id = ?", (name, sid))
                     continue
                 conn.execute("UPDATE session_state SET lease_owner = ?, lease_until = ? "
-                             "WHERE evaluator = ? AND session_id = ?", (self.owner, now + lease, name, sid))
+                             "WHERE evaluator = ? AND session_id = ?", (self.owner, now + self.lease, name, sid))
                 claims.append(Claim(evaluator=name, session_id=sid, sample_rate=rate, spec=spec,
                                     turns=tuple(_turn(r[1]) for r in rows), last_seq=rows[-1][0],
                                     owner=self.owner, positions=tuple(
@@ -237,15 +229,12 @@ class SessionBook:
                              "WHERE evaluator = ? AND session_id = ?", key)
             conn.execute("DELETE FROM session_chain WHERE last_at < ?", (time.time() - CHAIN_KEEP_S,))
 
-    def give_back(self, claim: Claim, *, retry_at: float | None = None) -> None:
-        """Give a claim back ungraded (the store was down, or this process is exiting): due again at
-        `retry_at`, or as it was."""
-        sql = "UPDATE session_state SET lease_owner = NULL, lease_until = NULL"
-        args: list[Any] = []
-        if retry_at is not None:
-            sql, args = sql + ", due_at = MAX(due_at, ?)", [retry_at]
-        self.file.run(sql + " WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
-                      [*args, claim.evaluator, claim.session_id, claim.owner])
+    def give_back(self, claim: Claim, *, retry_at: float) -> None:
+        """Give a claim back ungraded (the store was down, or Redis could not take its turns): due
+        again at `retry_at`."""
+        self.file.run("UPDATE session_state SET lease_owner = NULL, lease_until = NULL, due_at = MAX(due_at, ?) "
+                      "WHERE evaluator = ? AND session_id = ? AND lease_owner = ?",
+                      (retry_at, claim.evaluator, claim.session_id, claim.owner))
 
     def release_mine(self) -> None:
         """At exit: give back every lease this process holds, so the next process need not wait for it."""
@@ -254,12 +243,10 @@ class SessionBook:
                 self.file.connect().execute("UPDATE session_state SET lease_owner = NULL, lease_until = NULL "
                                    "WHERE lease_owner = ?", (self.owner,))
 
-    def next_due(self, evaluator: str | None) -> float | None:
-        """The earliest time a session of `evaluator` (or any) may need grading: a due time, or a lease running out."""
-        where = "" if evaluator is None else " AND evaluator = ?"
-        args = () if evaluator is None else (evaluator,)
+    def next_due(self, evaluator: str) -> float | None:
+        """The earliest time a session of `evaluator` may need grading: a due time, or a lease running out."""
         [(due,)] = self.file.rows("SELECT MIN(CASE WHEN lease_until > due_at THEN lease_until ELSE due_at END) "
-                                  f"FROM session_state WHERE due_at IS NOT NULL{where}", args)
+                                  "FROM session_state WHERE due_at IS NOT NULL AND evaluator = ?", (evaluator,))
         return None if due is None else float(due)
 
     def turns_waiting(self, evaluator: str | None = None) -> dict[str, int]:

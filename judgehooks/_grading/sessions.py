@@ -54,11 +54,17 @@ def session_record_id(evaluator: str, session_id: str, run_ids: list[str], versi
     return record_id(evaluator, window if version is None else f"{window}\x1f{version}")
 
 
-def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str) -> EvalRecord:
-    """A graded window's record: scope "session", its run ids in order, its own id."""
+def window_id(pipeline: Pipeline, session_id: str, run_ids: list[str]) -> str:
+    """The id of the record `pipeline` gives the window of these runs."""
+    return session_record_id(pipeline.name, session_id, run_ids, pipeline.evaluator.evaluator_version)
+
+
+def as_session_record(record: EvalRecord, ctx: SessionContext, session_id: str, last_key: str = "") -> EvalRecord:
+    """A graded window's record: scope "session", its run ids in order, its own id (`last_key` stands
+    in for the runs of a window whose turns cannot be read back)."""
     run_ids = ctx.run_ids
-    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids,
-                                                                      record.evaluator_version), run_id=None,
+    return dataclasses.replace(record, id=session_record_id(record.evaluator, session_id, run_ids or [last_key],
+                                                            record.evaluator_version), run_id=None,
                                session_id=session_id, scope="session", run_ids=run_ids)
 
 
@@ -76,34 +82,21 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
     naming the turn (or sample rate) that cannot be read back (`last_key` stands in for its last run in the id).
     None when the store holds the window's record already: a process died between storing it and
     forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
-    version = pipeline.evaluator.evaluator_version
     rated = type(sample_rate) in (int, float) and 0 <= sample_rate <= 1
     try:
         if not rated:
             raise ValueError(f"the session's sample_rate {sample_rate!r:.40} is not a number from 0 to 1")
-        read = [Turn.from_dict(t) for t in turns]
+        ctx, error = SessionContext.of([Turn.from_dict(t) for t in turns]), None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        ctx = SessionContext(input="", output="", session_id=session_id)
-        if await pipeline.stored([session_record_id(pipeline.name, session_id, [last_key], version)]):
-            return None
-        record = make_record(ctx, pipeline.evaluator, Outcome(error=exc), latency_ms=0.0,
-                             sample_rate=sample_rate if rated else 1.0)
-        return dataclasses.replace(record, id=session_record_id(pipeline.name, session_id, [last_key], version),
-                                   scope="session")
-    ctx = SessionContext.of(read)
-    if await pipeline.stored([session_record_id(pipeline.name, session_id, ctx.run_ids, version)]):
+        ctx, error = SessionContext(input="", output="", session_id=session_id), exc
+    if await pipeline.stored([window_id(pipeline, session_id, ctx.run_ids or [last_key])]):
         return None
-    return as_session_record(await pipeline.grade(ctx, sample_rate), ctx, session_id)
-
-
-async def window_stored(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the store holds the record `pipeline` gives this window of turns (as stored, JSON data)."""
-    run_ids = [str((t.get("run") or {}).get("run_id") or "") if isinstance(t.get("run"), Mapping) else ""
-               for t in turns]
-    if not run_ids:
-        return False
-    return bool(await pipeline.stored([session_record_id(pipeline.name, session_id, run_ids,
-                                                         pipeline.evaluator.evaluator_version)]))
+    if error is None:
+        record = await pipeline.grade(ctx, sample_rate)
+    else:
+        record = make_record(ctx, pipeline.evaluator, Outcome(error=error), latency_ms=0.0,
+                             sample_rate=sample_rate if rated else 1.0)
+    return as_session_record(record, ctx, session_id, last_key)
 
 
 class SessionGrader:
@@ -113,23 +106,21 @@ class SessionGrader:
     clock: Clock
     _loop: asyncio.AbstractEventLoop | None
     _wake_at: float | None  # when the clock wakes (None: not looked yet, nobody wakes it)
-    _started: bool
     _lock: threading.Lock
     _checkpointed: float
     settled: threading.Event
 
     def __init__(self, pipeline: Pipeline, book: SessionBook, *, idle_after: float, max_concurrency: int,
-                 lease: float = 120.0, relay: Relay | None = None) -> None:
+                 relay: Relay | None = None) -> None:
         self.pipeline = pipeline
         self.relay = relay  # broker=: turns go on to Redis, graded by workers
-        self.lease = lease  # longer than one grading can take: its judge's timeout times its attempts
-        self.book = book
+        self.book = book  # its claims hold their sessions for the book's lease
         self.idle_after = idle_after
         self.max_concurrency = max_concurrency
         self.poll = min(max(idle_after, 0.05), 10.0)
         self._counts = {"turns": 0, "graded": 0, "resumed": 0, "store_errors": 0, "forwarded": 0,
                         "turns_lost": 0, "already_stored": 0}
-        self.reset_after_fork(book=False)
+        self.reset_after_fork()
         _graders.add(self)
 
     @property
@@ -144,20 +135,20 @@ class SessionGrader:
 
     def start(self) -> None:
         """Start the clock on the judgehooks loop: it also grades what a dead process left due."""
-        if self._started:
+        if self._loop is not None:
             return
         with self._lock:
-            if self._started:
+            if self._loop is not None:
                 return
-            self._loop = loop = runtime.loop()
+            loop = runtime.loop()
             self._wake_at = 0.0  # until the clock has looked, nobody needs to wake it
             asyncio.run_coroutine_threadsafe(self.clock.serve(self._round), loop)
-            self._started = True
+            self._loop = loop
         runtime.add_drainable(self)
 
     def arm(self, due_at: float) -> None:
         """A turn was recorded (the hook path): wake the clock only if it would sleep past `due_at`."""
-        if not self._started:
+        if self._loop is None:
             self.start()
         wake = self._wake_at
         if wake is not None and due_at < wake and self._loop is not None:
@@ -188,7 +179,7 @@ class SessionGrader:
         """The due sessions (of one, or up to `limit`) under a lease, each with its grading. A session
         being graded is not claimed: between its window being finished and its task ending, a claim
         would take a lease that nobody grades, for a whole lease."""
-        claims = self.book.claim_due(self.name, limit=limit, session_id=session_id, lease=self.lease, busy=busy)
+        claims = self.book.claim_due(self.name, limit=limit, session_id=session_id, busy=busy)
         return [(claim.session_id, self._grade(claim)) for claim in claims]
 
     def lost(self, ctx: EvalContext, sample_rate: float, why: str) -> None:
@@ -212,14 +203,15 @@ class SessionGrader:
         async def done() -> None:
             self.book.finish(claim)
 
-        async def back(retry_s: float = STORE_RETRY_S) -> None:
-            self.book.give_back(claim, retry_at=time.time() + retry_s)
+        async def back() -> None:
+            self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
 
         if self.relay is not None:
-            forwarded = await self.relay.push(claim)  # False: Redis is down; the turns stay, tried again soon
-            await (done() if forwarded else back(FORWARD_RETRY_S))
-            if forwarded:
+            if await self.relay.push(claim):
+                await done()
                 self.count("forwarded")
+            else:  # Redis is down: the turns stay, tried again soon
+                self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
             return None
         record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
                                     last_key=str(claim.last_seq))
@@ -230,7 +222,7 @@ class SessionGrader:
     async def grade_now(self, session_id: str | None = None) -> list[EvalRecord]:
         """Grade what is due now (one session, or all), wait for it and for gradings in flight."""
         waiting = [t for sid, t in self.clock.running.items() if session_id is None or sid == session_id]
-        records = [r for r in await asyncio.gather(*waiting) if r is not None] if waiting else []
+        records = [r for r in await asyncio.gather(*waiting) if r is not None]
         while started := await self.clock.look(session_id):
             records += [r for r in await asyncio.gather(*started) if r is not None]
             if session_id is not None:
@@ -249,7 +241,7 @@ class SessionGrader:
 
     def drain(self, timeout: float | None) -> bool:
         """Grade the sessions already due and wait for them; the others stay in the book."""
-        if not self._started or self._loop is None or runtime.on_loop_thread():
+        if self._loop is None or runtime.on_loop_thread():
             return True
         future = asyncio.run_coroutine_threadsafe(self.grade_now(), self._loop)
         try:
@@ -271,14 +263,13 @@ class SessionGrader:
     async def relocate(self, loop: asyncio.AbstractEventLoop) -> None:
         """Sessions are graded on the judgehooks loop, inside `judgehooks.lifespan()` too."""
 
-    def reset_after_fork(self, book: bool = True) -> None:
-        """A fresh clock (the state of one that has not started, again in a forked child)."""
-        self._started, self._loop, self._wake_at, self._checkpointed = False, None, None, 0.0
+    def reset_after_fork(self) -> None:
+        """A fresh clock and book locks (the state of a grader that has not started, again in a forked child)."""
+        self._loop, self._wake_at, self._checkpointed = None, None, 0.0
         self.clock = Clock(self._claim, self.max_concurrency)
         self.settled = threading.Event()  # set by a round of the clock that found no session open
         self._lock = threading.Lock()
-        if book:
-            self.book.reset_after_fork()
+        self.book.reset_after_fork()
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -314,11 +305,9 @@ def end_session(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
     """Grade a session now, without waiting for `idle_after`: its open window, for every
     `SessionJudge` of this process (or the one given, by name or itself). Returns the records,
     stored. Not from inside a judgehooks callback (use `aend_session` on an event loop)."""
-    records: list[EvalRecord] = runtime.call(end_session_core, session_id, evaluator)
-    return records
+    return runtime.call(end_session_core, session_id, evaluator)
 
 
 async def aend_session(session_id: str, evaluator: Any = None) -> list[EvalRecord]:
     """`end_session` for async callers: the grading runs on the judgehooks loop."""
-    records: list[EvalRecord] = await runtime.on_loop(end_session_core, session_id, evaluator)
-    return records
+    return await runtime.on_loop(end_session_core, session_id, evaluator)

@@ -103,14 +103,14 @@ class SessionShell(HookShell):
             settings = settings.replace("run_in_background", False)
         wiring = settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
         path = settings.outbox if isinstance(settings.outbox, (str, os.PathLike)) else outbox_path_for(wiring.store)
-        self.book = SessionBook(path)
+        self.book = SessionBook(path, lease=self.evaluator.lease)
         relay = None
         if broker is not None:
             from .._grading.redis.sessions import SessionRelay
 
             relay = SessionRelay(broker, idle_after=self.evaluator.idle_after)
         self.grader = SessionGrader(wiring.pipeline, self.book, idle_after=self.evaluator.idle_after,
-                                    max_concurrency=settings.max_concurrency, lease=self.evaluator.lease, relay=relay)
+                                    max_concurrency=settings.max_concurrency, relay=relay)
         self._spec_text = self._book_spec()
         self.grader.start()
         return wiring

@@ -201,14 +201,11 @@ class RedisSessions:
         _, claims, ids, entries, sigs = reply
         return Window(member, token, int(claims), tuple(text(i) for i in ids), tuple(entries), tuple(sigs))
 
-    async def renew(self, window: Window, lease: float) -> bool:
-        """Hold the window `lease` seconds more: False when another worker has taken it over."""
-        args = [window.member, window.token, repr(time.time() + lease), "0"]
+    async def hold(self, window: Window, until: float, *, back: bool = False) -> bool:
+        """Hold the window until `until`, or give it `back` ungraded (the store was down, or this worker
+        is stopping), due again then: False when another worker has taken it over."""
+        args = [window.member, window.token, repr(until), "1" if back else "0"]
         return bool(await self._lease(keys=keys_of(window.member), args=args))
-
-    async def give_back(self, window: Window, retry_at: float) -> None:
-        """Ungraded (the store was down, or this worker is stopping): due again at `retry_at`."""
-        await self._lease(keys=keys_of(window.member), args=[window.member, window.token, repr(retry_at), "1"])
 
     async def through(self, member: str) -> dict[str, bytes]:
         """The session's graded-through marks as Redis holds them (chain -> raw value)."""
@@ -224,9 +221,9 @@ class RedisSessions:
                 pipe.expire(through_key(member), SEEN_TTL)
                 await pipe.execute()
 
-    async def finish(self, window: Window, run_ids: Sequence[str]) -> int:
-        """Forget these turns (their record is stored, or they were refused): how many turns are left."""
-        return int(await self._finish(keys=keys_of(window.member), args=[window.member, window.token, *run_ids]))
+    async def finish(self, window: Window) -> int:
+        """Forget the window's turns (their record is stored, or they were refused): how many turns are left."""
+        return int(await self._finish(keys=keys_of(window.member), args=[window.member, window.token, *window.run_ids]))
 
 
 class SessionRelay:

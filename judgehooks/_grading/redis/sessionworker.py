@@ -37,7 +37,7 @@ from redis.exceptions import RedisError
 
 from ..._base.log import log
 from ..pipeline import Pipeline
-from ..sessions import STORE_RETRY_S, grade_window, window_stored
+from ..sessions import STORE_RETRY_S, grade_window, window_id
 from ..step import Clock, settle
 from .broker import JudgeStreamBroker
 from .detached import detached
@@ -55,6 +55,7 @@ class Turns:
 
     def __init__(self, window: Window, key: bytes | None) -> None:
         self.graded: list[dict[str, Any]] = []
+        self.run_ids: list[str] = []  # the graded turns' (their entries name them, as the turns do)
         self.refused: list[tuple[str, bytes, str]] = []  # run id, raw entry, why
         self.evaluator: str | None = None
         self.session_id: str | None = None
@@ -68,6 +69,7 @@ class Turns:
                 self.refused.append((run_id, raw if isinstance(raw, bytes) else b"", entry))
             else:
                 self.graded.append(entry["turn"])
+                self.run_ids.append(run_id)
                 self.positions.append((entry["chain"], entry["seq"], float(entry["at"])))
 
     def _check(self, member: str, key: bytes | None, run_id: str, raw: Any, sig: Any) -> str | dict[str, Any]:
@@ -227,7 +229,8 @@ class SessionClock:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                if not await detached(self.sessions.renew(window, self.lease)):  # cancelled: between commands
+                # cancelled: between commands
+                if not await detached(self.sessions.hold(window, time.time() + self.lease)):
                     log.warning("session_lease_lost", consumer=self.broker.consumer_name, session=window.member,
                                 note="another worker took it over; the record id keeps one stored record")
                     return
@@ -236,16 +239,16 @@ class SessionClock:
 
     async def _give_back(self, window: Window, retry_at: float) -> None:
         with contextlib.suppress(RedisError, OSError):  # its lease lapses instead
-            await self.sessions.give_back(window, retry_at)
+            await self.sessions.hold(window, retry_at, back=True)
 
     async def _grade_window(self, window: Window) -> None:
-        turns = Turns(window, self.broker.job_key)
+        key = self.broker.job_key
+        turns = Turns(window, key)
         for run_id, raw, why in turns.refused:
             await self.broker.refuse(None, raw, why, f"session turn {run_id!r} of {window.member}")
         if not turns.graded or turns.evaluator is None or turns.session_id is None:
-            await self.sessions.finish(window, window.run_ids)  # nothing authentic to grade: all refused
+            await self.sessions.finish(window)  # nothing authentic to grade: all refused
             return
-        key = self.broker.job_key
         marks = await self.sessions.through(window.member)
         broken = breaks(turns, marks, window.member, key)
         dead = window.claims > self.max_deliveries
@@ -255,7 +258,7 @@ class SessionClock:
                 f"stopped while grading it); its turns are kept in the Redis stream {DEAD_STREAM!r}"))
         else:
             pipeline = self.pipeline_for(turns.evaluator, turns.spec)
-            if broken and not await window_stored(pipeline, turns.session_id, turns.graded):
+            if broken and not await pipeline.stored([window_id(pipeline, turns.session_id, turns.run_ids)]):
                 # Never graded on turns Redis changed: one `error` record naming the break, and the
                 # session goes on past it. (A window stored already, re-offered whole, is not graded again.)
                 self.counts["sessions_tampered"] += 1
@@ -271,7 +274,7 @@ class SessionClock:
             if dead and record is not None:
                 await self._dead_letter(window, turns)
             await self._mark_through(window.member, turns, marks, key)
-            await self.sessions.finish(window, window.run_ids)
+            await self.sessions.finish(window)
 
         # not stored: the session waits, its turns kept, and is tried again
         settled = await settle(pipeline, record, done, lambda: self._give_back(window, time.time() + STORE_RETRY_S))
