@@ -76,26 +76,31 @@ class Relay(Protocol):
     async def end(self, evaluator: str, session_id: str) -> bool: ...
 
 
+def read_window(session_id: str, turns: Sequence[Any], sample_rate: Any) -> tuple[SessionContext, Exception | None]:
+    """A window of turns as stored (JSON data) read back: its context, or an empty one and the error
+    naming the turn (or sample rate) that cannot be read."""
+    try:
+        if type(sample_rate) not in (int, float) or not 0 <= sample_rate <= 1:
+            raise ValueError(f"the session's sample_rate {sample_rate!r:.40} is not a number from 0 to 1")
+        return SessionContext.of([Turn.from_dict(t) for t in turns]), None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return SessionContext(input="", output="", session_id=session_id), exc
+
+
 async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]], sample_rate: float,
                        *, last_key: str) -> EvalRecord | None:
     """The unsaved record of one window of turns as stored (JSON data): graded, or an `error` record
     naming the turn (or sample rate) that cannot be read back (`last_key` stands in for its last run in the id).
     None when the store holds the window's record already: a process died between storing it and
     forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
-    rated = type(sample_rate) in (int, float) and 0 <= sample_rate <= 1
-    try:
-        if not rated:
-            raise ValueError(f"the session's sample_rate {sample_rate!r:.40} is not a number from 0 to 1")
-        ctx, error = SessionContext.of([Turn.from_dict(t) for t in turns]), None
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        ctx, error = SessionContext(input="", output="", session_id=session_id), exc
+    ctx, error = read_window(session_id, turns, sample_rate)
     if await pipeline.stored([window_id(pipeline, session_id, ctx.run_ids or [last_key])]):
         return None
     if error is None:
         record = await pipeline.grade(ctx, sample_rate)
     else:
         record = make_record(ctx, pipeline.evaluator, Outcome(error=error), latency_ms=0.0,
-                             sample_rate=sample_rate if rated else 1.0)
+                             sample_rate=sample_rate if type(sample_rate) in (int, float) and 0 <= sample_rate <= 1 else 1.0)
     return as_session_record(record, ctx, session_id, last_key)
 
 
@@ -206,7 +211,8 @@ class SessionGrader:
         async def back() -> None:
             self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
 
-        if self.relay is not None:
+        # broker=: a window that reads back goes to Redis; one that does not is its error record here
+        if self.relay is not None and read_window(claim.session_id, claim.turns, claim.sample_rate)[1] is None:
             if await self.relay.push(claim):
                 await done()
                 self.count("forwarded")

@@ -143,6 +143,23 @@ def test_forged_and_malformed_entries_are_refused_and_never_graded(make_producer
     assert [k for k in rds.keys("judgehooks:session:*") if not k.endswith((b":seen", b":through"))] == []
 
 
+def test_a_turn_nested_past_pythons_stack_is_refused_and_its_session_goes_on(make_producer, make_agent, redis_url,
+                                                                            rds, server):
+    """An entry of 100,000 `[`s, written by someone without the job key, raised RecursionError while
+    it was read: the session failed on every claim, never graded and never dead-lettered."""
+    real, member = one_turn(make_producer, make_agent, "s-deep", "the real question")
+    _, _, turns, data, _, _ = keys_of(member)
+    rds.zadd(turns, {"deep": 0})  # first in the window
+    rds.hset(data, "deep", "[" * 100_000)
+    rds.zadd(DUE, {member: 0})
+    store = judgehooks.MemoryStore()
+    worker_ = in_process_worker(redis_url, store, server)
+    asyncio.run(serve_until(worker_, lambda: len(store.records) == 1))
+    [record] = store.records
+    assert (record.session_id, record.run_ids, record.status) == ("s-deep", [real], "passed")
+    assert [fields[b"reason"] for _, fields in rds.xrange(REFUSED_STREAM)] == [b"unsigned"]
+
+
 def test_a_malformed_signed_turn_is_an_error_record(make_producer, make_agent, redis_url, rds, server):
     """A turn signed by a producer but unreadable as a turn (another version's) is one `error` record."""
     from judgehooks._grading.redis.sessions import signed_text
@@ -251,6 +268,24 @@ def test_end_session_makes_the_session_due_in_redis_at_once(make_producer, make_
     store = judgehooks.MemoryStore()
     asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 1))
     assert store.records[0].session_id == "s-e"
+
+
+def test_a_turn_the_producers_book_cannot_read_back_is_an_error_record_there_not_a_stuck_session(
+        make_producer, make_agent, rds, tmp_path):
+    """A turn in the producer's outbox file that is not a JSON object (a file anyone of its uid may
+    write) made forwarding raise AttributeError: the session was tried again every lease, forever,
+    and never got a record. It is graded where it is, as without a broker: one `error` record."""
+    from judgehooks._grading.sessionbook import SessionBook
+
+    judge = make_producer(idle_after=3600)
+    make_agent(judge).run("question", session_id="s-other")  # its turn goes on to Redis at once
+    assert judgehooks.drain(30)
+    SessionBook(tmp_path / "producer.outbox.db").add_turn("conversation", "s-unread", "r-1", "not json",
+                                                          due_at=time.time() + 3600)
+    [record] = judgehooks.end_session("s-unread", judge)
+    assert (record.session_id, record.scope, record.status) == ("s-unread", "session", "error")
+    assert judge.stats()["turns_waiting"] == 0  # forgotten once its record was stored
+    assert rds.zscore(DUE, member_of("conversation", "s-unread")) is None  # nothing went to Redis
 
 
 def test_with_redis_down_turns_wait_in_the_outbox_and_go_out_when_it_is_back(make_producer, make_agent, tmp_path):

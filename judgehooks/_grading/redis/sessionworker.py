@@ -78,7 +78,7 @@ class Turns:
             return "missing_turn"
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past Python's stack: refused as any unreadable turn
             entry = None
         # the position the signature covers is read from the entry: a changed one fails the check
         chain, seq = (entry.get("chain"), entry.get("seq")) if isinstance(entry, dict) else (None, None)
