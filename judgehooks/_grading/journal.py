@@ -125,7 +125,7 @@ def _refused(file: JournalFile, value: Any) -> str | None:
     (*_, owner), context = value
     try:
         json.loads(context.decode())
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's stack: unreadable, not a fold that stops
         return "its context is not JSON"
     return None if tag_of(owner) == file.tag else "another owner's job"
 

@@ -57,7 +57,7 @@ def read_name(text: str) -> str | None:
     try:
         data = json.loads(text.strip().removeprefix("```json").removesuffix("```"))
         found = data.get("name") if isinstance(data, dict) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         lines = _LINE.findall(text)
         found = lines[-1] if lines else None
     if not isinstance(found, str):

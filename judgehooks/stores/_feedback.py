@@ -100,7 +100,7 @@ def read_feedback_file(path: str, run_ids: Collection[str] | None) -> list[Feedb
     for number, line in text_lines(path):
         try:
             item = Feedback.from_data(json.loads(line))
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
             log.warning("feedback_line_skipped", path=path, line=number, reason=str(exc)[:200])
             continue
         if wanted is None or item.run_id in wanted:

@@ -113,6 +113,8 @@ def _read_line(number: int, text: str) -> _Wanted:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError("JSON nested deeper than Python can read") from None
     if not isinstance(data, Mapping):
         raise ValueError(f"a JSON object is needed, got {type(data).__name__}")
     unknown = sorted(set(data) - {"record_id", "run_id", "evaluator", "passed", "score", "note", "by"})

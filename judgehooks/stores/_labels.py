@@ -112,7 +112,7 @@ def read_labels_file(path: str) -> list[Label]:
     for number, line in text_lines(path):
         try:
             label = Label.from_data(json.loads(line))
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
             log.warning("label_line_skipped", path=path, line=number, reason=str(exc)[:200])
             continue
         found[(label.record_id, label.reviewer)] = label

@@ -92,6 +92,7 @@ def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, make_
         json.dumps({"record_id": second.id, "passed": "yes"}),
         json.dumps({"run_id": shared.run_id, "passed": True}),  # two evaluators' records share the run
         json.dumps(["a", "list"]),
+        "[" * 60_000,  # nested past Python's stack: it stopped the whole import with a RecursionError
         "",
     ]
     path = tmp_path / "labels.jsonl"
@@ -99,9 +100,9 @@ def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, make_
     store.close()
     done = cli("label", "--import", str(path), "--by", "ann", "--store", str(db))
     assert done.returncode == 1
-    assert "stored 2 label(s)" in done.stdout and "6 line(s) not used" in done.stdout
+    assert "stored 2 label(s)" in done.stdout and "7 line(s) not used" in done.stdout
     errors = [line.split(": ", 3)[-1] for line in done.stderr.splitlines()]
-    assert [e.split(":")[0] for e in done.stderr.splitlines()] == ["judgehooks"] * 6
+    assert [e.split(":")[0] for e in done.stderr.splitlines()] == ["judgehooks"] * 7
     assert any("line 2: not JSON" in line for line in done.stderr.splitlines())
     assert any("line 3: no record 'missing' in the store" in line for line in done.stderr.splitlines())
     assert any("line 5: a label needs passed=True/False or a score" in line for line in done.stderr.splitlines())
@@ -109,9 +110,10 @@ def test_import_stores_every_good_line_and_names_every_bad_one(make_judge, make_
     ambiguous = f"line 7: run '{shared.run_id}' has records of 2 evaluators (judge-a, judge-b): say which"
     assert any(ambiguous in line for line in done.stderr.splitlines())
     assert any("line 8: a JSON object is needed, got list" in line for line in done.stderr.splitlines())
-    assert len(errors) == 6
+    assert any("line 9: JSON nested deeper than Python can read" in line for line in done.stderr.splitlines())
+    assert len(errors) == 7
     numbers = [int(line.split(": line ")[1].split(":")[0]) for line in done.stderr.splitlines()]
-    assert numbers == [2, 3, 5, 6, 7, 8]  # in file order
+    assert numbers == [2, 3, 5, 6, 7, 8, 9]  # in file order
     kept = {(lb.record_id, lb.reviewer): lb for lb in runtime.call(SQLiteStore(db).read_labels)}
     assert sorted(kept) == sorted([(first.id, "ann"), (live.id, "bob")])
     assert (kept[(first.id, "ann")].note, kept[(live.id, "bob")].score) == ("wrong year", 3)

@@ -460,3 +460,22 @@ def test_folding_a_large_journal_file_holds_one_line_in_memory_not_the_file(tmp_
     assert [job.id for job in claimed] == ["j1"] and pending(path) == 39
     assert peak < 15_000_000, peak
     outbox.close()
+
+
+def test_a_journal_line_nested_past_pythons_stack_is_skipped_and_never_stops_the_claim(tmp_path):
+    """A dead owner's file whose put holds a context, a head or a done of 100,000 `[`s: the context
+    raised RecursionError in the fold, and every claim of every process failed from then on."""
+    path = tmp_path / "o.db"
+    good = json.dumps(["good", "e", None, 1.0, 1.0, GONE]).encode()
+    lines = [b"P\t" + good + b'\t{"input": "q"}',
+             b"P\t" + json.dumps(["deep", "e", None, 1.0, 1.0, GONE]).encode() + b"\t" + b"[" * 100_000,
+             b"P\t" + b"[" * 100_000 + b"\t{}",
+             b"D\t" + b"[" * 100_000, b""]
+    (tmp_path / f"o.db.jobs.{GONE_TAG}.00000001").write_bytes(b"\n".join(lines))
+    outbox = journal_log(path)
+    outbox.fold()
+    with capture_logs() as logs:
+        assert [job.id for job in outbox.claim()] == ["good"]
+    assert [(e["event"], e.get("job_id")) for e in logs if e["event"] == "outbox_journal_bad_job"] == [
+        ("outbox_journal_bad_job", "deep")]
+    outbox.close()

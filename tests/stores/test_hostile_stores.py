@@ -512,3 +512,16 @@ def test_a_postgres_label_row_that_does_not_read_back_is_skipped(postgres_dsn):
         conn.execute("UPDATE eval_records_labels SET score = 'NaN' WHERE reviewer = 'bob'")
     assert [label.reviewer for label in call(store.read_labels)] == ["ann"]
     call(store.aclose)
+
+
+def test_a_labels_file_line_nested_past_pythons_stack_is_skipped_and_the_other_labels_read(tmp_path):
+    """A JSONL store's labels file is a file anyone of its uid may write: a line of 100,000 `[`s raised
+    RecursionError, and every label of the store read as none (calibration, review, the web app)."""
+    from judgehooks import Label
+
+    call = judgehooks._runtime.runtime.call
+    store = JsonlStore(tmp_path / "evals.jsonl")
+    call(store.write_labels, [Label(record_id="r-1", reviewer="ann", passed=True)])
+    with open(store.labels_path, "a", encoding="utf-8") as fh:
+        fh.write("[" * 100_000 + "\n")
+    assert [(label.record_id, label.passed) for label in call(store.read_labels)] == [("r-1", True)]

@@ -109,6 +109,7 @@ def test_a_name_is_read_from_json_or_a_line_and_kept_short_and_printable():
     assert read_name("NAME: " + "x" * 100) == "x" * 59 + "…"
     assert read_name('{"name": "a\\u202eb\\u0007c\\nd"}') == "a b c d"
     assert read_name("no name here") is None and read_name('{"name": 3}') is None and read_name("NAME:   ") is None
+    assert read_name("[" * 100_000 + "\nNAME: Deep") == "Deep"  # a reply nested past Python's stack
     with pytest.raises(TypeError, match="failure_namer must be a litellm model string"):
         app(MemoryStore(), failure_namer=42)
 
