@@ -16,6 +16,7 @@ carries the cut (`JudgeRequest.cut`), and the record's ``details["prompt"]`` say
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import os
@@ -151,10 +152,7 @@ def fit_texts(texts: Sequence[str], room: int) -> tuple[list[str], int, int]:
 
     if cost(0) > room:  # not even a marker each fits: every text is left out (the note says so)
         return ["" for _ in texts], sum(1 for n in sizes if n), sum(sizes)
-    low, high = 0, max(sizes)
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if cost(mid) <= room else (low, mid - 1)
+    low = bisect.bisect_right(range(max(sizes) + 1), room, key=cost) - 1  # the longest common length that fits
     head = (low + 1) // 2
     tail = low - head
     out = [text if n <= low + m else text[:head] + _marker(n - low) + (text[n - tail:] if tail else "")
