@@ -280,9 +280,8 @@ def session_refs(*texts: str) -> tuple[str, ...]:
                 shown = text[near.start():near.start() + 40].split("}")[0] + "}"
                 raise ValueError(f"{shown!r} is not a session_state reference: write {{session_state[key]}} "
                                  "(one key in square brackets, no quotes)")
-            if ref.group(1) not in keys:
-                keys.append(ref.group(1))
-    return tuple(keys)
+            keys.append(ref.group(1))
+    return tuple(dict.fromkeys(keys))
 
 
 def as_text(value: Any) -> str:
