@@ -167,7 +167,6 @@ class JudgeCall:
                 else:
                     log.info("judge_retry_refused", evaluator=self.label, run_id=ctx.run_id, attempt=attempts,
                              error_type=error_name(error), note=refused)
-                verdict = None
                 break
             attempts += 1
             try:

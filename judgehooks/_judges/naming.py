@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from .base import Judge
@@ -62,7 +61,7 @@ def read_name(text: str) -> str | None:
         found = lines[-1] if lines else None
     if not isinstance(found, str):
         return None
-    printable = "".join(c if unicodedata.category(c)[0] not in "CZ" or c == " " else " " for c in found)
+    printable = "".join(c if c.isprintable() else " " for c in found)  # no control, format or line separator
     name = " ".join(printable.split()).strip("`\"' ")
     if not name:
         return None

@@ -55,12 +55,10 @@ class _Child:
         return len(self._pending)
 
     def send(self, payload: dict[str, Any]) -> asyncio.Future[Any]:
+        if not self.alive:  # died between choosing it and now: fail now, not at the timeout
+            raise JudgeProcessDied("judge process is gone")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        if not self.alive:  # died between choosing it and now: fail now, not at the timeout
-            future.set_result({"error": {"type": "JudgeProcessDied", "message": "judge process is gone",
-                                         "status": 503}})
-            return future
         call_id = next(self._ids)
         with self._lock:
             self._pending[call_id] = (loop, future)

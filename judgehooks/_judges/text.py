@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -28,11 +29,11 @@ class TextModel:
     """``await ask(messages) -> JudgeReply``: one question, retried as judge calls are."""
 
     def __init__(self, model: Any, *, api_base: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, retry: RetryPolicy | None = None) -> None:
+                 timeout: float = 120.0) -> None:
         if model is None or (not isinstance(model, str) and not hasattr(model, "aresponse")):
             raise TypeError(f"reflection_model must be a litellm model string (e.g. 'openai/gpt-4o') or an agno "
                             f"Model, got {type(model).__name__}")
-        self.retry = retry or RetryPolicy()
+        self.retry = RetryPolicy()
         self.timeout = timeout
         # no reply cap: the reply is instructions or criteria (cut to MAX_TEXT_CHARS), not a verdict
         self._judge: BaseJudge = (LiteLLMJudge(model, api_base=api_base, api_key=api_key, timeout=timeout,
@@ -62,8 +63,7 @@ class TextModel:
             try:
                 async with asyncio.timeout(self.timeout):
                     reply = await self._once(messages)
-                return JudgeReply(text=reply.text[:MAX_TEXT_CHARS], model=reply.model, cost_usd=reply.cost_usd,
-                                  prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+                return replace(reply, text=reply.text[:MAX_TEXT_CHARS])
             except Exception as exc:
                 if attempt > self.retry.retries or not is_retryable(exc):
                     raise

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .._base.context import EvalContext
@@ -48,9 +48,9 @@ class Transcript:
 
     def without_second(self) -> Transcript:
         """The same transcript less the oldest turn shown after the first (the gap grows)."""
-        turns, numbers = self.turns[:1] + self.turns[2:], self.numbers[:1] + self.numbers[2:]
-        return Transcript(turns=turns, numbers=numbers, total=self.total, chars=self.chars, clipped=True,
-                          omitted=(2, numbers[1] - 1), budget=self.budget)
+        numbers = self.numbers[:1] + self.numbers[2:]
+        return replace(self, turns=self.turns[:1] + self.turns[2:], numbers=numbers, clipped=True,
+                       omitted=(2, numbers[1] - 1))
 
 
 def _members(turn: Turn) -> str:
@@ -79,9 +79,8 @@ def plan(turns: Sequence[Turn], *, budget: int | None, unit: BudgetUnit = "chars
     while last > 1 and sizes[0] + sum(sizes[total - last:]) > limit:
         last -= 1
     keep = [0, *range(total - last, total)] if total > 1 else [0]
-    return Transcript(turns=tuple(turns[i] for i in keep), numbers=tuple(i + 1 for i in keep), total=total,
-                      chars=whole.chars, clipped=True, omitted=(2, total - last) if total - last >= 2 else None,
-                      budget=limit)
+    return replace(whole, turns=tuple(turns[i] for i in keep), numbers=tuple(i + 1 for i in keep), clipped=True,
+                   omitted=(2, total - last) if total - last >= 2 else None)
 
 
 def _prompt(transcript: Transcript, system: str, include_tools: bool, nonce: str) -> tuple[Render, list[str]]:
