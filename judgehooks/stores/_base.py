@@ -62,7 +62,7 @@ def read_row(data: Mapping[str, Any], build: Callable[[Mapping[str, Any]], EvalR
     why. One bad row neither sinks every query that meets it nor vanishes from them."""
     try:
         return build(data)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         return unreadable(data, exc)
 
 

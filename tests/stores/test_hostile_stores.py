@@ -428,7 +428,8 @@ def test_the_upkeeps_looks_at_a_deep_outbox_are_index_seeks_not_scans(tmp_path):
 # ---- rows another program wrote: one that does not read back sinks no query -------------------------
 
 @pytest.mark.parametrize("corrupt", ["status = 'bogus'", "metadata = 'not json'", "created_at = 'garbage'",
-                                     "input = X'ff00'", "details = 5", "score = 'high'"])
+                                     "input = X'ff00'", "details = 5", "score = 'high'",
+                                     "details = '" + "[" * 100_000 + "'"])  # nested past Python's stack
 def test_a_sqlite_row_that_does_not_read_back_is_an_error_record_and_the_others_still_read(corrupt, tmp_path):
     store = SQLiteStore(tmp_path / "evals.db")
     call = judgehooks._runtime.runtime.call
