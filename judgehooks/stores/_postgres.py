@@ -160,6 +160,9 @@ class PostgresStore(BaseStore):
         return f"PostgresStore({where!r}, table={self.table!r})"
 
     async def _configure(self, conn: Any) -> None:
+        from psycopg.types.json import set_json_loads
+
+        set_json_loads(_json_loads, conn)
         await conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ({_STAGE_COLUMNS}) ON COMMIT DELETE ROWS")
         # `judgehooks ui`'s searches AND the text index's bitmap with the filters': under the default
         # 4 MB it turns lossy at a million records, and every row of its pages is tested again (1.2 s
@@ -317,3 +320,13 @@ class PostgresStore(BaseStore):
         pool, self._pool_ = self._pool_, None
         if pool is not None and self._pid == os.getpid():
             await pool.close()
+
+
+def _json_loads(data: bytes | str) -> Any:
+    """The store connections' JSON loader: a value nested deeper than Python can read (a row another
+    program wrote) comes back as its text, which `read_row` refuses as an error record, instead of
+    failing the whole fetch, and every query that meets the row with it."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return data if isinstance(data, str) else data.decode("utf-8", "replace")

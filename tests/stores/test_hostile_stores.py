@@ -472,6 +472,12 @@ def test_a_postgres_row_that_does_not_read_back_is_an_error_record(postgres_dsn)
         conn.execute("UPDATE eval_records SET status = 'bogus' WHERE id = 'id-1'")
     found = {r.id: r.status for r in call(store.query)}
     assert found == {"id-0": "passed", "id-1": "error"}
+    # JSON PostgreSQL keeps but Python cannot read (nested past its stack) failed the fetch of every row
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE eval_records SET status = 'passed', details = %s::jsonb WHERE id = 'id-1'",
+                     ("[" * 3000 + "]" * 3000,))
+    found = {r.id: r.status for r in call(store.query)}
+    assert found == {"id-0": "passed", "id-1": "error"}
     call(store.aclose)
 
 
