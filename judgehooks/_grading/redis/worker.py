@@ -39,7 +39,8 @@ from ..._base.record import Mode
 from ..._judges.base import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
-from ..pipeline import Pipeline, make_skipped
+from ..outbox import Job, job_context
+from ..pipeline import Pipeline
 from ..ratelimit import Pace
 from ..step import settle
 from . import text
@@ -204,9 +205,8 @@ class Worker:
         """The taskiq task: one job in, one stored record out, then the ack."""
         try:
             data = json.loads(job)
-            ctx = context_from_dict(data["context"])
-            evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
-            make_skipped(ctx, _Unavailable(evaluator, ""), "", rate)  # each field a record takes is of its type
+            evaluator, rate = data["evaluator"], data.get("sample_rate", 1.0)
+            ctx = job_context(Job("", evaluator, data["context"], rate))  # the outbox's refusals, by field
         except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the refused stream
             await self.broker.refuse(None, str(job).encode("utf-8", "replace"), "bad_job",
                                      f"{type(exc).__name__}: {exc}")
