@@ -180,15 +180,6 @@ def pending_jobs(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
         return {}
 
 
-def pending_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    """The pending jobs by evaluator."""
-    try:
-        rows = conn.execute("SELECT evaluator, COUNT(*) FROM eval_jobs GROUP BY evaluator ORDER BY evaluator")
-        return {name: count for name, count in rows}
-    except sqlite3.OperationalError:
-        return {}
-
-
 class Outbox:
     """The job log in the outbox file. Thread-safe; every call is short and blocking."""
 
