@@ -74,10 +74,6 @@ class _Unavailable:
         return {}
 
 
-async def _unacked() -> None:
-    """A job whose record the store refused stays unacked: a live worker reclaims it."""
-
-
 #: the stream entry the running task is grading (set by the receiver for each delivery)
 _entry: ContextVar[str | None] = ContextVar("judgehooks_stream_entry", default=None)
 #: a record id being graded, by the entry that grades it: replays of one job are paid once
@@ -218,8 +214,9 @@ class Worker:
         # a replay or redelivery whose record is stored, or one another entry is grading now: never paid twice
         twice = not unavailable and (await pipeline.stored([pipeline.record_id(ctx)], scan=False)
                                      or not await self._claim(pipeline.record_id(ctx)))
-        # stored: acked; not stored: unacked, so it is reclaimed (under its claim) and graded again
-        settled = await settle(pipeline, None if twice else await pipeline.grade(ctx, rate), context.ack, _unacked)
+        # stored: acked; not stored: left unacked, so it is reclaimed (under its claim) and graded again
+        settled = await settle(pipeline, None if twice else await pipeline.grade(ctx, rate), context.ack,
+                               lambda: asyncio.sleep(0))
         self.counts["duplicate" if twice else settled] += 1
 
     async def _claim(self, record_id: str) -> bool:
