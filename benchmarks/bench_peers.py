@@ -44,7 +44,7 @@ from agno.models.openai.like import OpenAILike  # noqa: E402
 
 import judgehooks  # noqa: E402
 from judgehooks import AgentAsJudgeEval, SQLiteStore  # noqa: E402
-from judgehooks._grading.outbox import pending_counts  # noqa: E402
+from judgehooks._grading.journal import pending_counts  # noqa: E402
 
 CRITERIA = "The answer echoes the question."
 

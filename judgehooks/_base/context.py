@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .text import storable, storable_data
@@ -111,18 +111,57 @@ def context_to_dict(ctx: EvalContext) -> dict[str, Any]:
     }
 
 
-def context_from_dict(data: Mapping[str, Any]) -> EvalContext:
-    calls = tuple(ToolCall(name=c["name"], arguments=c.get("arguments"), result=c.get("result"),
-                           error=bool(c.get("error")), agent_id=c.get("agent_id"))
-                  for c in data.get("tool_calls") or ())
-    fields = {k: v for k, v in data.items() if k not in ("tool_calls", "usage", "trace_id", "span_id", "session_state")}
+#: the fields `context_from_dict` reads on their own (forged trace ids and a session state that is
+#: no mapping are dropped, not refused)
+_READ_APART = ("tool_calls", "usage", "trace_id", "span_id", "session_state")
+
+
+def context_from_dict(data: Any) -> EvalContext:
+    """The context of a job read back (the outbox, a journal, a Redis stream, a session book), where
+    anyone may have written it. TypeError or ValueError naming the field, for anything `context_to_dict`
+    never writes: a value of the wrong type, a key EvalContext has not, a lone surrogate in a text (no
+    record id can be made of it). Every reader refuses such a job before a judge is paid for it."""
+    _check(EvalContext, data, "its context", skip=_READ_APART)
+    calls = data.get("tool_calls") or []
+    if type(calls) is not list:
+        raise TypeError(f"its context's tool_calls is {type(calls).__name__}, not a list")
+    given = {k: v for k, v in data.items() if k not in _READ_APART}
     state = data.get("session_state")
     usage = data.get("usage")
     trace_id, span_id = _hex_id(data.get("trace_id"), 32), _hex_id(data.get("span_id"), 16)
     if trace_id is None or span_id is None:  # a job from an older version, or ids that are not OpenTelemetry's
         trace_id = span_id = None
-    return EvalContext(**fields, tool_calls=calls, usage=None if usage is None else RunUsage(**usage),
+    return EvalContext(**given, tool_calls=tuple(ToolCall(**_check(ToolCall, c, "a tool call")) for c in calls),
+                       usage=None if usage is None else RunUsage(**_check(RunUsage, usage, "its usage")),
                        trace_id=trace_id, span_id=span_id, session_state=state if isinstance(state, dict) else {})
+
+
+#: what a field may hold once read back from JSON, by its annotation, and how a message says it
+_JSON_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "str": ((str,), "text"),
+    "str | None": ((str, type(None)), "text or null"),
+    "int | None": ((int, type(None)), "an integer or null"),
+    "float | None": ((int, float, type(None)), "a number or null"),
+    "bool": ((bool,), "true or false"),
+    "Mapping[str, Any]": ((dict,), "a mapping"),
+    "Mapping[str, Any] | None": ((dict, type(None)), "a mapping or null"),
+}
+
+
+def _check(cls: type, data: Any, where: str, skip: tuple[str, ...] = ()) -> Any:
+    """`data`, once it is a JSON object whose every field of dataclass `cls` (but `skip`) is of the
+    field's type (exactly: JSON's true is no integer) and whose texts are UTF-8."""
+    if type(data) is not dict:
+        raise TypeError(f"{where} is not a JSON object but {type(data).__name__}")
+    for spec in fields(cls):
+        if spec.name in data and spec.name not in skip:
+            value = data[spec.name]
+            allowed, said = _JSON_TYPES[spec.type]  # type: ignore[index]  # annotations are text here
+            if type(value) not in allowed:
+                raise TypeError(f"{where}'s {spec.name} is {type(value).__name__}, not {said}")
+            if type(value) is str and storable(value) is not value:
+                raise ValueError(f"{where}'s {spec.name} is not UTF-8 text (surrogates not allowed)")
+    return data
 
 
 def _hex_id(value: Any, digits: int) -> str | None:

@@ -33,8 +33,9 @@ class ByteBudget:
     def admit(self, job_id: str, size: int, persist: Callable[[], None] | None) -> str | None:
         """Hold the job's bytes and `persist` it (the outbox insert, if any): None; or why it is shed
         when the budget has no room. A failed `persist` gives its bytes back and raises."""
-        if not self.take(job_id, size):
-            return self.reason(size)
+        if not self.take(job_id, size):  # the skipped record's reason
+            return (f"queue full: {size} bytes would pass the byte budget of {self.limit} bytes "
+                    f"({self.held} held; max_queue_bytes)")
         try:
             if persist is not None:
                 persist()
@@ -47,11 +48,6 @@ class ByteBudget:
         with self._lock:
             for job_id in job_ids:
                 self.held -= self._sizes.pop(job_id, 0)
-
-    def reason(self, size: int) -> str:
-        """The skipped record's reason for a job this budget has no room for."""
-        return (f"queue full: {size} bytes would pass the byte budget of {self.limit} bytes "
-                f"({self.held} held; max_queue_bytes)")
 
     def reset(self) -> None:
         """In a forked child: the parent's jobs are not ours."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._base.record import EvalRecord
@@ -43,6 +43,4 @@ class Counters:
         self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
-        counts = dict(vars(self))
-        counts["by_reason"] = dict(self.by_reason)
-        return counts
+        return asdict(self)  # by_reason copied too

@@ -109,50 +109,47 @@ def _entry(line: bytes) -> tuple[str, Any] | None:
     return None
 
 
-def entries(path: str) -> Iterator[tuple[int, str, Any]]:
-    """(line number, kind, value) for the puts and dones of a file, in order; any other line is logged."""
-    for number, line in enumerate(_lines(path), 1):
-        entry = _entry(line)
-        if entry is None:
-            log.warning("outbox_journal_bad_line", file=path, line=number, note="skipped: not a job this library wrote")
-            continue
-        yield number, *entry
-
-
-def _refused(file: JournalFile, value: Any) -> str | None:
-    """Why a fold skips a put of `file` (None: it folds it): a file cannot file jobs for another
-    owner (a live one would never claim them), and a context must be JSON."""
-    (*_, owner), context = value
-    try:
-        json.loads(context.decode())
-    except (ValueError, RecursionError):  # nested past Python's stack: unreadable, not a fold that stops
-        return "its context is not JSON"
-    return None if tag_of(owner) == file.tag else "another owner's job"
-
-
-def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
-    """Fold one journal file into `eval_jobs`, inside the caller's transaction: every id with a
-    `done` is deleted (a row folded from an earlier file), then the puts no later `done` finishes
-    are inserted (idempotent on the id). A put `_refused` names is logged and skipped. The file is
-    read twice, its dones then its puts as they come: memory holds one line, whatever its size."""
+def _fold(file: JournalFile) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """What folding `file` does: the ids its dones delete (rows folded from earlier files), then the
+    rows (`eval_jobs`' columns) of its puts that no later `done` finishes. A line that is neither, a
+    put whose context is not JSON and one for another owner (a live one would never claim it) are
+    logged and skipped. The file is read twice, its dones then its puts as they come: memory holds
+    one line, whatever its size."""
     last_done: dict[str, int] = {}
     for number, line in enumerate(_lines(file.path), 1):
         done = _entry(line) if line.startswith(b"D\t") else None
         if done is not None:
             last_done.update((job, number) for job in done[1])
-    conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(job,) for job in last_done])
 
     def live() -> Iterator[tuple[Any, ...]]:
-        for number, kind, value in entries(file.path):
+        for number, line in enumerate(_lines(file.path), 1):
+            entry = _entry(line)
+            if entry is None:
+                log.warning("outbox_journal_bad_line", file=file.path, line=number,
+                            note="skipped: not a job this library wrote")
+                continue
+            kind, value = entry
             if kind == "done" or last_done.get(value[0][0], 0) > number:  # a done, or a put done later
                 continue
             (job, evaluator, spec, rate, created, owner), context = value
-            why = _refused(file, value)
+            try:
+                context = context.decode()
+                json.loads(context)
+                why = None if tag_of(owner) == file.tag else "another owner's job"
+            except (ValueError, RecursionError):  # nested past Python's stack: unreadable, not a fold that stops
+                why = "its context is not JSON"
             if why is not None:
                 log.warning("outbox_journal_bad_job", file=file.path, job_id=job, note=f"skipped: {why}")
             else:
-                yield job, evaluator, spec, context.decode(), rate, created, owner
-    conn.executemany(_MOVE, live())
+                yield job, evaluator, spec, context, rate, created, owner
+    return list(last_done), live()
+
+
+def apply(conn: sqlite3.Connection, file: JournalFile) -> None:
+    """Fold one journal file into `eval_jobs` (`_fold`), inside the caller's transaction; idempotent on the id."""
+    done, live = _fold(file)
+    conn.executemany("DELETE FROM eval_jobs WHERE id = ?", [(job,) for job in done])
+    conn.executemany(_MOVE, live)
 
 
 def fold_files(conn: sqlite3.Connection, pick: Callable[[sqlite3.Connection], list[JournalFile]]) -> None:
@@ -186,12 +183,11 @@ def held(file: JournalFile) -> bool:
 def replay(files: Iterable[JournalFile], jobs: dict[str, tuple[str, str | None]]) -> None:
     """The puts and dones of `files` applied to `jobs` (id -> evaluator, spec) as a fold would, in memory."""
     for file in files:
-        for _, kind, value in entries(file.path):
-            if kind == "done":
-                for job in value:
-                    jobs.pop(job, None)
-            elif _refused(file, value) is None:
-                jobs.setdefault(value[0][0], (value[0][1], value[0][2]))
+        done, live = _fold(file)
+        for job in done:
+            jobs.pop(job, None)
+        for job, evaluator, spec, *_ in live:
+            jobs.setdefault(job, (evaluator, spec))
 
 
 def pending_jobs(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
@@ -331,6 +327,7 @@ class JournalLog:
         """Forget finished jobs: a `done` line for those put in a file not folded yet, `Outbox.done` for the rest."""
         failed = False
         with self._lock:
+            rest = [job for job in ids if job not in self._live]
             here = [job for job in ids if self._live.pop(job, None) is not None]
             if here:
                 try:
@@ -339,7 +336,7 @@ class JournalLog:
                     failed = True
         if failed:  # their puts go to `eval_jobs` now, and they go from there with the rest
             self.fold()
-        rest = list(ids) if failed else [job for job in ids if job not in set(here)]
+            rest = list(ids)
         if rest:
             self.outbox.done(rest)
 

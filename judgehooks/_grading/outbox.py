@@ -116,14 +116,14 @@ def _loads(text: Any, size: int, max_bytes: int | None) -> Any:
 
 
 def job_context(job: Job) -> EvalContext:
-    """A claimed job's context; ValueError or TypeError naming what makes the row no job this library
-    wrote (the file is hostile): a context that is not a JSON object `EvalContext` takes, or a
-    sample rate that is not a number from 0 to 1."""
+    """A claimed job's context (a Redis worker's job's too); ValueError or TypeError naming what makes
+    the job no job this library wrote (the file, the stream is hostile): a context `context_from_dict`
+    refuses, an evaluator name that is not text, a sample rate that is not a number from 0 to 1."""
     data, rate = job.context, job.sample_rate
     if isinstance(data, Exception):
         raise data
-    if not isinstance(data, dict):
-        raise ValueError(f"its context is not a JSON object but {type(data).__name__}")
+    if type(job.evaluator) is not str:
+        raise TypeError(f"its evaluator is {type(job.evaluator).__name__}, not text")
     if type(rate) not in (int, float) or not 0 <= rate <= 1:
         raise ValueError(f"its sample_rate {rate!r:.40} is not a number from 0 to 1")
     return context_from_dict(data)
@@ -177,15 +177,6 @@ def pending_jobs(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
         rows = conn.execute("SELECT CAST(id AS BLOB), CAST(evaluator AS BLOB), CAST(spec AS BLOB) FROM eval_jobs")
         return {text_of(job): (text_of(name), None if spec is None else text_of(spec)) for job, name, spec in rows}
     except sqlite3.OperationalError:  # no such table: no job was ever put here
-        return {}
-
-
-def pending_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    """The pending jobs by evaluator."""
-    try:
-        rows = conn.execute("SELECT evaluator, COUNT(*) FROM eval_jobs GROUP BY evaluator ORDER BY evaluator")
-        return {name: count for name, count in rows}
-    except sqlite3.OperationalError:
         return {}
 
 

@@ -77,7 +77,7 @@ class OutboxFile:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._schemas: list[Callable[[sqlite3.Connection], None]] = []
-        self._maint_lock = threading.Lock()  # checkpoints use their own connection: never hold up a put
+        self.maint_lock = threading.Lock()  # checkpoints use their own connection: never hold up a put
         self._maint_conn: sqlite3.Connection | None = None
         self._folded: int | None = None  # the data_version when a checkpoint last folded all of the WAL
         self._next_beat = 0.0
@@ -136,7 +136,7 @@ class OutboxFile:
 
     def reset_after_fork(self) -> None:
         """In a forked child: fresh locks (a parent thread may have held them), an owner id of its own."""
-        self.lock, self._maint_lock = threading.Lock(), threading.Lock()
+        self.lock, self.maint_lock = threading.Lock(), threading.Lock()
         if self._pid != os.getpid():
             self._forget_parent()
 
@@ -182,16 +182,12 @@ class OutboxFile:
             self._maint_conn = conn
         return self._maint_conn
 
-    @property
-    def maint_lock(self) -> threading.Lock:
-        return self._maint_lock
-
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (PASSIVE: never waits for, or blocks, writers); once
         the WAL has outgrown `wal_limit`, also truncate it, if that can be done without waiting.
         Nothing to do when no connection (this process's or another's) has committed since a
         checkpoint that folded all of the WAL: SQLite's `data_version` says so, whatever the file system."""
-        with self._maint_lock:
+        with self.maint_lock:
             conn = self.maintenance()
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             if version == self._folded:
@@ -225,7 +221,7 @@ class OutboxFile:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-        with self._maint_lock:
+        with self.maint_lock:
             if self._maint_conn is not None:
                 self._maint_conn.close()
                 self._maint_conn = self._folded = None

@@ -180,12 +180,8 @@ class Meter:
     async def settle(self, cost_usd: float | None) -> None:
         """At the end of the grading: the part of its cost no call added (an evaluator that reports
         cost without asking through `JudgeCall`), or the unknown-price warning."""
-        if self.cap is None or self.ticket is None:
-            return
-        if cost_usd is None:
-            await self.cap.charge(self.ticket, None)
-        elif cost_usd - self.charged > 0:
-            await self.cap.charge(self.ticket, cost_usd - self.charged)
+        if self.cap is not None and self.ticket is not None:  # `charge` adds nothing of 0 or less
+            await self.cap.charge(self.ticket, None if cost_usd is None else cost_usd - self.charged)
 
 
 def _iso(seconds: int) -> str:

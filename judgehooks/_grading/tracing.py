@@ -40,47 +40,34 @@ _lock = threading.Lock()
 _held: dict[str, tuple[Any, int]] = {}
 
 
-#: (the global tracer provider last seen, `opentelemetry.trace` if it traces else None, judgehooks'
-#: tracer from it): the provider is checked by identity on every call, and the ABC isinstance checks
+#: (the global tracer provider last seen, (`opentelemetry.trace`, judgehooks' tracer from it) if it
+#: traces else None): the provider is checked by identity on every call, and the ABC isinstance checks
 #: and `get_tracer` (which edits the warnings filters each time) run once per provider
-_seen: tuple[Any, Any, Any] = (None, None, None)
+_seen: tuple[Any, tuple[Any, Any] | None] = (None, None)
 
 
-def _api() -> Any:
-    """`opentelemetry.trace` when the application imported it and set a tracer provider, else None."""
+def _api() -> tuple[Any, Any] | None:
+    """(`opentelemetry.trace`, judgehooks' tracer) when the application imported it and set a tracer
+    provider, else None."""
+    global _seen
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
     provider = trace.get_tracer_provider()
     seen = _seen
     if seen[0] is not provider:
-        seen = _look(trace, provider)
+        traces = not isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+        seen = _seen = (provider, (trace, provider.get_tracer("judgehooks")) if traces else None)
     return seen[1]
-
-
-def _look(trace: Any, provider: Any) -> tuple[Any, Any, Any]:
-    global _seen
-    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-        _seen = (provider, None, None)
-    else:
-        _seen = (provider, trace, provider.get_tracer("judgehooks"))
-    return _seen
-
-
-def _tracer(trace: Any) -> Any:
-    """judgehooks' tracer from the global tracer provider (made once per provider)."""
-    provider = trace.get_tracer_provider()
-    seen = _seen if _seen[0] is provider else _look(trace, provider)
-    return seen[2] if seen[2] is not None else trace.get_tracer("judgehooks")
 
 
 def current_span() -> tuple[str, str, Any] | None:
     """At hook time: (trace id, span id, span) of the current span as lowercase hex, or None when
     tracing is off or no span is current."""
-    trace = _api()
-    if trace is None:
+    api = _api()
+    if api is None:
         return None
-    span = trace.get_current_span()
+    span = api[0].get_current_span()
     found = span.get_span_context()
     if not found.is_valid:
         return None
@@ -137,25 +124,24 @@ def event_attributes(record: EvalRecord) -> dict[str, Any]:
 def emit(records: Sequence[EvalRecord]) -> None:
     """One event per verdict or error record (none for `skipped`). Never raises: a tracing
     failure is logged, and the records are already stored."""
-    trace = _api()
-    if trace is None:
+    api = _api()
+    if api is None:
         return
     for record in records:
         if record.status == "skipped":
             continue
         try:
-            _emit_one(trace, record)
+            _emit_one(*api, record)
         except Exception:
             log.exception("trace_event_failed", evaluator=record.evaluator, record_id=record.id)
 
 
-def _emit_one(trace: Any, record: EvalRecord) -> None:
+def _emit_one(trace: Any, tracer: Any, record: EvalRecord) -> None:
     attributes = event_attributes(record)
     held = _held.get(record.span_id) if record.span_id is not None else None
     if held is not None and held[0].is_recording():
         held[0].add_event(EVENT, attributes)
         return
-    tracer = _tracer(trace)
     parent, links = None, None
     if record.trace_id is not None and record.span_id is not None:
         judged = trace.SpanContext(int(record.trace_id, 16), int(record.span_id, 16), is_remote=True,

@@ -90,6 +90,3 @@ class JobQueue(asyncio.Queue[Any]):
         for item in self._queue:
             fresh.put_nowait(item)
         return fresh
-
-    def clear(self) -> None:
-        self._queue.clear()

@@ -490,6 +490,36 @@ def test_jobs_left_with_contexts_or_rates_no_run_has_become_error_records_and_th
     assert pending(tmp_path / "outbox.db") == 0
 
 
+def test_a_job_left_with_a_field_of_the_wrong_type_is_refused_unjudged_as_one_error_record(
+        make_bg, store, server, tmp_path):
+    """A row of `eval_jobs` whose context is a JSON object of EvalContext's keys, but a run_id that is
+    a number: read back as it stood, it was judged (paid for), then its record could not be made,
+    and the job stayed in the outbox to be judged and paid for again by every process that claimed
+    it. `context_from_dict` refuses it by field before anything judges it: one `error` record
+    naming the field, under its job's id; the judge is not called; nothing stays pending."""
+    import json
+    import sqlite3
+
+    from judgehooks._grading.outbox import Job, Outbox
+
+    left = Outbox(tmp_path / "outbox.db")
+    left.put(Job(id="placeholder", evaluator="typed", context={}))  # the file and its owner row
+    left.done(["placeholder"])
+    context = json.dumps({"input": "q", "output": "q", "run_id": 12345, "agent_id": "a"})
+    with sqlite3.connect(tmp_path / "outbox.db") as conn:
+        conn.execute("INSERT INTO eval_jobs VALUES ('numeric-run-id', 'typed', NULL, ?, 1.0, 1.0, ?)",
+                     (context, left.owner))
+    left.release()
+    left.close()
+    make_bg(name="typed", store=store)
+    assert judgehooks.drain(30)
+    assert server.settings.counts["judge"] == 0  # never judged, never paid for
+    [record] = store.records
+    assert (record.id, record.status) == ("numeric-run-id", "error")
+    assert "run_id" in record.error_message and "int" in record.error_message
+    assert pending(tmp_path / "outbox.db") == 0
+
+
 def test_a_claim_reads_no_more_than_the_byte_budget_and_no_job_past_it(make_bg, store, tmp_path):
     """A claim read every row it took whole, up to `max_queue` rows of any size: one row of a GB
     was a GB in memory (and more once parsed), in every process that started, and 10,000 rows of

@@ -217,3 +217,15 @@ def test_text_that_is_not_utf8_in_any_column_never_stops_the_claim(tmp_path):
         job_context(claimed[0])
     assert claimed[1].spec == "ba\ufffdd" and outbox.claim() == []
     outbox.close()
+
+
+def test_every_field_of_a_read_back_context_has_its_type_check():
+    """`context_from_dict` checks each field of a job's context by its annotation: a field added with
+    an annotation it has no JSON types for would make every job read back an `error` record."""
+    from dataclasses import fields
+
+    from judgehooks._base.context import _JSON_TYPES, _READ_APART, EvalContext, RunUsage, ToolCall
+
+    for cls in (EvalContext, ToolCall, RunUsage):
+        for spec in fields(cls):
+            assert spec.name in _READ_APART or spec.type in _JSON_TYPES, (cls.__name__, spec.name, spec.type)

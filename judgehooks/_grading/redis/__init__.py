@@ -22,10 +22,9 @@ def check_url(url: Any, parameter: str = "broker") -> str:
     return url
 
 
-def redacted(url: str) -> str:
-    """The URL with its password hidden (`:password@`, and `?password=`, which redis-py takes too),
-    for logs, stats and messages."""
-    return redact(url)
+#: the URL with its password hidden (`:password@`, and `?password=`, which redis-py takes too),
+#: for logs, stats and messages
+redacted = redact
 
 
 def text(value: Any) -> str:

@@ -39,7 +39,8 @@ from ..._base.record import Mode
 from ..._judges.base import load_litellm
 from ...exceptions import EvaluatorError, EvaluatorUnavailable, NotRebuildable
 from ...stores import Store
-from ..pipeline import Pipeline, make_skipped
+from ..outbox import Job, job_context
+from ..pipeline import Pipeline
 from ..ratelimit import Pace
 from ..step import settle
 from . import text
@@ -71,10 +72,6 @@ class _Unavailable:
 
     def record_metadata(self) -> Mapping[str, Any]:
         return {}
-
-
-async def _unacked() -> None:
-    """A job whose record the store refused stays unacked: a live worker reclaims it."""
 
 
 #: the stream entry the running task is grading (set by the receiver for each delivery)
@@ -204,9 +201,8 @@ class Worker:
         """The taskiq task: one job in, one stored record out, then the ack."""
         try:
             data = json.loads(job)
-            ctx = context_from_dict(data["context"])
-            evaluator, rate = data["evaluator"], float(data.get("sample_rate", 1.0))
-            make_skipped(ctx, _Unavailable(evaluator, ""), "", rate)  # each field a record takes is of its type
+            evaluator, rate = data["evaluator"], data.get("sample_rate", 1.0)
+            ctx = job_context(Job("", evaluator, data["context"], rate))  # the outbox's refusals, by field
         except Exception as exc:  # not a judgehooks job: nothing to build a record from; kept in the refused stream
             await self.broker.refuse(None, str(job).encode("utf-8", "replace"), "bad_job",
                                      f"{type(exc).__name__}: {exc}")
@@ -218,8 +214,9 @@ class Worker:
         # a replay or redelivery whose record is stored, or one another entry is grading now: never paid twice
         twice = not unavailable and (await pipeline.stored([pipeline.record_id(ctx)], scan=False)
                                      or not await self._claim(pipeline.record_id(ctx)))
-        # stored: acked; not stored: unacked, so it is reclaimed (under its claim) and graded again
-        settled = await settle(pipeline, None if twice else await pipeline.grade(ctx, rate), context.ack, _unacked)
+        # stored: acked; not stored: left unacked, so it is reclaimed (under its claim) and graded again
+        settled = await settle(pipeline, None if twice else await pipeline.grade(ctx, rate), context.ack,
+                               lambda: asyncio.sleep(0))
         self.counts["duplicate" if twice else settled] += 1
 
     async def _claim(self, record_id: str) -> bool:
