@@ -98,9 +98,9 @@ async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapp
         return None
     if error is None:
         record = await pipeline.grade(ctx, sample_rate)
-    else:
-        record = make_record(ctx, pipeline.evaluator, Outcome(error=error), latency_ms=0.0,
-                             sample_rate=sample_rate if type(sample_rate) in (int, float) and 0 <= sample_rate <= 1 else 1.0)
+    else:  # a sample rate that does not read back is the error itself: the record says 1.0
+        rate = sample_rate if type(sample_rate) in (int, float) and 0 <= sample_rate <= 1 else 1.0
+        record = make_record(ctx, pipeline.evaluator, Outcome(error=error), latency_ms=0.0, sample_rate=rate)
     return as_session_record(record, ctx, session_id, last_key)
 
 

@@ -54,9 +54,18 @@ def _usage(run_output: Any) -> RunUsage | None:
         seconds = timer.elapsed
     # a workflow's metrics (agno's WorkflowMetrics) hold a duration and no tokens of their own
     return RunUsage(latency_ms=None if seconds is None else round(seconds * 1000, 3),
-                    input_tokens=getattr(metrics, "input_tokens", None),
-                    output_tokens=getattr(metrics, "output_tokens", None),
-                    total_tokens=getattr(metrics, "total_tokens", None), cost_usd=getattr(metrics, "cost", None))
+                    input_tokens=_count(getattr(metrics, "input_tokens", None)),
+                    output_tokens=_count(getattr(metrics, "output_tokens", None)),
+                    total_tokens=_count(getattr(metrics, "total_tokens", None)),
+                    cost_usd=getattr(metrics, "cost", None))
+
+
+def _count(value: Any) -> int | None:
+    """A token count as a record keeps it and a job reads back: a whole number (12.0 from a provider
+    that counts in floats is 12), else none (text, 12.5, a bool)."""
+    if type(value) is int:
+        return value
+    return int(value) if type(value) is float and value.is_integer() else None
 
 
 def session_state_of(run_context: Any, run_output: Any) -> Any:

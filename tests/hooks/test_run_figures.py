@@ -66,3 +66,18 @@ def test_an_offline_grade_has_no_run_figures(make_judge, store):
     (record,) = runtime.call(functools.partial(store.query, limit=None))
     assert (record.run_latency_ms, record.run_input_tokens, record.run_output_tokens, record.run_cost_usd) == (
         None, None, None, None)
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_token_counts_a_provider_gives_as_floats_are_kept_whole_or_left_out(make_judge, make_agent, store,
+                                                                            background):
+    """agno adds up what the provider reports; a provider that counts in floats leaves 12.0 there. A
+    background job read back refuses a count that is not an integer, so the snapshot keeps 12.0 as 12
+    and leaves out a count that is no whole number (12.5): the run is graded either way."""
+    def floats(run_output) -> None:  # a post hook before ours sees what such a provider leaves
+        run_output.metrics.input_tokens, run_output.metrics.output_tokens = 12.0, 3.5
+
+    out = make_agent(floats, make_judge(run_in_background=background)).run("what is up")
+    assert judgehooks.drain(30)
+    record = _one(store, out.run_id)
+    assert (record.status, record.run_input_tokens, record.run_output_tokens) == ("passed", 12, None)
