@@ -38,8 +38,8 @@ from .step import Requeue, Step
 from .tasks import current_loop, run_on, safe, spawn
 from .work import JobQueue, Overload, Unfinished, overloaded
 
-#: seconds a handed-off job waits on the loop before it is queued, so the loop that the hook woke lets
-#: go of the GIL first and the hook returns at once (run() adds 0.22-0.30 ms, 0.24-0.35 without it)
+#: seconds a job a sync caller (run()) hands off waits on the loop before it is queued: the loop its
+#: thread woke lets go of the GIL first, and the hook returns at once (arun()'s hook measured slower)
 ACCEPT_AFTER_S = 0.001
 #: seconds between the upkeep's looks for a dead process's jobs (and its heartbeat and checkpoint)
 UPKEEP_S = 1.0
@@ -72,8 +72,7 @@ class Dispatcher:
         self.work = Unfinished()  # THE idle signal: accepted jobs not yet stored and called back
         self._lock = threading.Lock()  # the loop a hand-off goes to; counters touched from caller threads
         self._slots = threading.BoundedSemaphore(self.max_queue)  # overload="block": queued jobs
-        self._started = False
-        self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run; changes only in relocate()
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run (None: not started yet)
         self._queue = JobQueue()
         self._writes: asyncio.Queue[tuple[EvalRecord | None, str | None]] | None = None
         self._in_flight = 0  # jobs in a step (stats only)
@@ -93,17 +92,16 @@ class Dispatcher:
     def start(self) -> None:
         """Start the workers (on the judgehooks loop, or the app's loop inside `judgehooks.lifespan()`),
         and resume this evaluator's orphaned jobs."""
-        if self._started:
+        if self._loop is not None:
             return
         with self._lock:
-            if self._started:
+            if self._loop is not None:
                 return
             if self.outbox is not None:  # not idle before the upkeep's first look for a dead process's jobs
                 self._first_look = True
                 self.work.add()
-            self._launch(runtime.home_loop())
-            self._started = True
             runtime.add_drainable(self)
+            self._launch(runtime.home_loop())  # last: a loop set says the dispatcher has started
             judge = self.pipeline.judge
             if self.judges_here and isinstance(judge, BaseJudge):  # e.g. import litellm before the first job
                 threading.Thread(target=judge.warm_up, name="judgehooks-warmup", daemon=True).start()
@@ -134,13 +132,16 @@ class Dispatcher:
             self.counters.submitted += 1
         return job, shed
 
-    def _hand_off(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
+    def _hand_off(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None, *, later: bool) -> None:
         self.work.add()
         try:
             with self._lock:  # a relocation never falls between reading the loop and scheduling on it
-                assert self._loop is not None
                 loop = self._loop
-                loop.call_soon_threadsafe(loop.call_later, ACCEPT_AFTER_S, self._accept, job, ctx, holds_slot, shed)
+                assert loop is not None
+                if later:
+                    loop.call_soon_threadsafe(loop.call_later, ACCEPT_AFTER_S, self._accept, job, ctx, holds_slot, shed)
+                else:
+                    loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
         except BaseException:  # a closed loop: not handed off (the job stays in the job log)
             self.work.done()
             raise
@@ -149,7 +150,7 @@ class Dispatcher:
         """Persist and hand off one evaluation (sync callers). Never blocks past `block_timeout`."""
         job, shed = self._persist(ctx, sample_rate)
         holds_slot = shed is None and self.overload == "block" and self._slots.acquire(timeout=self.block_timeout)
-        self._hand_off(job, ctx, holds_slot, shed)
+        self._hand_off(job, ctx, holds_slot, shed, later=True)
 
     async def asubmit(self, ctx: EvalContext, sample_rate: float = 1.0) -> None:
         """`submit` for callers on an event loop: waiting for room happens off their loop."""
@@ -158,7 +159,7 @@ class Dispatcher:
         if shed is None and self.overload == "block":
             holds_slot = self._slots.acquire(blocking=False) or await anyio.to_thread.run_sync(
                 lambda: self._slots.acquire(timeout=self.block_timeout))
-        self._hand_off(job, ctx, holds_slot, shed)
+        self._hand_off(job, ctx, holds_slot, shed, later=False)
 
     # ---- loop side ----------------------------------------------------------------------------
 
@@ -361,9 +362,8 @@ class Dispatcher:
         """Move the workers to `loop`: the old loop finishes the jobs it has taken (their writes and
         callbacks included), then the queue (untouched, in order) is served on the new one."""
         old = self._loop
-        if not self._started or old is loop:
+        if old is None or old is loop:
             return
-        assert old is not None
         await run_on(old, self._quiesce)
         with self._lock:
             self._launch(loop)  # hand-offs from now on go to the new loop
@@ -391,7 +391,7 @@ class Dispatcher:
     def drain(self, timeout: float | None) -> bool:
         """Wait until every submitted job is graded, stored and called back. Not from the loop
         the workers run on (use `await judgehooks.adrain()` there)."""
-        if self._started and current_loop() is self._loop:
+        if self._loop is not None and current_loop() is self._loop:
             raise RuntimeError("drain() would block the event loop the evaluations run on: "
                                "use `await judgehooks.adrain()`")
         return self.work.wait(timeout)
