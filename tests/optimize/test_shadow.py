@@ -243,7 +243,8 @@ def test_comparisons_left_by_a_dead_process_are_kept_then_finished_by_resume_imp
     assert pending(tmp_path / "live.outbox.db") == 0
     records = SQLiteStore(tmp_path / "live.db").query_sync(limit=None)
     assert sorted(r.input for r in records) == [f"question {i} [[agent_delay=800]]" for i in range(3)]
-    assert {r.details["winner"] for r in records} == {"candidate"} and len(judge.requests) >= 3
+    assert {r.details.get("winner") for r in records} == {"candidate"}, [(r.status, r.error_message) for r in records]
+    assert len(judge.requests) >= 3
 
 
 def test_the_comparisons_the_live_agent_won_reach_on_fail(server, store):
