@@ -36,10 +36,10 @@ from .outbox import QUEUED, Job, Outbox, jobs_of, read_jobs
 from .pipeline import Pipeline
 from .step import Requeue, Step
 from .tasks import current_loop, run_on, safe, spawn
-from .work import JobQueue, Overload, Unfinished, overloaded
+from .work import JobQueue, Overload, Unfinished, next_batch, overloaded
 
-#: seconds a job a sync caller (run()) hands off waits on the loop before it is queued: the loop its
-#: thread woke lets go of the GIL first, and the hook returns at once (arun()'s hook measured slower)
+#: seconds the loop a sync caller (run()) woke waits before it takes the jobs handed off: it lets go
+#: of the GIL first, and the hook returns at once (arun()'s hook measured slower)
 ACCEPT_AFTER_S = 0.001
 #: seconds between the upkeep's looks for a dead process's jobs (and its heartbeat and checkpoint)
 UPKEEP_S = 1.0
@@ -74,6 +74,7 @@ class Dispatcher:
         self._slots = threading.BoundedSemaphore(self.max_queue)  # overload="block": queued jobs
         self._loop: asyncio.AbstractEventLoop | None = None  # where the workers run (None: not started yet)
         self._queue = JobQueue()
+        self._arrived: list[tuple[Job, EvalContext, bool, str | None]] = []  # handed off, not taken on the loop yet
         self._writes: asyncio.Queue[tuple[EvalRecord | None, str | None]] | None = None
         self._in_flight = 0  # jobs in a step (stats only)
         self._here = 0  # jobs out of the queue on this loop, not finished (relocate() waits for none)
@@ -135,13 +136,13 @@ class Dispatcher:
     def _hand_off(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None, *, later: bool) -> None:
         self.work.add()
         try:
-            with self._lock:  # a relocation never falls between reading the loop and scheduling on it
+            with self._lock:  # a relocation never falls between reading the loop and waking it
                 loop = self._loop
                 assert loop is not None
-                if later:
-                    loop.call_soon_threadsafe(loop.call_later, ACCEPT_AFTER_S, self._accept, job, ctx, holds_slot, shed)
-                else:
-                    loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
+                if not self._arrived:  # one wake for a burst: the loop takes every job arrived by then
+                    take = self._accept_arrived
+                    loop.call_soon_threadsafe(partial(loop.call_later, ACCEPT_AFTER_S, take) if later else take)
+                self._arrived.append((job, ctx, holds_slot, shed))
         except BaseException:  # a closed loop: not handed off (the job stays in the job log)
             self.work.done()
             raise
@@ -163,11 +164,19 @@ class Dispatcher:
 
     # ---- loop side ----------------------------------------------------------------------------
 
+    def _accept_arrived(self) -> None:
+        """Queue every job handed off since the loop was woken (woken on the loop a relocation left:
+        the new one takes them)."""
+        with self._lock:
+            if self._loop is not asyncio.get_running_loop():
+                assert self._loop is not None
+                self._loop.call_soon_threadsafe(self._accept_arrived)
+                return
+            arrived, self._arrived = self._arrived, []
+        for item in arrived:
+            self._accept(*item)
+
     def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
-        if asyncio.get_running_loop() is not self._loop:  # scheduled just before a relocation
-            assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._accept, job, ctx, holds_slot, shed)
-            return
         full = self._queue.qsize() >= self.max_queue
         shed = shed or overloaded(self.overload, full, holds_slot, self.block_timeout)
         if shed is not None:  # over the byte budget (never in the job log) or no room: never queued
@@ -249,21 +258,12 @@ class Dispatcher:
                 self.counters.finished(record)
             self._write(record, job.id)  # None: handed on (published), no record here
 
-    async def _batch(self) -> list[tuple[EvalRecord | None, str | None]]:
-        """The next write batch: asleep with no timer until a record comes, then up to
-        `flush_interval` for more (at most `batch_size`)."""
-        writes = self._writes
-        assert writes is not None
-        batch = [await writes.get()]
-        with anyio.move_on_after(self.flush_interval):
-            while len(batch) < self.batch_size:
-                batch.append(await writes.get())
-        return batch
-
     async def _writer(self) -> None:
         """Batched store writes; the jobs' rows go from the job log only once their records are stored."""
+        writes = self._writes
+        assert writes is not None
         while True:
-            batch = await self._batch()
+            batch = await next_batch(writes, self.batch_size, self.flush_interval)
             records = [r for r, _ in batch if r is not None]
             try:
                 stored, error = await self.pipeline.store_batch(records)

@@ -1,5 +1,5 @@
-"""The two pieces of standard machinery a dispatcher runs on: the one count of unfinished work,
-and its job queue.
+"""The standard machinery a dispatcher runs on: the one count of unfinished work, its job queue, and
+the batches its writer takes.
 
 `Unfinished` is `asyncio.Queue`'s unfinished-task count, readable from any thread: one is added when
 a job is accepted (on the caller's thread, before the hand-off) and removed once its record is
@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+import anyio
 
 Overload = Literal["block", "drop_newest", "drop_oldest"]
 OVERLOAD_POLICIES: tuple[str, ...] = ("block", "drop_newest", "drop_oldest")
+T = TypeVar("T")
 
 
 def overloaded(policy: str, full: bool, holds_slot: bool, block_timeout: float) -> str | None:
@@ -90,3 +93,13 @@ class JobQueue(asyncio.Queue[Any]):
         for item in self._queue:
             fresh.put_nowait(item)
         return fresh
+
+
+async def next_batch(queue: asyncio.Queue[T], size: int, wait_s: float) -> list[T]:
+    """The next batch from `queue`: asleep with no timer until an item comes, then up to `wait_s`
+    seconds for more (at most `size`)."""
+    batch = [await queue.get()]
+    with anyio.move_on_after(wait_s):
+        while len(batch) < size:
+            batch.append(await queue.get())
+    return batch

@@ -400,31 +400,35 @@ def test_an_idle_dispatcher_sleeps_until_work_comes(make_bg, make_agent, store):
     assert judgehooks.drain(30)
     dispatcher = judge._shell.wiring.dispatcher  # this evaluator's (earlier tests' may share its name)
     looks = [0]
-    batch = dispatcher._batch
+    writes = dispatcher._writes
+    get = writes.get
 
     async def counted():
         looks[0] += 1
-        return await batch()
+        return await get()
 
-    dispatcher._batch = counted  # this dispatcher's only: the loop is shared by every evaluator
+    writes.get = counted  # this dispatcher's queue only: the loop is shared by every evaluator
     try:
         time.sleep(0.5)  # a window to count in (25 wake-ups before, at one per flush_interval)
     finally:
-        del dispatcher._batch
+        del writes.get
     assert looks[0] <= 1, f"the idle writer woke {looks[0]} times in 0.5 s"  # ~25 before
     agent.run("second")  # the writer still wakes for work
     assert judgehooks.drain(30)
     assert sorted(r.input for r in store.records) == ["first", "second"]
 
 
-def test_hand_offs_made_while_the_loop_is_busy_are_each_graded_once(make_bg, make_agent, store):
+def test_hand_offs_made_while_the_loop_is_busy_are_each_graded_once_after_one_wake(make_bg, make_agent, store):
     """Runs from 8 threads while the judgehooks loop is held up: every hand-off waits on the loop and
-    each of the 40 is graded once, in one record."""
+    each of the 40 is graded once, in one record. The first wakes the loop; the 39 after it find the
+    wake not yet taken and join it, so the loop is woken once for all 40 (it was woken 40 times)."""
     judge = make_bg()
     agent = make_agent(judge)
     agent.run("warm")
     assert judgehooks.drain(30)
-    loop = judge._shell.wiring.dispatcher._loop
+    dispatcher = judge._shell.wiring.dispatcher
+    loop, wakes, take = dispatcher._loop, [], dispatcher._accept_arrived
+    dispatcher._accept_arrived = lambda: (wakes.append(len(dispatcher._arrived)), take())  # this dispatcher's only
     schedule = loop.call_soon_threadsafe
     held, release = threading.Event(), threading.Event()
     schedule(lambda: (held.set(), release.wait(60)))  # the loop is busy (the judgehooks loop's thread blocks)
@@ -448,7 +452,7 @@ def test_hand_offs_made_while_the_loop_is_busy_are_each_graded_once(make_bg, mak
     finally:
         release.set()
     assert judgehooks.drain(30)
-    assert len(run_ids) == 40
+    assert len(run_ids) == 40 and wakes == [40]  # one wake, which took the 40 jobs handed off by then
     graded = [r.run_id for r in store.records if r.input != "warm"]
     assert sorted(graded) == sorted(run_ids) and all(r.status == "passed" for r in store.records)
 
