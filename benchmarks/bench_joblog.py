@@ -45,7 +45,7 @@ def _use(kind: str) -> None:
 def child(kind: str, base_url: str, tmp: str, n: int = 100, repeats: int = 3) -> dict[str, float]:
     _use(kind)
     os.makedirs(tmp, exist_ok=True)
-    from bench_peers import _ms, ours, sample
+    from bench_peers import async_hook_ms, hook_ms, ours, sample
 
     import judgehooks
 
@@ -57,28 +57,10 @@ def child(kind: str, base_url: str, tmp: str, n: int = 100, repeats: int = 3) ->
         evaluator.post_check(run_output, agent=agent)
     judgehooks.drain(120)
 
-    def sync(r: int) -> float:
-        added = []
-        for i in range(n):
-            run_output.run_id = f"sync-{r}-{i}"
-            added.append(_ms(lambda: evaluator.post_check(run_output, agent=agent)))
-            time.sleep(0.01)
-        return statistics.median(added)
-
-    async def not_sync(r: int) -> float:
-        added = []
-        for i in range(n):
-            run_output.run_id = f"async-{r}-{i}"
-            start = time.perf_counter()
-            await evaluator.async_post_check(run_output, agent=agent)
-            added.append((time.perf_counter() - start) * 1000)
-            await asyncio.sleep(0.01)
-        return statistics.median(added)
-
     runs, aruns = [], []
     for r in range(repeats):
-        runs.append(sync(r))
-        aruns.append(asyncio.run(not_sync(r)))
+        runs.append(hook_ms(evaluator, agent, run_output, f"sync-{r}", n))
+        aruns.append(asyncio.run(async_hook_ms(evaluator, agent, run_output, f"async-{r}", n)))
         judgehooks.drain(600)
     return {"run": statistics.mean(runs), "arun": statistics.mean(aruns), "put": _put_alone(kind, tmp)}
 

@@ -91,6 +91,28 @@ def sample(base_url: str) -> tuple[Agent, Any]:
 
 # ---- 1. added latency per run --------------------------------------------------------------------------
 
+def hook_ms(evaluator: AgentAsJudgeEval, agent: Agent, run_output: Any, tag: str, n: int) -> float:
+    """The median ms `run()`'s post hook takes, over `n` runs at 100 runs/s."""
+    added = []
+    for i in range(n):
+        run_output.run_id = f"{tag}-{i}"
+        added.append(_ms(lambda: evaluator.post_check(run_output, agent=agent)))
+        time.sleep(0.01)
+    return statistics.median(added)
+
+
+async def async_hook_ms(evaluator: AgentAsJudgeEval, agent: Agent, run_output: Any, tag: str, n: int) -> float:
+    """The same for `arun()`'s post hook."""
+    added = []
+    for i in range(n):
+        run_output.run_id = f"{tag}-{i}"
+        start = time.perf_counter()
+        await evaluator.async_post_check(run_output, agent=agent)
+        added.append((time.perf_counter() - start) * 1000)
+        await asyncio.sleep(0.01)
+    return statistics.median(added)
+
+
 def added_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
     agent, run_output = sample(base_url)
     answer = str(run_output.content)
@@ -145,34 +167,16 @@ def added_latency(base_url: str, tmp: str, n: int, repeats: int) -> None:
         judgehooks.drain(120)
         return evaluator
 
-    def ours_sync(evaluator: AgentAsJudgeEval, tag: str) -> float:
-        added = []
-        for i in range(n):
-            run_output.run_id = f"{tag}-{i}"
-            added.append(_ms(lambda: evaluator.post_check(run_output, agent=agent)))
-            time.sleep(0.01)
-        return statistics.median(added)
-
-    async def ours_async(evaluator: AgentAsJudgeEval, r: int) -> float:
-        added = []
-        for i in range(n):
-            run_output.run_id = f"async-{r}-{i}"
-            start = time.perf_counter()
-            await evaluator.async_post_check(run_output, agent=agent)
-            added.append((time.perf_counter() - start) * 1000)
-            await asyncio.sleep(0.01)
-        return statistics.median(added)
-
     evaluator = warmed("latency")
     sync_medians, async_medians = [], []
     for r in range(repeats):
-        sync_medians.append(ours_sync(evaluator, f"sync-{r}"))
-        async_medians.append(asyncio.run(ours_async(evaluator, r)))
+        sync_medians.append(hook_ms(evaluator, agent, run_output, f"sync-{r}", n))
+        async_medians.append(asyncio.run(async_hook_ms(evaluator, agent, run_output, f"async-{r}", n)))
         judgehooks.drain(600)
     off = warmed("latency-off", outbox=False)
     off_medians = []
     for r in range(repeats):
-        off_medians.append(ours_sync(off, f"off-{r}"))
+        off_medians.append(hook_ms(off, agent, run_output, f"off-{r}", n))
         judgehooks.drain(600)
     rows.append(["judgehooks AgentAsJudgeEval(run_in_background=True), outbox on", "arun()", n,
                  *spread(async_medians)])
