@@ -139,7 +139,7 @@ class Dispatcher:
             with self._lock:  # a relocation never falls between reading the loop and waking it
                 loop = self._loop
                 assert loop is not None
-                if not self._arrived:  # one wake for a burst: the loop takes every job arrived by then
+                if not self._arrived or loop.is_closed():  # one wake a burst (a closed loop raises, as ever)
                     take = self._accept_arrived
                     loop.call_soon_threadsafe(partial(loop.call_later, ACCEPT_AFTER_S, take) if later else take)
                 self._arrived.append((job, ctx, holds_slot, shed))

@@ -459,6 +459,27 @@ def test_hand_offs_made_while_the_loop_is_busy_are_each_graded_once_after_one_wa
 
 
 
+def test_a_hand_off_to_a_closed_loop_raises_even_behind_a_wake_it_never_ran(make_bg, make_agent):
+    """A wake left on a loop that closed before running it takes no job after it: each later hand-off
+    raises, as every hand-off to a closed loop did before hand-offs shared a wake, and its count is
+    taken back (it had joined the dead wake silently, and drain() waited out its timeout)."""
+    from judgehooks._base.context import EvalContext
+    from judgehooks._grading.dispatcher import Dispatcher
+
+    judge = make_bg()
+    make_agent(judge).run("warm")
+    assert judgehooks.drain(30)
+    dispatcher = Dispatcher(judge._shell.wiring.dispatcher.pipeline, outbox=None)  # not registered for drain()
+    loop = asyncio.new_event_loop()
+    with dispatcher._lock:
+        dispatcher._launch(loop)  # a loop never run: nothing it is handed is taken
+    dispatcher.submit(EvalContext(input="q", output="a", run_id="first"))  # its wake waits on the loop
+    loop.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        dispatcher.submit(EvalContext(input="q", output="a", run_id="second"))
+    assert int(dispatcher.work) == 1 and len(dispatcher._arrived) == 1  # the first only
+
+
 def test_jobs_left_with_contexts_or_rates_no_run_has_become_error_records_and_the_good_one_is_graded(
         make_bg, store, tmp_path):
     """Rows of `eval_jobs` a dead process could not have written: a context that is not JSON, JSON but
