@@ -47,7 +47,7 @@ import judgehooks
 from judgehooks import AgentAsJudgeEval, Contains, Group, Rubric, SessionJudge, SQLiteStore
 from judgehooks._base.context import context_to_dict
 from judgehooks._grading.admission import CONTROLS, PATHS
-from judgehooks._grading.journal import JournalLog
+from judgehooks._grading.journal import JournalLog, journal_files
 from judgehooks._grading.outbox import Job, Outbox
 from judgehooks._grading.ratelimit import RateLimiter
 from judgehooks._grading.redis.broker import STREAM
@@ -271,6 +271,11 @@ def comes_again(ev: Any, kind: str, out: Any, outbox: str, kept: list[tuple[Any,
     its job leaves it: a background queue claims the job (a session clock the turn) and must find
     its record stored, pay no judge and store no second record."""
     calls = server.settings.counts["judge"]
+    if kind != "SessionJudge":  # this process's journal folded first: a `done` line for the job in a file
+        deadline = time.monotonic() + 30  # not folded yet deletes the row put back, when that file is folded
+        while journal_files(outbox) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not journal_files(outbox)
     put_back(outbox, ev.evaluator_name, out, kind, kept)
     counter = "already_stored" if kind == "SessionJudge" else "duplicates"
     if kind == "SessionJudge":
