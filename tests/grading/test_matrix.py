@@ -272,9 +272,7 @@ def comes_again(ev: Any, kind: str, out: Any, outbox: str, kept: list[tuple[Any,
     its record stored, pay no judge and store no second record."""
     calls = server.settings.counts["judge"]
     if kind != "SessionJudge":  # this process's journal folded first: a `done` line for the job in a file
-        deadline = time.monotonic() + 30  # not folded yet deletes the row put back, when that file is folded
-        while journal_files(outbox) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        ev._shell.wiring.dispatcher.outbox.fold()  # not folded yet deletes the row put back when it is
         assert not journal_files(outbox)
     put_back(outbox, ev.evaluator_name, out, kind, kept)
     counter = "already_stored" if kind == "SessionJudge" else "duplicates"
