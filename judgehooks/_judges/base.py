@@ -23,15 +23,36 @@ from .._base.urls import without_credentials
 from ..exceptions import MalformedVerdict
 from .prompt import JudgeRequest
 
+#: the most tokens one reply may report (the largest context windows hold about 10**7), and the most
+#: USD one call may cost: a figure past its bound, negative or NaN is no figure
+MAX_TOKENS, MAX_CALL_USD = 10**9, 1_000.0
+
 
 @dataclass(frozen=True, slots=True)
 class JudgeReply:
+    """One judge call's answer. Its usage figures are the judge's word: a number past its bound is kept
+    out (None) and named in `unusable`, with the cost priced from such a count, so no reply lowers the
+    spend a cap meters (a negative cost), trips the cap (10**30 tokens) or overflows a cost. What is no
+    number is left to the outcome's check."""
+
     text: str
     model: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cost_usd: float | None = None
     finish_reason: str | None = None  # "length": the reply stopped at the judge's max_tokens
+    unusable: str | None = None  # the figures kept out, as the judge reported them
+
+    def __post_init__(self) -> None:
+        bounds = (("prompt_tokens", MAX_TOKENS), ("completion_tokens", MAX_TOKENS), ("cost_usd", MAX_CALL_USD))
+        bad = {name: value for name, top in bounds if not within(value := getattr(self, name), top)}
+        if bad.keys() - {"cost_usd"} and self.cost_usd is not None:
+            bad.setdefault("cost_usd", self.cost_usd)  # priced from a count that is none
+        for name in bad:
+            object.__setattr__(self, name, None)
+        if bad:
+            said = ", ".join(f"{name}={value!r:.40}" for name, value in bad.items())
+            object.__setattr__(self, "unusable", f"{self.unusable}, {said}" if self.unusable else said)
 
 
 _import_lock = threading.Lock()  # litellm imported by one thread at a time: its lazy submodules race
@@ -203,6 +224,11 @@ def error_name(exc: BaseException) -> str:
 def count(value: Any) -> int | None:
     """A token count from a reply's usage, or None (a bool, or a mock's attribute, is not a count)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def within(value: Any, top: float) -> bool:
+    """Whether a reported figure is a number from 0 to `top`; what is no number (None, text) passes here."""
+    return not isinstance(value, (int, float)) or isinstance(value, bool) or 0 <= value <= top
 
 
 def describe(exc: BaseException) -> str:

@@ -174,6 +174,8 @@ class JudgeCall:
                 cut = request.cut
                 async with asyncio.timeout(self.timeout):
                     reply = await self.judge.complete(firmer(request) if firm else request)
+                if reply.unusable:
+                    said["usage"] = f"the judge reported {reply.unusable}: out of bounds, not kept"
                 prompt_tokens = _add(prompt_tokens, reply.prompt_tokens)
                 completion_tokens = _add(completion_tokens, reply.completion_tokens)
                 cost = _add(cost, reply.cost_usd)

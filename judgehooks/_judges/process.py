@@ -222,4 +222,4 @@ class ProcessJudge(BaseJudge):
         self.fast_path_taken = reply.get("fast") is True
         return JudgeReply(text=reply["text"], model=reply.get("model"), prompt_tokens=reply.get("prompt_tokens"),
                           completion_tokens=reply.get("completion_tokens"), cost_usd=reply.get("cost_usd"),
-                          finish_reason=reply.get("finish_reason"))
+                          finish_reason=reply.get("finish_reason"), unusable=reply.get("unusable"))

@@ -34,7 +34,7 @@ from urllib.parse import urljoin, urlsplit
 from .._base.record import JudgeMode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import JudgeReply, _import_lock, count, load_litellm
+from .base import MAX_TOKENS, JudgeReply, _import_lock, count, load_litellm, within
 from .prompt import verdict_schema
 from .transport import poster, proxied
 
@@ -95,11 +95,14 @@ class Price:
     completion: float
     cached_prompt: float | None = None
 
-    def cost(self, usage: Mapping[str, Any]) -> float:
+    def cost(self, usage: Mapping[str, Any]) -> float | None:
+        """The call's cost, None when a count is out of bounds (a forged count prices nothing)."""
         prompt = count(usage.get("prompt_tokens")) or 0
         completion = count(usage.get("completion_tokens")) or 0
         details = usage.get("prompt_tokens_details")
         cached = (count(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
+        if not all(within(n, MAX_TOKENS) for n in (prompt, completion, cached)):
+            return None
         cached = min(cached, prompt) if self.cached_prompt is not None else 0
         return ((prompt - cached) * self.prompt + cached * (self.cached_prompt or 0.0)
                 + completion * self.completion)

@@ -115,7 +115,7 @@ class _Server(asyncio.Protocol):
                 raise TimeoutError(f"the judge call took longer than its timeout of {self._timeout:g} s") from None
             reply: dict[str, Any] = {"id": message["id"], "text": r.text, "model": r.model,
                                      "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                                     "cost_usd": r.cost_usd, "finish_reason": r.finish_reason,
+                                     "cost_usd": r.cost_usd, "finish_reason": r.finish_reason, "unusable": r.unusable,
                                      "fast": self._judge.client.name == "wire"}
         except Exception as exc:
             error = {"type": type(exc).__name__, "message": str(exc)[:2000], "status": _status_of(exc),

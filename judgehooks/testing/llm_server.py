@@ -33,7 +33,8 @@ A pairwise judge prompt (a `judgehooks.Shadow`'s: answers fenced as ``ANSWER-A``
 gets the longer answer as the winner, ``tie`` when they are as long, with the prompt's nonce.
 A judge offered a ``final_result...`` tool (pydantic-ai's output tool, as pydantic-evals' `LLMJudge`
 asks) answers by calling it with ``reason``, ``pass`` and ``score``.
-``[[judge_tokens=N]]`` makes the judge report N prompt tokens (e.g. more than a store's column holds);
+``[[judge_tokens=N]]`` makes the judge report N prompt tokens (past 10**9 the judge's reply keeps none),
+``[[run_tokens=N]]`` the agent (e.g. more than a store's column holds);
 ``[[judge_cached_tokens=N]]`` reports N of them as read from the provider's prompt cache.
 Hostile wires: ``[[judge_echo_auth=400]]`` replies that status with an error body that echoes the
 request's ``Authorization`` header (as some gateways do); ``[[judge_redirect=URL]]`` (percent-encoded)
@@ -384,6 +385,8 @@ class _StubApp:
         usage: dict[str, Any] = _usage(prompt, content)
         if d.get("cost"):
             usage["cost"] = float(d["cost"])
+        if d.get("run_tokens"):
+            usage["prompt_tokens"] = int(d["run_tokens"])
         if request.get("stream"):
             return _Reply(200, stream=self._chunks(model, content, None, usage))
         return _Reply(200, _completion(model, {"role": "assistant", "content": content}, usage))

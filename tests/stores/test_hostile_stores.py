@@ -76,12 +76,12 @@ def test_a_record_the_store_refuses_becomes_an_error_record_and_its_batch_is_sto
     judge = make_judge(store=store, run_in_background=True, judge_process=False, outbox=str(tmp_path / "outbox.db"))
     agent = make_agent(judge)
     for i in range(8):
-        agent.run(f"question {i}" + (f" [[judge_tokens={2**64}]]" if i == 3 else ""))
+        agent.run(f"question {i}" + (f" [[run_tokens={2**64}]]" if i == 3 else ""))
     assert judgehooks.drain(60)
     records = {r.input: r for r in store.query_sync(limit=None)}
     assert len(records) == 8
-    bad = records[f"question 3 [[judge_tokens={2**64}]]"]
-    assert (bad.status, bad.error_type, bad.prompt_tokens) == ("error", "StoreError", None)
+    bad = records[f"question 3 [[run_tokens={2**64}]]"]
+    assert (bad.status, bad.error_type, bad.run_input_tokens) == ("error", "StoreError", None)
     assert "the store refused this record (OverflowError" in bad.error_message and "passed" in bad.error_message
     assert all(r.status == "passed" for key, r in records.items() if r is not bad)
     assert pending(tmp_path / "outbox.db") == 0  # nothing left to regrade
