@@ -166,26 +166,26 @@ class Dispatcher:
 
     def _accept_arrived(self) -> None:
         """Queue every job handed off since the loop was woken (woken on the loop a relocation left:
-        the new one takes them)."""
+        the new one takes them), under the lock a relocation moves the queue under; then shed the rest."""
+        shed: list[tuple[Job, EvalContext, str]] = []
         with self._lock:
             if self._loop is not asyncio.get_running_loop():
                 assert self._loop is not None
                 self._loop.call_soon_threadsafe(self._accept_arrived)
                 return
             arrived, self._arrived = self._arrived, []
-        for item in arrived:
-            self._accept(*item)
-
-    def _accept(self, job: Job, ctx: EvalContext, holds_slot: bool, shed: str | None) -> None:
-        full = self._queue.qsize() >= self.max_queue
-        shed = shed or overloaded(self.overload, full, holds_slot, self.block_timeout)
-        if shed is not None:  # over the byte budget (never in the job log) or no room: never queued
-            self._shed(job, ctx, shed)
-            return
-        if self.overload == "drop_oldest" and full:
-            old_job, old_ctx, _ = self._queue.get_nowait()
-            self._shed(old_job, old_ctx, "queue full: oldest dropped (drop_oldest)")
-        self._queue.put_nowait((job, ctx, holds_slot))
+            for job, ctx, holds_slot, why in arrived:
+                full = self._queue.qsize() >= self.max_queue
+                why = why or overloaded(self.overload, full, holds_slot, self.block_timeout)
+                if why is not None:  # over the byte budget (never in the job log) or no room: never queued
+                    shed.append((job, ctx, why))
+                    continue
+                if self.overload == "drop_oldest" and full:
+                    old_job, old_ctx, _ = self._queue.get_nowait()
+                    shed.append((old_job, old_ctx, "queue full: oldest dropped (drop_oldest)"))
+                self._queue.put_nowait((job, ctx, holds_slot))
+        for job, ctx, why in shed:
+            self._shed(job, ctx, why)
 
     def _shed(self, job: Job, ctx: EvalContext, reason: str) -> None:
         """A `skipped` record, written and called back (`on_drop`) like any other record."""

@@ -480,6 +480,54 @@ def test_a_hand_off_to_a_closed_loop_raises_even_behind_a_wake_it_never_ran(make
     assert int(dispatcher.work) == 1 and len(dispatcher._arrived) == 1  # the first only
 
 
+def test_a_wake_the_old_loop_runs_during_a_move_queues_its_jobs_where_the_new_loop_serves_them(
+        make_bg, make_agent, store, monkeypatch):
+    """`relocate` has quiesced the old loop, and a job handed off just then wakes it. Its wake checks
+    the loop and queues under one lock, so the move waits for it, and the new loop serves the job.
+    Before, the wake let go of the lock between the check and the queuing: the new loop could move
+    the queue in between, and the old loop's thread then put the job into the new loop's
+    `asyncio.Queue`, which is not thread-safe (a worker waiting on it is not woken)."""
+    from judgehooks._base.context import EvalContext
+    from judgehooks._grading import dispatcher as module
+
+    judge = make_bg(name="moved-mid-wake")
+    make_agent(judge).run("warm")
+    assert judgehooks.drain(30)
+    dispatcher, old = judge._shell.wiring.dispatcher, judge._shell.wiring.dispatcher._loop
+    new = asyncio.new_event_loop()
+    threading.Thread(target=new.run_forever, daemon=True).start()
+    entered, go = threading.Event(), threading.Event()
+
+    def held(*args):  # the old loop's wake, stopped between its check of the loop and the queuing
+        entered.set()
+        go.wait(10)
+        return None
+
+    asyncio.run_coroutine_threadsafe(dispatcher._quiesce(), old).result(10)  # relocate's first step
+    monkeypatch.setattr(module, "overloaded", held)
+    dispatcher.submit(EvalContext(input="held", output="held", run_id="held"))
+    assert entered.wait(10)
+    monkeypatch.undo()
+
+    def launch():  # relocate's second step, from its own thread
+        with dispatcher._lock:
+            dispatcher._launch(new)
+
+    mover = threading.Thread(target=launch)
+    mover.start()
+    time.sleep(0.3)
+    waited = mover.is_alive()  # the move waits for the wake; had it not, it would have moved the queue by now
+    go.set()
+    mover.join(10)
+    try:
+        assert waited  # else the old loop queued the job from its thread into the new loop's queue
+        assert dispatcher.drain(10), dispatcher.stats()
+        assert [r.input for r in store.records if r.run_id == "held"] == ["held"]
+    finally:
+        asyncio.run_coroutine_threadsafe(dispatcher.relocate(old), new).result(30)
+        new.call_soon_threadsafe(new.stop)
+
+
 def test_jobs_left_with_contexts_or_rates_no_run_has_become_error_records_and_the_good_one_is_graded(
         make_bg, store, tmp_path):
     """Rows of `eval_jobs` a dead process could not have written: a context that is not JSON, JSON but
