@@ -153,7 +153,7 @@ class HookSettings(Deployment):
         if self.broker is not None:  # publish jobs to Redis; `judgehooks worker` processes grade them
             from .._grading.redis.publish import Publisher
 
-            publisher = Publisher(self.broker, max_connections=self.max_concurrency + 2)
+            publisher = Publisher(self.broker, pipeline.evaluator, max_connections=self.max_concurrency + 2)
             step, options = publisher.step, {"batch_size": 256, "flush_interval": 0.1,
                                              "describe": publisher.describe, "judges_here": False}
         dispatcher = Dispatcher(

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import redis
-from _outbox import connect
+from _outbox import connect, pending
 from test_distributed import (  # noqa: F401 - fixtures
     JOB_KEY,
     make_producer,
@@ -33,6 +33,8 @@ from judgehooks._grading.redis.signing import sign
 from judgehooks._grading.redis.worker import Worker
 
 WORKER_SECRET = "sk-worker-secret-never-leaves"
+#: the entry size cap of the tests that set `small_cap`: 150,000-byte entries are past it
+CAP = 50_000
 
 
 class Attacker:
@@ -78,6 +80,13 @@ def attacker():
 @pytest.fixture
 def worker_key(monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", WORKER_SECRET)  # what a worker's provider key looks like
+
+
+@pytest.fixture
+def small_cap(monkeypatch) -> int:
+    """Redis entries of this test may hold CAP bytes (MAX_ENTRY_BYTES is read at every check)."""
+    monkeypatch.setattr("judgehooks._grading.redis.MAX_ENTRY_BYTES", CAP)
+    return CAP
 
 
 def published(rds: redis.Redis) -> list[tuple[bytes, dict[bytes, bytes]]]:
@@ -410,3 +419,64 @@ def test_a_redis_password_given_as_a_url_parameter_never_reaches_a_log_line_or_s
     shown += repr([e for e in logs if e.get("broker")])
     assert "broker_unavailable" in shown and "broker_recovered" in shown and f"127.0.0.1:{port}" in shown
     assert "hunter2-in-the-query" not in shown
+
+
+def test_an_entry_past_the_size_cap_is_refused_before_its_signature_is_checked_or_it_is_decoded(
+        make_producer, make_agent, redis_url, rds, server, signed, worker_key, small_cap, monkeypatch):
+    """An entry past MAX_ENTRY_BYTES cost every worker that read it an HMAC and a JSON decode of its
+    size, and a signed one was graded. It is refused as `too_large` first: a signed job (here also
+    pushed past the delivery limit, where its dead-letter record decoded it) and unsigned bytes that
+    are not JSON alike. Each refused copy keeps its first 100,000 bytes, and the job behind them is graded."""
+    from taskiq.formatters.proxy_formatter import ProxyFormatter
+
+    from judgehooks._grading.redis import broker
+    from judgehooks._grading.redis.broker import DEAD_STREAM, GROUP
+
+    real = make_agent(make_producer(name="dist")).run("q1")
+    assert judgehooks.drain(30)
+    [(entry, fields)] = published(rds)
+    rds.xdel(STREAM, entry)
+    big = forge(fields[b"data"], context_run_id="too-large", context_input="x" * 150_000)
+    big_id = rds.xadd(STREAM, {b"data": big, b"sig": sign(JOB_KEY.encode(), big)})
+    rds.xreadgroup(GROUP, "attacker", {STREAM: ">"}, count=1)
+    for i in range(6):  # its delivery count climbs past the worker's max_deliveries
+        rds.xautoclaim(STREAM, GROUP, f"attacker-{i}", min_idle_time=0, start_id="0-0")
+    junk_id = rds.xadd(STREAM, {b"data": b"[" * 150_000})
+    rds.xadd(STREAM, {b"data": fields[b"data"], b"sig": fields[b"sig"]})  # the real job, after them
+    hashed, decoded = [], []  # the sizes of what the worker verified and decoded
+    verify, loads = broker.refusal, ProxyFormatter.loads
+    monkeypatch.setattr(broker, "refusal", lambda key, data, sig: hashed.append(len(data)) or verify(key, data, sig))
+    monkeypatch.setattr(ProxyFormatter, "loads",
+                        lambda self, message: decoded.append(len(message)) or loads(self, message))
+    store = judgehooks.MemoryStore()
+    worker = Worker(redis_url, store, reclaim_after=1, shutdown_timeout=5, max_deliveries=3,
+                    rebuild=rebuilds(server, "AgentAsJudgeEval"))
+    asyncio.run(serve_until(worker, lambda: rds.xlen(STREAM) == 0, timeout=180))
+    [record] = store.records
+    assert (record.run_id, record.status) == (real.run_id, "passed")
+    assert worker.stats()["refused_by_reason"] == {"too_large": 2} and worker.broker.dead_lettered == 0
+    assert hashed and decoded and max(hashed + decoded) < CAP  # the real job's; never a byte of the others
+    kept = {fields[b"entry"]: fields for _, fields in rds.xrange(REFUSED_STREAM)}
+    assert set(kept) == {big_id, junk_id} and {f[b"reason"] for f in kept.values()} == {b"too_large"}
+    assert kept[big_id][b"data"] == big[:100_000] and kept[junk_id][b"data"] == b"[" * 100_000
+    assert f"{len(big)} bytes, past the cap of {CAP} bytes".encode() in kept[big_id][b"detail"]
+    assert rds.xlen(DEAD_STREAM) == 0 and pending_by_consumer(rds) == {}
+
+
+def test_a_job_past_the_size_cap_is_never_published_and_is_one_error_record(make_producer, make_agent, rds, store,
+                                                                             tmp_path, signed, small_cap):
+    """Workers refuse an entry past MAX_ENTRY_BYTES, so a job that large, once published, had no
+    record at all. The producer never publishes it: its run gets one `error` record naming the size,
+    the cap and what to do, and the jobs around it go out as ever."""
+    judge = make_producer(name="dist")
+    agent = make_agent(judge)
+    before, big, after = agent.run("short"), agent.run("x" * CAP), agent.run("short again")
+    assert judgehooks.drain(30)
+    [record] = store.records
+    assert (record.run_id, record.status, record.error_type) == (big.run_id, "error", "EvaluatorError")
+    assert f"past the cap of {CAP} bytes" in record.error_message and "not published" in record.error_message
+    assert "redact=" in record.error_message and "without broker=" in record.error_message
+    jobs = [json.loads(json.loads(fields[b"data"])["kwargs"]["job"]) for _, fields in published(rds)]
+    assert [job["context"]["run_id"] for job in jobs] == [before.run_id, after.run_id]
+    assert (judge.stats()["forwarded"], judge.stats()["errors"]) == (2, 1)
+    assert pending(tmp_path / "producer.outbox.db") == 0  # its job is done: it has its record

@@ -160,6 +160,65 @@ def test_a_turn_nested_past_pythons_stack_is_refused_and_its_session_goes_on(mak
     assert [fields[b"reason"] for _, fields in rds.xrange(REFUSED_STREAM)] == [b"unsigned"]
 
 
+def test_a_turn_past_the_size_cap_is_refused_before_its_signature_is_checked_or_it_is_decoded(
+        make_producer, make_agent, redis_url, rds, server, monkeypatch):
+    """A session entry past MAX_ENTRY_BYTES, signed with the job key or not, is refused as `too_large`
+    before it is verified or decoded (it was refused as `bad_turn` and `unsigned` after both), its
+    first 100,000 bytes kept; the session's real turn is graded."""
+    from judgehooks._grading.redis import sessionworker
+    from judgehooks._grading.redis.sessions import signed_text
+    from judgehooks._grading.redis.signing import sign
+
+    real, member = one_turn(make_producer, make_agent, "s-big", "the real question")
+    monkeypatch.setattr("judgehooks._grading.redis.MAX_ENTRY_BYTES", 50_000)
+    _, _, turns, data, sigs, _ = keys_of(member)
+    junk = "[" * 150_000  # not JSON: nothing a producer writes
+    rds.zadd(turns, {"big-signed": 0, "big-unsigned": 0})
+    rds.hset(data, mapping={"big-signed": junk, "big-unsigned": junk})
+    rds.hset(sigs, "big-signed", sign(JOB_KEY.encode(), signed_text(member, "", 0, junk)))  # as it is checked
+    rds.zadd(DUE, {member: 0})
+    hashed = []  # the sizes of what the worker verified
+    verify = sessionworker.refusal
+    monkeypatch.setattr(sessionworker, "refusal",
+                        lambda key, text, sig: hashed.append(len(text)) or verify(key, text, sig))
+    store = judgehooks.MemoryStore()
+    asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 1))
+    [record] = store.records
+    assert (record.session_id, record.run_ids, record.status) == ("s-big", [real], "passed")
+    kept = [fields for _, fields in rds.xrange(REFUSED_STREAM)]
+    assert [f[b"reason"] for f in kept] == [b"too_large", b"too_large"]
+    assert all(f[b"data"] == b"[" * 100_000 and b"150000 bytes, past the cap of 50000 bytes" in f[b"detail"]
+               for f in kept)
+    assert hashed and max(hashed) < 50_000
+
+
+def test_a_turn_past_the_size_cap_is_never_written_to_redis_and_its_gap_is_an_error_record(
+        make_producer, make_agent, redis_url, rds, server, monkeypatch):
+    """The producer writes no turn past MAX_ENTRY_BYTES to Redis (every worker would refuse it): it
+    refuses it as a worker does (`too_large`, its first 100,000 bytes in the refused stream, a
+    warning), forwards the session's other turns, and the worker's record of the window names the
+    missing turn instead of grading the session without it."""
+    from structlog.testing import capture_logs
+
+    monkeypatch.setattr("judgehooks._grading.redis.MAX_ENTRY_BYTES", 50_000)
+    agent = make_agent(make_producer())
+    with capture_logs() as logs:
+        runs = [agent.run(text, session_id="s-cap").run_id for text in ("first", "x" * 150_000, "third")]
+        assert judgehooks.drain(30)
+    member = member_of("conversation", "s-cap")
+    assert [m.decode() for m in rds.zrange(keys_of(member)[2], 0, -1)] == [runs[0], runs[2]]
+    [(_, kept)] = rds.xrange(REFUSED_STREAM)
+    assert (kept[b"reason"], len(kept[b"data"])) == (b"too_large", 100_000) and runs[1].encode() in kept[b"detail"]
+    assert b"past the cap of 50000 bytes" in kept[b"detail"]
+    assert [e["session_id"] for e in logs if e["event"] == "session_turn_refused"] == ["s-cap"]
+    store = judgehooks.MemoryStore()
+    asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 1))
+    [record] = store.records
+    assert (record.session_id, record.status, record.run_ids) == ("s-cap", "error", [runs[0], runs[2]])
+    assert "turn(s) 2 of chain" in record.error_message and "missing (dropped)" in record.error_message
+    assert server.settings.counts["judge"] == 0
+
+
 def test_a_malformed_signed_turn_is_an_error_record(make_producer, make_agent, redis_url, rds, server):
     """A turn signed by a producer but unreadable as a turn (another version's) is one `error` record."""
     from judgehooks._grading.redis.sessions import signed_text

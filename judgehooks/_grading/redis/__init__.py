@@ -10,8 +10,16 @@ from typing import Any
 
 from ..._base.log import log
 from ..._base.urls import redact
+from ..budget import DEFAULT_MAX_QUEUE_BYTES
 
 URL_SCHEMES = ("redis://", "rediss://", "unix://")
+#: the most bytes one Redis entry may hold (a job's taskiq message, a session turn): a producer
+#: writes none larger, and a worker refuses a larger one as `too_large` before it checks a
+#: signature or decodes a byte, so a planted entry of hundreds of MB costs one read, and the 32
+#: entries a worker holds by default (its concurrency) stay within 2 GiB. It is the default
+#: `max_queue_bytes`, the largest context a background queue takes by default: far past what any
+#: judge model reads (a few MB of text). The job a producer cannot publish is one `error` record.
+MAX_ENTRY_BYTES = DEFAULT_MAX_QUEUE_BYTES
 
 
 def check_url(url: Any, parameter: str = "broker") -> str:
@@ -25,6 +33,13 @@ def check_url(url: Any, parameter: str = "broker") -> str:
 #: the URL with its password hidden (`:password@`, and `?password=`, which redis-py takes too),
 #: for logs, stats and messages
 redacted = redact
+
+
+def too_large(size: int) -> str | None:
+    """What is wrong with an entry of `size` bytes (its size and the cap), or None when it fits."""
+    if size <= MAX_ENTRY_BYTES:
+        return None
+    return f"{size} bytes, past the cap of {MAX_ENTRY_BYTES} bytes on one Redis entry (MAX_ENTRY_BYTES)"
 
 
 def text(value: Any) -> str:

@@ -15,6 +15,8 @@
   (`signing`), and a worker with a key refuses unsigned or mis-signed entries; refused entries and
   entries that are not judgehooks jobs are moved, with the reason, to the `judgehooks:refused`
   stream (acked, counted and logged), so nothing is dropped unseen.
+- It reads an entry of any size. Ours refuses one past `MAX_ENTRY_BYTES` (`too_large`) before its
+  signature is checked or a byte of it decoded.
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ from redis.asyncio import Redis, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import StreamIdT
-from taskiq import AckableMessage, BrokerMessage
+from taskiq import AckableMessage, BrokerMessage, TaskiqMessage
 from taskiq_redis import RedisStreamBroker
 
 from ..._base.log import log
 from ...exceptions import StoreError
-from . import check_url, text
+from . import check_url, text, too_large
 from .detached import detached
 from .signing import refusal, sign
 
@@ -53,6 +55,12 @@ REFUSED_STREAM = "judgehooks:refused"  # entries a worker would not grade, with 
 REFUSED_MAXLEN = 10_000
 #: XREADGROUP's reply in redis-py's legacy shape: per stream, its (entry id, fields) pairs
 StreamReply = list[tuple[Any, list[tuple[Any, Any]]]]
+
+
+def refused_record(why: str, detail: str, data: bytes, by: str, entry: str = "") -> dict[str, Any]:
+    """An entry's copy in the refused stream: the reason, a detail and its first 100,000 bytes."""
+    return {"reason": why, "detail": detail[:2000], "data": data[:100_000], "consumer": by, "entry": entry,
+            "refused_at": time.time()}
 
 
 class StreamMessage(AckableMessage):
@@ -92,6 +100,11 @@ class JudgeStreamBroker(RedisStreamBroker):
                 if "BUSYGROUP" not in str(exc):
                     raise
 
+    def job(self, payload: str) -> BrokerMessage:
+        """A job's taskiq message, as `kiq(job=payload)` makes it: the one shape `_why_refused` admits."""
+        return self.formatter.dumps(TaskiqMessage(task_id=self.id_generator(), task_name=TASK_NAME, labels={},
+                                                  labels_types={}, args=[], kwargs={"job": payload}))
+
     async def kick(self, message: BrokerMessage) -> None:
         """Publish one job, signed when this broker has a job key."""
         fields = {b"data": message.message}
@@ -105,6 +118,8 @@ class JudgeStreamBroker(RedisStreamBroker):
         data = fields.get(b"data") if isinstance(fields, dict) else None
         if not isinstance(data, bytes):
             return "not_a_job"
+        if too_large(len(data)) is not None:  # before any byte of it is hashed or decoded
+            return "too_large"
         why = refusal(self.job_key, data, fields.get(b"sig"))
         if why is not None:
             return why
@@ -120,9 +135,8 @@ class JudgeStreamBroker(RedisStreamBroker):
     async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
         """Move an entry to the refused stream with the reason, then ack and delete it: counted,
         logged, and kept for an operator, never graded."""
-        await self._remove(entry, REFUSED_STREAM, {
-            "reason": why, "detail": detail[:2000], "data": data[:100_000], "consumer": str(self.consumer_name),
-            "entry": entry or "", "refused_at": time.time()}, maxlen=REFUSED_MAXLEN)
+        await self._remove(entry, REFUSED_STREAM, refused_record(why, detail, data, str(self.consumer_name),
+                                                                 entry or ""), maxlen=REFUSED_MAXLEN)
         self.refused[why] += 1
         log.warning("worker_refused_job", consumer=self.consumer_name, reason=why, detail=detail[:500],
                     entry=entry, stream=REFUSED_STREAM)
@@ -136,8 +150,10 @@ class JudgeStreamBroker(RedisStreamBroker):
                 admitted.append((entry_id, fields))
                 continue
             data = fields.get(b"data") if isinstance(fields, dict) else None
+            data = data if isinstance(data, bytes) else repr(fields).encode()
+            detail = too_large(len(data)) if why == "too_large" else None
             try:
-                await self.refuse(text(entry_id), data if isinstance(data, bytes) else repr(fields).encode(), why)
+                await self.refuse(text(entry_id), data, why, detail or "")
             except (RedisConnectionError, RedisTimeoutError, OSError, ResponseError) as exc:
                 # stays pending, refused when reclaimed (the refused stream a key of another type: said here)
                 log.warning("broker_unavailable", consumer=self.consumer_name, error_type=type(exc).__name__,

@@ -8,6 +8,8 @@ process, and `drain()` waits until Redis has them all. While Redis is unreachabl
 outbox and publishing is retried with backoff; when the dispatcher moves to another loop
 (`judgehooks.lifespan`) the job is handed back (`Requeue`) and that loop publishes it.
 With ``$JUDGEHOOKS_JOB_KEY`` set, every job is signed (`signing`), so workers can refuse forged ones.
+A job past `MAX_ENTRY_BYTES`, which every worker would refuse, is never published: the step returns
+its `error` record, which the dispatcher stores as it stores a graded job's.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ from typing import Any
 
 import anyio
 from redis.exceptions import RedisError
-from taskiq.kicker import AsyncKicker
 
 from ..._base.context import EvalContext, context_to_dict
 from ..._base.log import log
+from ..._base.outcome import Outcome
+from ..._base.record import EvalRecord
+from ...exceptions import EvaluatorError
 from ..outbox import Job
+from ..pipeline import Graded, make_record
 from ..step import Requeue
-from . import Outage, redacted
-from .broker import TASK_NAME, JudgeStreamBroker
+from . import Outage, redacted, too_large
+from .broker import JudgeStreamBroker
 from .signing import JOB_KEY_ENV, job_key
 
 _warned_unsigned = False
@@ -36,9 +41,11 @@ _warned_unsigned = False
 class Publisher:
     """The dispatcher step of distributed grading: "publish the job to Redis" instead of "judge"."""
 
-    def __init__(self, broker_url: str, *, max_connections: int, key: str | bytes | None = None) -> None:
+    def __init__(self, broker_url: str, evaluator: Graded, *, max_connections: int,
+                 key: str | bytes | None = None) -> None:
         global _warned_unsigned
         self.broker_url = broker_url
+        self.evaluator = evaluator  # whose `error` record a job too large to publish gets
         self.max_connections = max_connections
         self.job_key = job_key(key)  # given, else $JUDGEHOOKS_JOB_KEY; refuses a key that is too short
         if self.job_key is None and not _warned_unsigned:
@@ -59,17 +66,20 @@ class Publisher:
             self._broker, self._broker_loop, self._pid = broker, loop, os.getpid()
         return self._broker
 
-    async def step(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> None:
+    async def step(self, job: Job, ctx: EvalContext, moving: Callable[[], bool]) -> EvalRecord | None:
         """Publish one job (the fields the outbox keeps); it has no record here (a worker stores it),
-        so the outbox row can go."""
+        so the outbox row can go. A job too large for any worker is its `error` record instead."""
         payload = json.dumps({"id": job.id, "evaluator": job.evaluator, "context": context_to_dict(ctx),
                               "sample_rate": job.sample_rate, "spec": job.spec, "created_at": job.created_at},
                              default=str, ensure_ascii=False)
         delay = 0.05
         while True:
             try:
-                kicker: AsyncKicker[..., None] = AsyncKicker(TASK_NAME, await self._connected(), {})
-                await kicker.kiq(job=payload)
+                broker = await self._connected()
+                message = broker.job(payload)  # measured as a worker measures it: the bytes it reads
+                why = too_large(len(message.message))
+                if why is None:
+                    await broker.kick(message)  # not taskiq's kiq, which hides a RedisError in a SendTaskError
                 break
             except (RedisError, OSError) as exc:
                 if moving():  # the dispatcher is moving to another loop: that loop retries it
@@ -78,8 +88,17 @@ class Publisher:
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         self.outage.up()
+        return None if why is None else self._unpublished(job, ctx, why)
+
+    def _unpublished(self, job: Job, ctx: EvalContext, why: str) -> EvalRecord:
+        """The `error` record of a job no worker would take: the run's one record, saying why and what to do."""
+        error = EvaluatorError(f"the job is {why}, so it was not published: every worker would refuse it. "
+                               "Shorten the run's text before it is graded (redact=), or grade this evaluator "
+                               "in this process (without broker=)")
+        return make_record(ctx, self.evaluator, Outcome(error=error), latency_ms=0.0, sample_rate=job.sample_rate)
 
     def describe(self, stats: dict[str, Any]) -> dict[str, Any]:
         """What `judgehooks.stats()` adds for a publishing dispatcher."""
-        return {"broker": redacted(self.broker_url), "forwarded": stats["done"],
+        # a publishing dispatcher's only `error` records are jobs too large to publish
+        return {"broker": redacted(self.broker_url), "forwarded": stats["done"] - stats["errors"],
                 "broker_down": self.outage.since is not None, "signed": self.job_key is not None}

@@ -8,11 +8,12 @@ worker to look takes the session over. The window's record has an id derived fro
 its first and last run, so a window graded twice (a worker that stalled past its lease) is still
 one stored record. The turns are forgotten only once the record is stored.
 
-Everything read back is checked: with a job key, a turn whose signature is missing or wrong is
-moved to the refused stream (counted, logged) and never graded; an entry that is not a judgehooks
-turn of this session is refused the same way; a member of the due set that names no session is
-dropped. A session taken over `max_deliveries` times without being finished (it kills its workers)
-ends as one `error` record and its entries move to ``judgehooks:sessions:dead``.
+Everything read back is checked: an entry past `MAX_ENTRY_BYTES` is refused (`too_large`) before
+its signature is checked or a byte of it decoded; with a job key, a turn whose signature is missing
+or wrong is moved to the refused stream (counted, logged) and never graded; an entry that is not a
+judgehooks turn of this session is refused the same way; a member of the due set that names no
+session is dropped. A session taken over `max_deliveries` times without being finished (it kills
+its workers) ends as one `error` record and its entries move to ``judgehooks:sessions:dead``.
 
 Each turn's signed position (chain and sequence number) is checked against Redis's order and
 against the signed mark of what was graded already: a window whose turns Redis reordered, that
@@ -39,6 +40,7 @@ from ..._base.log import log
 from ..pipeline import Pipeline
 from ..sessions import STORE_RETRY_S, grade_window, window_id
 from ..step import Clock, settle
+from . import too_large
 from .broker import JudgeStreamBroker
 from .detached import detached
 from .sessions import DEAD_STREAM, DUE, RedisSessions, Window, is_member, member_of, signed_text, through_text
@@ -76,6 +78,8 @@ class Turns:
         """Why this entry is refused, or the entry (and its session's settings are kept)."""
         if not isinstance(raw, bytes):
             return "missing_turn"
+        if too_large(len(raw)) is not None:  # before any byte of it is hashed or decoded
+            return "too_large"
         try:
             entry = json.loads(raw)
         except (ValueError, RecursionError):  # nested past Python's stack: refused as any unreadable turn
@@ -245,7 +249,8 @@ class SessionClock:
         key = self.broker.job_key
         turns = Turns(window, key)
         for run_id, raw, why in turns.refused:
-            await self.broker.refuse(None, raw, why, f"session turn {run_id!r} of {window.member}")
+            size = f": {too_large(len(raw))}" if why == "too_large" else ""
+            await self.broker.refuse(None, raw, why, f"session turn {run_id!r} of {window.member}{size}")
         if not turns.graded or turns.evaluator is None or turns.session_id is None:
             await self.sessions.finish(window)  # nothing authentic to grade: all refused
             return
