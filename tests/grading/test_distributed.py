@@ -349,6 +349,27 @@ def test_with_redis_down_jobs_wait_in_the_outbox_and_go_out_when_it_is_back(make
     assert len(published) == 5
 
 
+def test_a_redis_outage_after_the_first_job_holds_the_next_ones_until_it_is_back(make_producer, make_agent, tmp_path):
+    """taskiq's `kiq` wrapped Redis's connection error in its own `SendTaskError`, which the retry did
+    not catch: a job published once Redis had gone away (after the first) crashed its step and stayed
+    in the outbox for the next process, while `drain()` said all was done."""
+    with RedisServer() as first:
+        port = int(first.url.rsplit(":", 1)[1].split("/")[0])
+        judge = make_producer(broker=first.url)
+        agent = make_agent(judge)
+        agent.run("q0")
+        assert judgehooks.drain(30) and judge.stats()["forwarded"] == 1
+    later = agent.run("q1").run_id
+    wait_for(lambda: judge.stats()["broker_down"])
+    with RedisServer(port) as back:
+        assert judgehooks.drain(60)
+        client = redis.Redis.from_url(back.url)
+        [(_, fields)] = client.xrange(STREAM)
+        client.close()
+    assert later.encode() in fields[b"data"] and judge.stats()["forwarded"] == 2
+    assert pending(tmp_path / "producer.outbox.db") == 0
+
+
 def test_forwarding_follows_the_dispatcher_onto_the_apps_loop_and_back(make_producer, make_agent, rds):
     agent = make_agent(make_producer())
     runs = [agent.run("before lifespan").run_id]  # forwarded from judgehooks' loop
