@@ -31,6 +31,7 @@ from .._base.outcome import Outcome
 from .._base.record import EvalRecord, record_id
 from .._base.session import SessionContext, Turn
 from .._runtime import runtime
+from ..exceptions import EvaluatorError
 from .pipeline import Pipeline, make_record
 from .sessionbook import Claim, SessionBook
 from .step import Clock, settle
@@ -88,12 +89,14 @@ def read_window(session_id: str, turns: Sequence[Any], sample_rate: Any) -> tupl
 
 
 async def grade_window(pipeline: Pipeline, session_id: str, turns: Sequence[Mapping[str, Any]], sample_rate: float,
-                       *, last_key: str) -> EvalRecord | None:
+                       *, last_key: str, error: Exception | None = None) -> EvalRecord | None:
     """The unsaved record of one window of turns as stored (JSON data): graded, or an `error` record
-    naming the turn (or sample rate) that cannot be read back (`last_key` stands in for its last run in the id).
-    None when the store holds the window's record already: a process died between storing it and
-    forgetting the turns, or another one graded it; it is not graded, nor called back, again."""
-    ctx, error = read_window(session_id, turns, sample_rate)
+    naming the turn (or sample rate) that cannot be read back, or `error` (`last_key` stands in for
+    its last run in the id). None when the store holds the window's record already: a process died
+    between storing it and forgetting the turns, or another one graded it; it is not graded, nor
+    called back, again."""
+    ctx, unread = read_window(session_id, turns, sample_rate)
+    error = unread or error
     if await pipeline.stored([window_id(pipeline, session_id, ctx.run_ids or [last_key])]):
         return None
     if error is None:
@@ -211,16 +214,23 @@ class SessionGrader:
         async def back() -> None:
             self.book.give_back(claim, retry_at=time.time() + STORE_RETRY_S)
 
-        # broker=: a window that reads back goes to Redis; one that does not is its error record here
+        # broker=: a window that reads back goes to Redis; one that does not, or that Redis cannot hold
+        # (a turn past what a worker takes), is its error record here
+        unfit: EvaluatorError | None = None
         if self.relay is not None and read_window(claim.session_id, claim.turns, claim.sample_rate)[1] is None:
-            if await self.relay.push(claim):
-                await done()
-                self.count("forwarded")
-            else:  # Redis is down: the turns stay, tried again soon
-                self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
-            return None
+            try:
+                forwarded = await self.relay.push(claim)
+            except EvaluatorError as exc:
+                unfit = exc
+            else:
+                if forwarded:
+                    await done()
+                    self.count("forwarded")
+                else:  # Redis is down: the turns stay, tried again soon
+                    self.book.give_back(claim, retry_at=time.time() + FORWARD_RETRY_S)
+                return None
         record = await grade_window(self.pipeline, claim.session_id, claim.turns, claim.sample_rate,
-                                    last_key=str(claim.last_seq))
+                                    last_key=str(claim.last_seq), error=unfit)
         settled = await settle(self.pipeline, record, done, back)
         self.count("store_errors" if settled == "store_failed" else settled)
         return record

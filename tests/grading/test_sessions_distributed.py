@@ -192,31 +192,29 @@ def test_a_turn_past_the_size_cap_is_refused_before_its_signature_is_checked_or_
     assert hashed and max(hashed) < 50_000
 
 
-def test_a_turn_past_the_size_cap_is_never_written_to_redis_and_its_gap_is_an_error_record(
+def test_a_window_with_a_turn_past_the_size_cap_is_never_written_to_redis_and_is_its_error_record_here(
         make_producer, make_agent, redis_url, rds, server, monkeypatch):
-    """The producer writes no turn past MAX_ENTRY_BYTES to Redis (every worker would refuse it): it
-    refuses it as a worker does (`too_large`, its first 100,000 bytes in the refused stream, a
-    warning), forwards the session's other turns, and the worker's record of the window names the
-    missing turn instead of grading the session without it."""
-    from structlog.testing import capture_logs
-
+    """The producer writes no turn past MAX_ENTRY_BYTES to Redis (every worker would refuse it, and the
+    window would then hold a gap a worker blames on someone without the job key). The window holding it
+    is not forwarded at all: the producer stores its one `error` record, naming the turn, its size, the
+    cap and what to do, with no judge call; the session's turns before and after go to Redis as ever."""
     monkeypatch.setattr("judgehooks._grading.redis.MAX_ENTRY_BYTES", 50_000)
-    agent = make_agent(make_producer())
-    with capture_logs() as logs:
-        runs = [agent.run(text, session_id="s-cap").run_id for text in ("first", "x" * 150_000, "third")]
+    judge = make_producer()
+    agent = make_agent(judge)
+    runs = []
+    for text in ("first", "x" * 150_000, "third"):  # each forwarded (or refused) before the next comes
+        runs.append(agent.run(text, session_id="s-cap").run_id)
         assert judgehooks.drain(30)
+        judgehooks.end_session("s-cap", judge)
+    [record] = judge.store.records
+    assert (record.session_id, record.status, record.error_type, record.run_ids) == (
+        "s-cap", "error", "EvaluatorError", [runs[1]])
+    assert f"session turn {runs[1]!r} is " in record.error_message
+    assert "past the cap of 50000 bytes" in record.error_message and "redact=" in record.error_message
     member = member_of("conversation", "s-cap")
     assert [m.decode() for m in rds.zrange(keys_of(member)[2], 0, -1)] == [runs[0], runs[2]]
-    [(_, kept)] = rds.xrange(REFUSED_STREAM)
-    assert (kept[b"reason"], len(kept[b"data"])) == (b"too_large", 100_000) and runs[1].encode() in kept[b"detail"]
-    assert b"past the cap of 50000 bytes" in kept[b"detail"]
-    assert [e["session_id"] for e in logs if e["event"] == "session_turn_refused"] == ["s-cap"]
-    store = judgehooks.MemoryStore()
-    asyncio.run(serve_until(in_process_worker(redis_url, store, server), lambda: len(store.records) == 1))
-    [record] = store.records
-    assert (record.session_id, record.status, record.run_ids) == ("s-cap", "error", [runs[0], runs[2]])
-    assert "turn(s) 2 of chain" in record.error_message and "missing (dropped)" in record.error_message
-    assert server.settings.counts["judge"] == 0
+    assert rds.xlen(REFUSED_STREAM) == 0 and server.settings.counts["judge"] == 0
+    assert judge.stats()["turns_waiting"] == 0
 
 
 def test_a_malformed_signed_turn_is_an_error_record(make_producer, make_agent, redis_url, rds, server):

@@ -57,12 +57,6 @@ REFUSED_MAXLEN = 10_000
 StreamReply = list[tuple[Any, list[tuple[Any, Any]]]]
 
 
-def refused_record(why: str, detail: str, data: bytes, by: str, entry: str = "") -> dict[str, Any]:
-    """An entry's copy in the refused stream: the reason, a detail and its first 100,000 bytes."""
-    return {"reason": why, "detail": detail[:2000], "data": data[:100_000], "consumer": by, "entry": entry,
-            "refused_at": time.time()}
-
-
 class StreamMessage(AckableMessage):
     """A delivery that remembers its stream entry, so the worker can stop touching it."""
 
@@ -135,8 +129,9 @@ class JudgeStreamBroker(RedisStreamBroker):
     async def refuse(self, entry: str | None, data: bytes, why: str, detail: str = "") -> None:
         """Move an entry to the refused stream with the reason, then ack and delete it: counted,
         logged, and kept for an operator, never graded."""
-        await self._remove(entry, REFUSED_STREAM, refused_record(why, detail, data, str(self.consumer_name),
-                                                                 entry or ""), maxlen=REFUSED_MAXLEN)
+        await self._remove(entry, REFUSED_STREAM, {
+            "reason": why, "detail": detail[:2000], "data": data[:100_000], "consumer": str(self.consumer_name),
+            "entry": entry or "", "refused_at": time.time()}, maxlen=REFUSED_MAXLEN)
         self.refused[why] += 1
         log.warning("worker_refused_job", consumer=self.consumer_name, reason=why, detail=detail[:500],
                     entry=entry, stream=REFUSED_STREAM)

@@ -16,8 +16,8 @@ then forgets them, so Redis being down delays turns and loses none. In Redis, pe
 - ``...:through`` (hash): per chain, the last position a worker graded, signed by the worker (kept
   `SEEN_TTL` seconds after the session's last turn).
 
-A turn whose entry is past `MAX_ENTRY_BYTES` is never written: the relay refuses it as a worker
-would (`too_large`, copied to the refused stream and logged), and the worker names the gap it leaves.
+A window holding a turn whose entry is past `MAX_ENTRY_BYTES` is never written: every worker would
+refuse that turn (`too_large`), so the producer stores the window's `error` record, naming it.
 
 Each step is one Lua script, so two workers never both take a session. An entry carries its
 evaluator, session, spec, sampling and position (chain and sequence number, from the producer's
@@ -39,10 +39,9 @@ from typing import Any
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.exceptions import RedisError
 
-from ..._base.log import log
+from ...exceptions import EvaluatorError
 from ..sessionbook import Claim
 from . import Outage, text, too_large
-from .broker import REFUSED_MAXLEN, REFUSED_STREAM, refused_record
 from .signing import job_key, sign
 
 DUE = "judgehooks:sessions:due"
@@ -272,32 +271,21 @@ class SessionRelay:
 
     async def push(self, claim: Claim) -> bool:
         """Hand a claim's turns to Redis: False (logged once per outage) when Redis cannot take them now.
-        A turn past `MAX_ENTRY_BYTES` is refused as a worker would refuse it, never written."""
+        A turn past `MAX_ENTRY_BYTES`, which every worker would refuse, is an `EvaluatorError` naming it:
+        nothing of the window is written, and the producer stores the window's error record."""
         member, turns = self.entries(claim)
+        for run_id, _, _, entry, _ in turns:
+            if why := too_large(len(entry.encode())):
+                raise EvaluatorError(f"session turn {run_id!r} is {why}, so the window was not forwarded to "
+                                     "Redis: every worker would refuse it. Shorten the run's text before it is "
+                                     "graded (redact=), or grade this evaluator in this process (without broker=)")
         try:
-            sessions = self._connected()
-            fit = []
-            for turn in turns:
-                data = turn[3].encode()
-                why = too_large(len(data))
-                if why is None:
-                    fit.append(turn)
-                else:  # kept first, as a worker does: a failure after it refuses it again, never loses it
-                    await self._refuse(sessions, claim, f"session turn {turn[0]!r} of {member}: {why}", data)
-            if fit:
-                await sessions.push(member, fit)
+            await self._connected().push(member, turns)
         except (RedisError, OSError) as exc:
             self.outage.down(exc)
             return False
         self.outage.up()
         return True
-
-    async def _refuse(self, sessions: RedisSessions, claim: Claim, detail: str, data: bytes) -> None:
-        """A turn too large for Redis: its first 100,000 bytes to the refused stream, with why, and a warning."""
-        record: dict[Any, Any] = refused_record("too_large", detail, data, f"producer {claim.owner}")
-        await sessions.redis.xadd(REFUSED_STREAM, record, maxlen=REFUSED_MAXLEN, approximate=True)
-        log.warning("session_turn_refused", reason="too_large", evaluator=claim.evaluator,
-                    session_id=claim.session_id, detail=detail, stream=REFUSED_STREAM)
 
     async def end(self, evaluator: str, session_id: str) -> bool:
         """Make a session due now in Redis (`end_session`): a worker grades it."""
