@@ -31,9 +31,9 @@ MAX_TOKENS, MAX_CALL_USD = 10**9, 1_000.0
 @dataclass(frozen=True, slots=True)
 class JudgeReply:
     """One judge call's answer. Its usage figures are the judge's word: a number past its bound is kept
-    out (None) and named in `unusable`, with the cost priced from such a count, so no reply lowers the
-    spend a cap meters (a negative cost), trips the cap (10**30 tokens) or overflows a cost. What is no
-    number is left to the outcome's check."""
+    out (None) and named in `unusable`, with the cost priced from such a count, so no reply records a
+    negative spend, trips a cap (10**30 tokens) or overflows a cost. What is no number is left to the
+    outcome's check."""
 
     text: str
     model: str | None = None

@@ -52,8 +52,8 @@ def test_a_count_out_of_bounds_keeps_its_verdict_and_no_cost_and_trips_no_cap(ma
                                                                              monkeypatch, path, tokens):
     """A judge reporting a negative or absurd token count (the same on the fast path, litellm's path and
     through a judge process): the verdict stands; the count and the cost priced from it are kept out
-    of the record and of the spend cap, and the record names them. Before, a negative count lowered
-    the spend the cap meters, 10**30 tripped it for the day, and 10**400 overflowed into an error."""
+    of the record and of the spend cap, and the record names them. Before, a negative count was
+    recorded, 10**30 tripped the cap for the day, and 10**400 overflowed into an error record."""
     monkeypatch.setenv("JUDGEHOOKS_FAST_JUDGE", "0" if path == "litellm" else "1")
     judge = make_judge(name=f"bounds-{path}-{len(str(tokens))}", model=PRICED, judge_process=path == "process",
                        max_cost_usd=0.01, per="day")
