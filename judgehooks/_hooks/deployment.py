@@ -201,7 +201,9 @@ class Deployment:
     max_queue: int = setting(10_000, _number(minimum=1, integer=True), changes="dispatch")
     """Jobs the background queue holds; beyond it, `overload` decides."""
     max_queue_bytes: int = setting(DEFAULT_MAX_QUEUE_BYTES, _number(minimum=1, integer=True))
-    """Bytes of queued jobs; beyond them a job is shed as a `skipped` record."""
+    """Bytes of queued jobs; beyond them a job is shed as a `skipped` record. It bounds a
+    `SessionJudge`'s book too: a larger turn is its run's `skipped` record, a session whose turns
+    reach it is graded at once, and a claim of due sessions reads about that many bytes at most."""
     overload: str = setting("drop_newest", _choice(OVERLOAD_POLICIES), changes="dispatch")
     """What a full queue does: shed at once by default, so a hanging judge never stalls the runs."""
     block_timeout: float = setting(5.0, _number(minimum=0), changes="dispatch")

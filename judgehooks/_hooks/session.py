@@ -23,7 +23,7 @@ from .._base.log import log
 from .._base.session import Member, Turn
 from .._base.text import storable
 from .._grading.pipeline import Graded
-from .._grading.sessionbook import SessionBook
+from .._grading.sessionbook import SessionBook, TurnTooLarge
 from .._grading.sessions import SessionGrader
 from ..stores._sqlite import outbox_path_for
 from .redaction import Redactor, redact_turn
@@ -103,7 +103,7 @@ class SessionShell(HookShell):
             settings = settings.replace("run_in_background", False)
         wiring = settings.build(self.evaluator, sampler=self.sampler, spec=self._spec)
         path = settings.outbox if isinstance(settings.outbox, (str, os.PathLike)) else outbox_path_for(wiring.store)
-        self.book = SessionBook(path, lease=self.evaluator.lease)
+        self.book = SessionBook(path, lease=self.evaluator.lease, max_bytes=settings.max_queue_bytes)
         relay = None
         if broker is not None:
             from .._grading.redis.sessions import SessionRelay
@@ -151,8 +151,13 @@ class SessionShell(HookShell):
         due = now if grader.relay is not None else now + self.evaluator.idle_after
         try:
             turn = {**turn_snapshot.as_dict(), "at": now}
-            self.book.add_turn(wiring.pipeline.name, session_id, ctx.run_id or "", turn, due_at=due, sample_rate=rate,
-                               spec=self._spec_text)
+            armed = self.book.add_turn(wiring.pipeline.name, session_id, ctx.run_id or "", turn, due_at=due,
+                                       sample_rate=rate, spec=self._spec_text)
+        except TurnTooLarge as exc:  # past max_queue_bytes: shed as a background queue sheds such a job
+            log.warning("session_turn_lost", evaluator=wiring.pipeline.name, session_id=session_id,
+                        run_id=ctx.run_id, size=exc.size, max_queue_bytes=exc.limit, error=str(exc))
+            grader.lost(ctx, rate, str(exc))
+            return
         except sqlite3.Error as exc:
             # Nothing to grade it with later (a full disk, a locked file): said loudly, and the run
             # gets a `skipped` record (stored, on_drop, stats["turns_lost"]), never only a log line.
@@ -161,7 +166,7 @@ class SessionShell(HookShell):
             grader.lost(ctx, rate, f"the outbox file {self.book.path} refused it: {type(exc).__name__}: {exc}")
             return
         grader.count("turns")
-        grader.arm(due)
+        grader.arm(due if armed is None else armed)  # now, when its turns reached the byte budget
 
     def post_check(self, run_output: Any, agent: Any, team: Any, user_id: str | None,
                    metadata: Mapping[str, Any] | None, run_context: Any = None) -> None:

@@ -217,6 +217,26 @@ def test_a_window_with_a_turn_past_the_size_cap_is_never_written_to_redis_and_is
     assert judge.stats()["turns_waiting"] == 0
 
 
+def test_a_turn_past_max_queue_bytes_is_its_runs_skipped_record_at_the_producer_and_never_forwarded(
+        make_producer, make_agent, rds, server):
+    """With broker= the hook records the turn in the outbox file first, as without one: a turn past
+    `max_queue_bytes` is never recorded, so never forwarded; its run gets the one `skipped` record
+    naming its size and the budget (stored, `on_drop`, `turns_lost`), and the session goes on."""
+    dropped = []
+    judge = make_producer(max_queue_bytes=12_000, on_drop=dropped.append)
+    agent = make_agent(judge)
+    small = agent.run("first", session_id="s-budget").run_id
+    big = agent.run("x" * 10_000, session_id="s-budget").run_id  # about 20,470 bytes as a turn
+    assert judgehooks.drain(30)
+    [record] = judge.store.records
+    assert (record.status, record.scope, record.run_id, record.run_ids) == ("skipped", "session", big, [big])
+    assert "bytes pass the byte budget of 12000 bytes (max_queue_bytes)" in record.reason
+    assert dropped == [record] and judge.stats()["turns_lost"] == 1 and judge.stats()["turns_waiting"] == 0
+    member = member_of("conversation", "s-budget")
+    assert [m.decode() for m in rds.zrange(keys_of(member)[2], 0, -1)] == [small]
+    assert server.settings.counts["judge"] == 0
+
+
 def test_a_malformed_signed_turn_is_an_error_record(make_producer, make_agent, redis_url, rds, server):
     """A turn signed by a producer but unreadable as a turn (another version's) is one `error` record."""
     from judgehooks._grading.redis.sessions import signed_text
