@@ -44,6 +44,10 @@ class JudgeReply:
     unusable: str | None = None  # the figures kept out, as the judge reported them
 
     def __post_init__(self) -> None:
+        p, c, usd = self.prompt_tokens, self.completion_tokens, self.cost_usd
+        if ((p is None or type(p) is int and 0 <= p <= MAX_TOKENS) and (c is None or type(c) is int and 0 <= c
+                <= MAX_TOKENS) and (usd is None or type(usd) is float and 0 <= usd <= MAX_CALL_USD)):
+            return  # what every judge sends: checked at the cost of a few comparisons
         bounds = (("prompt_tokens", MAX_TOKENS), ("completion_tokens", MAX_TOKENS), ("cost_usd", MAX_CALL_USD))
         bad = {name: value for name, top in bounds if not within(value := getattr(self, name), top)}
         if bad.keys() - {"cost_usd"} and self.cost_usd is not None:
