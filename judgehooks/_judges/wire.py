@@ -34,7 +34,7 @@ from urllib.parse import urljoin, urlsplit
 from .._base.record import JudgeMode
 from .._base.secrets import remember
 from ..exceptions import JudgeUnavailable, MalformedVerdict
-from .base import MAX_TOKENS, JudgeReply, _import_lock, count, load_litellm, within
+from .base import MAX_TOKENS, JudgeReply, _import_lock, count, load_litellm
 from .prompt import verdict_schema
 from .transport import poster, proxied
 
@@ -101,8 +101,8 @@ class Price:
         completion = count(usage.get("completion_tokens")) or 0
         details = usage.get("prompt_tokens_details")
         cached = (count(details.get("cached_tokens")) or 0) if isinstance(details, Mapping) else 0
-        if not all(within(n, MAX_TOKENS) for n in (prompt, completion, cached)):
-            return None
+        if min(prompt, completion, cached) < 0 or max(prompt, completion, cached) > MAX_TOKENS:
+            return None  # whole numbers all three (`count`): two comparisons bound them
         cached = min(cached, prompt) if self.cached_prompt is not None else 0
         return ((prompt - cached) * self.prompt + cached * (self.cached_prompt or 0.0)
                 + completion * self.completion)
