@@ -515,7 +515,7 @@ def test_a_wake_the_old_loop_runs_during_a_move_queues_its_jobs_where_the_new_lo
 
     mover = threading.Thread(target=launch)
     mover.start()
-    time.sleep(0.3)
+    mover.join(0.3)  # returns at once when the move does not wait for the wake
     waited = mover.is_alive()  # the move waits for the wake; had it not, it would have moved the queue by now
     go.set()
     mover.join(10)
